@@ -1,0 +1,77 @@
+#include "core/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace scalescope::core {
+namespace {
+
+std::string directory_of(const std::string& path) {
+  std::filesystem::path p(path);
+  auto dir = p.parent_path();
+  return dir.empty() ? std::string(".") : dir.string();
+}
+
+}  // namespace
+
+void check_output_path_writable(const std::string& path) {
+  if (path.empty()) throw Error("output path is empty", "pass a file name, e.g. --out result.json");
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error("output path '" + path + "' is a directory", "pass a file name inside it, e.g. " + path + "/result.json");
+  const std::string dir = directory_of(path);
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error("output directory '" + dir + "' does not exist", "create it first (mkdir -p " + dir + ")");
+  if (access(dir.c_str(), W_OK) != 0)
+    throw Error("output directory '" + dir + "' is not writable: " + std::strerror(errno),
+                "choose another --out location");
+}
+
+void write_file_atomically(const std::string& path, std::string_view content) {
+  check_output_path_writable(path);
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = mkstemp(tmp.data());
+  if (fd < 0)
+    throw Error("cannot create a temporary file beside '" + path + "': " + std::strerror(errno),
+                "check that the directory is writable and the disk has room");
+  auto fail = [&](const char* what) {
+    int err = errno;
+    close(fd);
+    unlink(tmp.c_str());
+    throw Error(std::string("cannot write '") + path + "' (" + what + "): " + std::strerror(err),
+                "check free disk space and permissions; nothing was written");
+  };
+  const char* data = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  // Results are small; mode 0644 like a normal file rather than mkstemp's 0600.
+  if (fchmod(fd, 0644) != 0) fail("chmod");
+  if (fsync(fd) != 0) fail("fsync");
+  if (close(fd) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    throw Error("cannot write '" + path + "' (close): " + std::strerror(err), "check free disk space");
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    throw Error("cannot move the result into '" + path + "': " + std::strerror(err), "check permissions");
+  }
+}
+
+}  // namespace scalescope::core

@@ -1,0 +1,19 @@
+#pragma once
+// Results are written atomically: a reader sees the old file or the whole new one, never half of it.
+
+#include <string>
+#include <string_view>
+
+namespace scalescope::core {
+
+/// Writes `content` to `path` through a temporary file in the same directory, fsync and rename(2),
+/// so an interrupted run never leaves a half-written result. Creates no directories.
+/// Throws core::Error naming the path and errno text when the directory is missing or not writable
+/// or the disk is full; the temporary file is removed on failure.
+void write_file_atomically(const std::string& path, std::string_view content);
+
+/// Checks before a long run that `path` can be written later (its directory exists and is writable,
+/// and `path` is not a directory). Throws core::Error with the reason otherwise. Writes nothing.
+void check_output_path_writable(const std::string& path);
+
+}  // namespace scalescope::core

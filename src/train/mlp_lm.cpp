@@ -1,0 +1,152 @@
+#include "train/mlp_lm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace scalescope::train {
+namespace {
+
+struct Preset {
+  const char* name;
+  MlpLmConfig config;
+};
+
+MlpLmConfig make(int context, int embed, int hidden, int layers) {
+  MlpLmConfig c;
+  c.context = context;
+  c.embed = embed;
+  c.hidden = hidden;
+  c.layers = layers;
+  return c;
+}
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> table = {
+      {"mlp-1m", make(32, 16, 512, 3)},
+      {"mlp-10m", make(32, 32, 1536, 4)},
+      {"mlp-100m", make(64, 64, 4096, 6)},
+      {"mlp-1b", make(64, 64, 8192, 15)},
+  };
+  return table;
+}
+
+// splitmix64 (Steele, Lea & Flood 2014): a counter-based generator, so element i's draw does not depend on
+// how the work is split across threads.
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+double uniform_open01(std::uint64_t bits) {  // (0, 1], never 0 so log() is finite
+  return (static_cast<double>(bits >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+/// Standard normal draw number `index` of stream `stream` (Box–Muller, cosine branch).
+float normal_draw(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+  std::uint64_t base = splitmix64(seed ^ splitmix64(stream + 0x51ED27ull)) + 2 * index;
+  double u1 = uniform_open01(splitmix64(base));
+  double u2 = uniform_open01(splitmix64(base + 1));
+  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
+}
+
+void fill_normal(float* out, std::size_t n, float stddev, std::uint64_t seed, std::uint64_t stream) {
+  unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  if (n < (1u << 20)) threads = 1;
+  std::vector<std::thread> pool;
+  std::size_t chunk = (n + threads - 1) / threads;
+  for (unsigned t = 0; t < threads; ++t) {
+    std::size_t begin = t * chunk, end = std::min(n, begin + chunk);
+    if (begin >= end) break;
+    auto work = [=] {
+      for (std::size_t i = begin; i < end; ++i) out[i] = stddev * normal_draw(seed, stream, i);
+    };
+    if (threads == 1) work(); else pool.emplace_back(work);
+  }
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+std::vector<ParameterInfo> MlpLmConfig::parameter_layout() const {
+  std::vector<ParameterInfo> params;
+  params.push_back({"embedding.weight", static_cast<std::size_t>(vocab) * embed});
+  int in = input_width();
+  for (int l = 0; l < layers; ++l) {
+    params.push_back({fmt::format("hidden.{}.weight", l), static_cast<std::size_t>(in) * hidden});
+    params.push_back({fmt::format("hidden.{}.bias", l), static_cast<std::size_t>(hidden)});
+    in = hidden;
+  }
+  params.push_back({"output.weight", static_cast<std::size_t>(hidden) * vocab});
+  params.push_back({"output.bias", static_cast<std::size_t>(vocab)});
+  return params;
+}
+
+std::size_t MlpLmConfig::parameter_count() const {
+  std::size_t n = 0;
+  for (const auto& p : parameter_layout()) n += p.numel;
+  return n;
+}
+
+double MlpLmConfig::flops_per_token() const {
+  double matrix_elements = static_cast<double>(input_width()) * hidden +
+                           static_cast<double>(layers - 1) * hidden * hidden +
+                           static_cast<double>(hidden) * vocab;
+  return 6.0 * matrix_elements;
+}
+
+void MlpLmConfig::validate() const {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw core::UsageError("invalid MLP model size: " + what, "use a preset (--model mlp-10m) or positive sizes");
+  };
+  require(vocab >= 2 && vocab <= 256, fmt::format("vocab {} must be in 2..256 (byte-level tokens)", vocab));
+  require(context >= 1 && context <= 4096, fmt::format("context {} must be in 1..4096", context));
+  require(embed >= 1 && embed <= 65536, fmt::format("embed {} must be in 1..65536", embed));
+  require(hidden >= 1 && hidden <= 65536, fmt::format("hidden {} must be in 1..65536", hidden));
+  require(layers >= 1 && layers <= 1024, fmt::format("layers {} must be in 1..1024", layers));
+  require(static_cast<double>(input_width()) * hidden < 4e9, "first layer has more than 4e9 weights");
+}
+
+MlpLmConfig MlpLmConfig::preset(std::string_view name) {
+  for (const auto& p : presets())
+    if (name == p.name) return p.config;
+  throw core::UsageError(fmt::format("unknown model '{}'", name),
+                         fmt::format("choose one of: {}", fmt::join(preset_names(), ", ")));
+}
+
+std::vector<std::string> MlpLmConfig::preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : presets()) names.emplace_back(p.name);
+  return names;
+}
+
+std::vector<float> mlp_lm_initial_parameters(const MlpLmConfig& config) {
+  config.validate();
+  const auto layout = config.parameter_layout();
+  std::vector<float> params(config.parameter_count(), 0.0f);
+  std::size_t offset = 0;
+  int in = config.input_width();
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    const auto& p = layout[i];
+    float* dst = params.data() + offset;
+    if (p.name == "embedding.weight") {
+      fill_normal(dst, p.numel, 1.0f, config.seed, i);
+    } else if (p.name.ends_with(".weight")) {
+      bool output = p.name == "output.weight";
+      float stddev = static_cast<float>((output ? 0.1 : 1.0) / std::sqrt(static_cast<double>(in)));
+      fill_normal(dst, p.numel, stddev, config.seed, i);
+      in = config.hidden;
+    }  // biases stay 0
+    offset += p.numel;
+  }
+  return params;
+}
+
+}  // namespace scalescope::train

@@ -1,0 +1,101 @@
+#pragma once
+// What the data-parallel engine needs from a workload. Implementations:
+//   cpu/MlpLmCpu   fp32 reference on the host (OpenBLAS GEMMs)
+//   cuda/MlpLmCuda bf16 mixed precision on one GPU (cuBLASLt GEMMs, fp32 master weights and gradients)
+// The GPT decoder of a later issue plugs in through the same interface.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace scalescope::train {
+
+/// One trainable tensor, as DDP sees it: a name and a size. Parameters are listed in forward order.
+struct ParameterInfo {
+  std::string name;       ///< e.g. "hidden.0.weight"
+  std::size_t numel = 0;  ///< number of elements
+};
+
+/// A rank's batch on the host: `rows` rows of `row_tokens` token ids each, row-major. For a next-token
+/// model a row is an input context followed by its target(s). The memory belongs to the caller and is only
+/// read during Model::stage_batch.
+struct TokenBatchView {
+  int rows = 0;
+  int row_tokens = 0;
+  const std::int32_t* tokens = nullptr;
+};
+
+/// AdamW hyper-parameters (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019;
+/// defaults as torch.optim.AdamW). Weight decay applies to weight matrices only, not biases or embeddings.
+struct AdamWConfig {
+  float learning_rate = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  float weight_decay = 0.0f;
+};
+
+/// A trainable next-token model on one device. All work is issued in order on the model's compute
+/// timeline (asynchronous on GPU); methods return once the work is issued, not completed.
+///
+/// Memory layout contract:
+///  - master parameters are fp32, concatenated in forward order in one buffer (flat_parameters());
+///  - gradients are fp32 in a flat buffer laid out by the engine (allocate_gradients), so each DDP bucket
+///    is a contiguous range that can be all-reduced in place (like DDP's gradient_as_bucket_view=True).
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  /// Human-readable description, e.g. "mlp-lm: ctx 32 × embed 64 → 4 × 1024 → 256".
+  virtual std::string describe() const = 0;
+  /// Trainable tensors in forward order.
+  virtual const std::vector<ParameterInfo>& parameters() const = 0;
+  /// Total number of trainable elements.
+  std::size_t parameter_count() const;
+  /// Training FLOPs per predicted token (forward + backward, multiply-add = 2 FLOPs); used for MFU.
+  virtual double flops_per_token() const = 0;
+  /// Tokens the model expects per batch row (e.g. context + 1 for the MLP LM).
+  virtual int row_tokens() const = 0;
+  /// Predicted tokens per batch row (1 for the MLP LM; seq for a decoder).
+  virtual int predictions_per_row() const = 0;
+
+  /// Allocates the flat fp32 gradient buffer of `total_elements` on the model's device; parameter i's
+  /// gradient lives at `offsets[i]` (offsets.size() == parameters().size()). Returns its base pointer
+  /// (device memory on GPU). Called once, before the first backward.
+  virtual float* allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) = 0;
+
+  /// Master parameters: fp32, forward order, parameter_count() elements, on the model's device.
+  virtual float* flat_parameters() = 0;
+  /// Must be called after flat_parameters() was overwritten (e.g. by a broadcast): refreshes any derived
+  /// copies (bf16 weights on GPU).
+  virtual void parameters_changed() = 0;
+
+  /// Copies the batch to the device (GPU: host→device copy on the compute stream). Throws core::Error if
+  /// the shape does not match row_tokens() or a token is outside the vocabulary.
+  virtual void stage_batch(const TokenBatchView& batch) = 0;
+  /// Forward pass over the staged batch: mean cross-entropy (nats per predicted token) is kept on the
+  /// device and returned later by take_losses().
+  virtual void forward() = 0;
+  /// Backward pass. Overwrites (does not accumulate) every parameter's gradient. Calls
+  /// `on_gradient_ready(i)` once per parameter i as soon as the work that writes its gradient has been
+  /// issued, in backward order (last layer first), so the engine can start that bucket's all-reduce.
+  virtual void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) = 0;
+  /// One AdamW step on the master parameters with the gradients in the flat buffer (already averaged).
+  virtual void optimizer_step(const AdamWConfig& config) = 0;
+  /// Losses of the forward passes since the last call, in order. Blocks until they are computed.
+  virtual std::vector<float> take_losses() = 0;
+
+  /// Host copies for tests and checkpoints: fp32 in forward order.
+  virtual std::vector<float> parameters_to_host() = 0;
+  virtual std::vector<float> gradients_to_host() = 0;  ///< the flat gradient buffer, engine layout
+};
+
+inline std::size_t Model::parameter_count() const {
+  std::size_t n = 0;
+  for (const auto& p : parameters()) n += p.numel;
+  return n;
+}
+
+}  // namespace scalescope::train

@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+using scalescope::core::Error;
+using scalescope::core::write_file_atomically;
+
+namespace {
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+fs::path fresh_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("scalescope_test_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+}  // namespace
+
+TEST(AtomicFile, WritesWholeContentAndReplaces) {
+  auto dir = fresh_dir("atomic");
+  auto path = (dir / "r.json").string();
+  write_file_atomically(path, "first");
+  EXPECT_EQ(read_all(path), "first");
+  write_file_atomically(path, "second, longer");
+  EXPECT_EQ(read_all(path), "second, longer");
+  // No temporary files are left beside it.
+  int files = 0;
+  for (auto& e : fs::directory_iterator(dir)) { (void)e; ++files; }
+  EXPECT_EQ(files, 1);
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, MissingDirectoryIsAClearError) {
+  try {
+    write_file_atomically("/nonexistent-dir-scalescope/x.json", "x");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+    EXPECT_FALSE(e.remedy().empty());
+  }
+}
+
+TEST(AtomicFile, DirectoryAsPathIsRejected) {
+  auto dir = fresh_dir("atomicdir");
+  EXPECT_THROW(write_file_atomically(dir.string(), "x"), Error);
+  fs::remove_all(dir);
+}
