@@ -1,0 +1,177 @@
+#include "comm/launcher.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+extern char** environ;
+
+namespace scalescope::comm {
+namespace {
+
+int parse_int_env(const char* name) {
+  const char* v = std::getenv(name);
+  char* end = nullptr;
+  errno = 0;
+  long x = std::strtol(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || x < 0 || x > INT_MAX)
+    throw core::Error(fmt::format("environment variable {}='{}' is not a rank number", name, v),
+                      "unset the SCALESCOPE_* variables; scalescope sets them itself for the ranks it starts");
+  return static_cast<int>(x);
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  return fmt::format("ended with wait status {}", status);
+}
+
+std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (!path) return {};
+  std::string p(path);
+  std::size_t start = 0;
+  while (start <= p.size()) {
+    std::size_t end = p.find(':', start);
+    if (end == std::string::npos) end = p.size();
+    std::string dir = p.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<RankInfo> rank_from_launcher_environment() {
+  const bool has_rank = std::getenv(kEnvRank), has_size = std::getenv(kEnvWorldSize);
+  if (!has_rank && !has_size) return std::nullopt;
+  if (!has_rank || !has_size)
+    throw core::Error(fmt::format("only one of {} and {} is set", kEnvRank, kEnvWorldSize),
+                      "unset the SCALESCOPE_* variables; scalescope sets them itself for the ranks it starts");
+  RankInfo info;
+  info.rank = parse_int_env(kEnvRank);
+  info.world_size = parse_int_env(kEnvWorldSize);
+  info.local_rank = std::getenv(kEnvLocalRank) ? parse_int_env(kEnvLocalRank) : info.rank;
+  if (info.world_size < 1 || info.rank >= info.world_size)
+    throw core::Error(fmt::format("{}={} is outside world size {}", kEnvRank, info.rank, info.world_size),
+                      "unset the SCALESCOPE_* variables");
+  return info;
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw core::Error("cannot find the scalescope executable (/proc/self/exe): " + ec.message());
+  return p.string();
+}
+
+ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv) {
+  std::string mpirun = find_on_path("mpirun");
+  if (mpirun.empty())
+    throw core::Error("Open MPI's mpirun is not on PATH: CPU ranks need it",
+                      "install Open MPI (scripts/setup.sh, or apt-get install openmpi-bin libopenmpi-dev)");
+  ProcessSpec spec;
+  spec.label = "mpirun";
+  spec.argv = {mpirun, "-np", std::to_string(world_size), "--oversubscribe", "--bind-to", "none",
+               "--mca", "btl", "self,vader"};
+  if (geteuid() == 0) {
+    // Open MPI refuses root unless told twice (flag and environment); CI and the lent machines run as root.
+    spec.argv.push_back("--allow-run-as-root");
+    spec.environment = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
+  }
+  spec.argv.insert(spec.argv.end(), argv.begin(), argv.end());
+  return spec;
+}
+
+void run_processes(const std::vector<ProcessSpec>& processes, double timeout_seconds) {
+  std::vector<pid_t> pids;
+  auto stop_all = [&](int sig) {
+    for (pid_t p : pids)
+      if (p > 0) kill(p, sig);
+  };
+  for (const auto& spec : processes) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+    for (const auto& [k, v] : spec.environment) env_strings.push_back(k + "=" + v);
+    std::vector<char*> envp, argv;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = spec.argv;
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) {
+      int err = errno;
+      stop_all(SIGKILL);
+      for (pid_t p : pids) waitpid(p, nullptr, 0);
+      throw core::Error(fmt::format("cannot start {}: fork failed: {}", spec.label, std::strerror(err)));
+    }
+    if (pid == 0) {
+      execve(argv[0], argv.data(), envp.data());
+      std::fprintf(stderr, "scalescope: error: cannot execute %s: %s\n", argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t running = pids.size();
+  std::string failure;
+  bool stopping = false;
+  std::chrono::steady_clock::time_point kill_at{};
+  while (running > 0) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno != EINTR && errno != ECHILD) break;
+    if (pid > 0) {
+      for (std::size_t i = 0; i < pids.size(); ++i) {
+        if (pids[i] != pid) continue;
+        pids[i] = -1;
+        --running;
+        bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!ok && failure.empty() && !stopping) {
+          double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          failure = fmt::format("{} {} after {:.1f} s", processes[i].label, describe_status(status), t);
+        }
+      }
+      if (!failure.empty() && !stopping) {
+        stopping = true;
+        stop_all(SIGTERM);
+        kill_at = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      }
+      continue;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (!stopping && timeout_seconds > 0 &&
+        std::chrono::duration<double>(now - start).count() > timeout_seconds) {
+      failure = fmt::format("the ranks did not finish within the {:.0f} s timeout (a hang: a rank may be stuck in "
+                            "a collective)", timeout_seconds);
+      stopping = true;
+      stop_all(SIGTERM);
+      kill_at = now + std::chrono::seconds(5);
+    }
+    if (stopping && now > kill_at) stop_all(SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!failure.empty())
+    throw core::Error(failure + (processes.size() > 1 ? "; the other ranks were stopped" : ""),
+                      "read the rank's own messages above; nothing was written to --out");
+}
+
+}  // namespace scalescope::comm

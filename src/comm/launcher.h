@@ -1,0 +1,49 @@
+#pragma once
+// Starting rank processes on one node, so that a user needs no launcher:
+//  - GPU ranks: one process per GPU, as PyTorch DDP (torchrun) does; scalescope forks them itself and gives
+//    each its rank through SCALESCOPE_* environment variables (plus the NCCL unique id);
+//  - CPU ranks: scalescope runs Open MPI's `mpirun` itself.
+// Across nodes the user starts the ranks with mpirun or srun instead (see README), and MPI tells each its rank.
+// The supervisor stops every rank as soon as one fails: a rank that dies inside a collective would
+// otherwise leave the others waiting forever.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace scalescope::comm {
+
+inline constexpr const char* kEnvRank = "SCALESCOPE_RANK";
+inline constexpr const char* kEnvWorldSize = "SCALESCOPE_WORLD_SIZE";
+inline constexpr const char* kEnvLocalRank = "SCALESCOPE_LOCAL_RANK";
+
+/// The rank given by scalescope's own launcher through SCALESCOPE_RANK / _WORLD_SIZE / _LOCAL_RANK, or
+/// nothing when they are absent. Throws core::Error when they are present but malformed or inconsistent.
+std::optional<RankInfo> rank_from_launcher_environment();
+
+/// One process to start: its argument vector (argv[0] is the executable path) and extra environment.
+struct ProcessSpec {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> environment;
+  std::string label;  ///< how errors name it, e.g. "rank 1"
+};
+
+/// Starts every process (they inherit stdout/stderr), waits for all of them and returns when all exited
+/// with status 0. When one exits non-zero or is killed, the others are sent SIGTERM (SIGKILL 5 s later)
+/// and core::Error names the first failure: "rank 1 was killed by signal 9 (Killed)". When
+/// `timeout_seconds` > 0 elapses first, all are killed and core::Error says so.
+void run_processes(const std::vector<ProcessSpec>& processes, double timeout_seconds);
+
+/// The `mpirun` command line that starts `argv` as `world_size` CPU ranks on this node: oversubscription
+/// allowed (ranks may outnumber cores), no core binding (each rank manages its own threads), shared-memory
+/// transport; `--allow-run-as-root` when running as root (CI machines do). Throws core::Error when mpirun
+/// is not on PATH.
+ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv);
+
+/// Absolute path of the running executable (/proc/self/exe).
+std::string self_executable();
+
+}  // namespace scalescope::comm

@@ -1,0 +1,196 @@
+#include "comm/mpi_communicator.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace scalescope::comm {
+namespace {
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+void check_mpi(int code, const char* call) {
+  if (code != MPI_SUCCESS) throw core::Error(fmt::format("MPI call {} failed: {}", call, mpi_error_text(code)),
+                                             "see the MPI messages above; a peer rank may have died");
+}
+
+const char* env(const char* name) { return std::getenv(name); }
+
+}  // namespace
+
+bool started_by_mpi_launcher() {
+  return env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK") || env("PMI_RANK") || env("MPI_LOCALNRANKS");
+}
+
+MpiCommunicator::MpiCommunicator() {
+  std::promise<void> ready;
+  auto started = ready.get_future();
+  thread_ = std::thread([this, &ready] {
+    try {
+      int provided = 0;
+      int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+      if (rc != MPI_SUCCESS) throw core::Error("MPI_Init_thread failed: " + mpi_error_text(rc));
+      MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+      check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &info_.rank), "MPI_Comm_rank");
+      check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &info_.world_size), "MPI_Comm_size");
+      MPI_Comm node;
+      check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, info_.rank, MPI_INFO_NULL, &node),
+                "MPI_Comm_split_type");
+      MPI_Comm_rank(node, &info_.local_rank);
+      MPI_Comm_free(&node);
+      char version[MPI_MAX_LIBRARY_VERSION_STRING];
+      int len = 0;
+      MPI_Get_library_version(version, &len);
+      library_version_ = std::string(version, static_cast<std::size_t>(len));
+      if (auto nl = library_version_.find_first_of("\n,"); nl != std::string::npos) library_version_.resize(nl);
+      ready.set_value();
+    } catch (...) {
+      ready.set_exception(std::current_exception());
+      return;
+    }
+    run();
+    MPI_Finalize();
+  });
+  try {
+    started.get();
+  } catch (const std::exception& e) {
+    thread_.join();
+    throw core::Error(std::string("cannot initialise MPI: ") + e.what(),
+                      "run CPU ranks through scalescope (it starts mpirun itself) or under mpirun/srun; check "
+                      "that Open MPI is installed (scripts/setup.sh)");
+  }
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void MpiCommunicator::run() {
+  for (;;) {
+    std::function<void()> task;
+    bool failed;
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ set and nothing left to run
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      failed = !failure_.empty();
+    }
+    std::string error;
+    if (!failed) {  // after a failure the remaining collectives are skipped, not run half-way
+      try {
+        task();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (!error.empty() && failure_.empty()) failure_ = error;
+      ++completed_;
+    }
+    cv_.notify_all();
+  }
+}
+
+void MpiCommunicator::rethrow_if_failed() {
+  if (!failure_.empty()) throw core::Error("MPI collective failed: " + failure_, "a peer rank may have died; see its messages");
+}
+
+void MpiCommunicator::submit(std::function<void()> task, bool wait) {
+  std::size_t ticket;
+  {
+    std::lock_guard lock(mutex_);
+    rethrow_if_failed();
+    queue_.push_back(std::move(task));
+    ticket = ++submitted_;
+  }
+  cv_.notify_all();
+  if (!wait) return;
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] { return completed_ >= ticket; });
+  rethrow_if_failed();
+}
+
+void MpiCommunicator::start_all_reduce(float* data, std::size_t count, ReduceOp op) {
+  if (count > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw core::Error(fmt::format("all-reduce of {} elements exceeds MPI's int count", count), "use smaller buckets");
+  const int world = info_.world_size;
+  submit(
+      [this, data, count, op, world] {
+        auto t0 = std::chrono::steady_clock::now();
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                  "MPI_Allreduce");
+        if (op == ReduceOp::average && world > 1) {
+          const float scale = 1.0f / static_cast<float>(world);
+          for (std::size_t i = 0; i < count; ++i) data[i] *= scale;
+        }
+        auto t1 = std::chrono::steady_clock::now();
+        std::lock_guard lock(mutex_);
+        timings_.push_back({count * sizeof(float), std::chrono::duration<double>(t1 - t0).count()});
+      },
+      false);
+}
+
+void MpiCommunicator::join() {
+  std::unique_lock lock(mutex_);
+  const std::size_t ticket = submitted_;
+  cv_.wait(lock, [&] { return completed_ >= ticket; });
+  rethrow_if_failed();
+}
+
+std::vector<CollectiveTiming> MpiCommunicator::take_timings() {
+  join();
+  std::lock_guard lock(mutex_);
+  return std::exchange(timings_, {});
+}
+
+void MpiCommunicator::broadcast(float* data, std::size_t count, int root) {
+  submit(
+      [=] {
+        std::size_t done = 0;
+        while (done < count) {  // MPI counts are int: send in chunks of at most 1 Gi elements
+          int n = static_cast<int>(std::min<std::size_t>(count - done, 1u << 30));
+          check_mpi(MPI_Bcast(data + done, n, MPI_FLOAT, root, MPI_COMM_WORLD), "MPI_Bcast");
+          done += static_cast<std::size_t>(n);
+        }
+      },
+      true);
+}
+
+std::vector<double> MpiCommunicator::all_gather_host(const std::vector<double>& values) {
+  std::vector<double> out(values.size() * static_cast<std::size_t>(info_.world_size));
+  submit(
+      [&] {
+        check_mpi(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, out.data(),
+                                static_cast<int>(values.size()), MPI_DOUBLE, MPI_COMM_WORLD),
+                  "MPI_Allgather");
+      },
+      true);
+  return out;
+}
+
+void MpiCommunicator::barrier() {
+  submit([] { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }, true);
+}
+
+}  // namespace scalescope::comm

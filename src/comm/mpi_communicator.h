@@ -1,0 +1,61 @@
+#pragma once
+// CPU ranks over Open MPI. One progress thread per rank owns every MPI call (it initialises MPI, runs the
+// collectives in order, and finalises), so all-reduces proceed while the main thread computes backward —
+// the CPU counterpart of NCCL's separate stream. Only MPI_THREAD_FUNNELED is needed from the library.
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace scalescope::comm {
+
+/// True when this process was started by an MPI launcher (mpirun/mpiexec of Open MPI, or srun/PMIx),
+/// judged from the launchers' environment variables; then MPI assigns rank and world size.
+bool started_by_mpi_launcher();
+
+class MpiCommunicator final : public Communicator {
+ public:
+  /// Initialises MPI on the progress thread and reads rank, world size and the node-local rank.
+  /// Throws core::Error if MPI cannot be initialised (its error text is included).
+  MpiCommunicator();
+  /// Finalises MPI on the progress thread. Collectives still queued are completed first.
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  std::string backend() const override { return "mpi"; }
+  const RankInfo& rank_info() const override { return info_; }
+  void start_all_reduce(float* data, std::size_t count, ReduceOp op) override;
+  void join() override;
+  std::vector<CollectiveTiming> take_timings() override;
+  void broadcast(float* data, std::size_t count, int root) override;
+  std::vector<double> all_gather_host(const std::vector<double>& values) override;
+  void barrier() override;
+  /// "Open MPI v4.1.4, …" as MPI_Get_library_version reports it (first line).
+  const std::string& library_version() const { return library_version_; }
+
+ private:
+  void run();
+  /// Queues `task` on the progress thread and, if `wait`, blocks until it ran; rethrows its error.
+  void submit(std::function<void()> task, bool wait);
+  void rethrow_if_failed();
+
+  RankInfo info_;
+  std::string library_version_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  std::size_t submitted_ = 0, completed_ = 0;
+  std::string failure_;
+  std::vector<CollectiveTiming> timings_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace scalescope::comm

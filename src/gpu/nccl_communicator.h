@@ -1,0 +1,57 @@
+#pragma once
+// GPU ranks over NCCL, one process per GPU as PyTorch DDP runs it. All-reduces run on a communication
+// stream of their own: each waits on an event recorded on the compute stream when its bucket's gradients
+// were issued, so it overlaps the rest of backward; CUDA events around it time it on the device.
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace scalescope::gpu {
+
+/// ncclUniqueId as 256 hex characters (for an environment variable) and back. from_hex throws
+/// core::Error on a malformed string.
+std::string unique_id_to_hex(const ncclUniqueId& id);
+ncclUniqueId unique_id_from_hex(const std::string& hex);
+
+class NcclCommunicator final : public comm::Communicator {
+ public:
+  /// Joins the communicator of `info.world_size` ranks identified by `id` on the current CUDA device.
+  /// `compute_stream` (not owned) is where the model's work runs. Throws core::Error with NCCL's message
+  /// (ncclGetErrorString and ncclGetLastError) if initialisation fails.
+  NcclCommunicator(const comm::RankInfo& info, const ncclUniqueId& id, cudaStream_t compute_stream);
+  ~NcclCommunicator() override;
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  std::string backend() const override { return "nccl"; }
+  const comm::RankInfo& rank_info() const override { return info_; }
+  void start_all_reduce(float* data, std::size_t count, comm::ReduceOp op) override;
+  void join() override;
+  std::vector<comm::CollectiveTiming> take_timings() override;
+  void broadcast(float* data, std::size_t count, int root) override;
+  std::vector<double> all_gather_host(const std::vector<double>& values) override;
+  void barrier() override;
+
+ private:
+  cudaEvent_t event_at(std::size_t i);
+  void check(ncclResult_t r, const char* call);
+  void sync_comm_stream();
+
+  comm::RankInfo info_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t compute_;
+  cudaStream_t stream_ = nullptr;
+  // Per started all-reduce: ready (compute), start and end (communication stream) events, reused.
+  std::vector<cudaEvent_t> events_;
+  std::vector<std::size_t> bytes_;
+  std::size_t started_ = 0;
+  double* scratch_ = nullptr;
+  std::size_t scratch_elems_ = 0;
+};
+
+}  // namespace scalescope::gpu

@@ -1,0 +1,51 @@
+#pragma once
+// What a rank runs on: its compute timeline, communicator and model, built together for one backend.
+// Implemented in backend_cpu.cpp (always) and gpu/backend_cuda.cpp (CUDA builds; a CPU-only build answers
+// GPU requests with a clear error).
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "train/mlp_lm.h"
+#include "train/model.h"
+#include "train/timeline.h"
+
+namespace scalescope::train {
+
+enum class BackendKind { cpu, gpu };
+std::string to_string(BackendKind kind);
+/// "cpu" or "gpu"; throws core::UsageError otherwise.
+BackendKind parse_backend_kind(const std::string& text);
+
+/// One rank's execution resources. Destruction order matters (model before communicator before timeline's
+/// stream owner), so members are declared in construction order and destroyed in reverse.
+struct RankBackend {
+  std::unique_ptr<comm::Communicator> comm;
+  std::unique_ptr<Timeline> timeline;
+  std::unique_ptr<Model> model;
+  std::string device;            ///< e.g. "cpu (1 core per rank)" or "cuda:0 NVIDIA H200"
+  std::string library_versions;  ///< e.g. "Open MPI v4.1.4" or "NCCL 2.28.3, CUDA runtime 13.0"
+  virtual ~RankBackend() = default;
+};
+
+/// CPU rank: joins the MPI job (this process must have been started by mpirun), builds the fp32 model
+/// with single-threaded OpenBLAS (one core per rank) and the steady-clock timeline.
+std::unique_ptr<RankBackend> make_cpu_rank_backend(const MlpLmConfig& model);
+
+/// GPU rank: device = local rank, NCCL communicator (bootstrapped from the launcher's environment or, under
+/// mpirun/srun, through MPI), bf16 model, CUDA-event timeline. Throws core::Error in CPU-only builds, when
+/// the local rank has no GPU, or when NCCL initialisation fails.
+std::unique_ptr<RankBackend> make_gpu_rank_backend(const MlpLmConfig& model);
+
+/// Number of CUDA devices this process can use (respects CUDA_VISIBLE_DEVICES); 0 in CPU-only builds or when
+/// no driver is present. `why_none` receives the reason when it is 0.
+int visible_gpu_count(std::string* why_none = nullptr);
+
+/// Environment for GPU ranks started by scalescope's own launcher on one node: the NCCL unique id that
+/// lets them build one communicator (the launcher process hosts NCCL's bootstrap root while they start).
+std::vector<std::pair<std::string, std::string>> gpu_launch_environment();
+
+}  // namespace scalescope::train

@@ -1,0 +1,34 @@
+#include <cblas.h>
+
+#include <fmt/format.h>
+
+#include "comm/mpi_communicator.h"
+#include "core/error.h"
+#include "train/backend.h"
+#include "train/cpu/mlp_lm_cpu.h"
+#include "train/cpu_timeline.h"
+
+namespace scalescope::train {
+
+std::string to_string(BackendKind kind) { return kind == BackendKind::cpu ? "cpu" : "gpu"; }
+
+BackendKind parse_backend_kind(const std::string& text) {
+  if (text == "cpu") return BackendKind::cpu;
+  if (text == "gpu") return BackendKind::gpu;
+  throw core::UsageError(fmt::format("unknown backend '{}'", text), "use --backend cpu or --backend gpu");
+}
+
+std::unique_ptr<RankBackend> make_cpu_rank_backend(const MlpLmConfig& model) {
+  auto b = std::make_unique<RankBackend>();
+  auto comm = std::make_unique<comm::MpiCommunicator>();
+  b->library_versions = comm->library_version();
+  b->comm = std::move(comm);
+  // One core per rank: a CPU rank stands for one device, so scaling compares like with like.
+  openblas_set_num_threads(1);
+  b->timeline = std::make_unique<CpuTimeline>();
+  b->model = std::make_unique<MlpLmCpu>(model);
+  b->device = "cpu (1 core per rank, OpenBLAS fp32)";
+  return b;
+}
+
+}  // namespace scalescope::train

@@ -1,0 +1,98 @@
+#include "train/dp_engine.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace scalescope::train {
+
+DataParallelEngine::DataParallelEngine(Model& model, comm::Communicator& comm, Timeline& timeline,
+                                       EngineOptions options)
+    : model_(model), comm_(comm), timeline_(timeline), options_(options),
+      plan_(BucketPlan::build(model.parameters(), options.buckets)) {
+  gradients_ = model_.allocate_gradients(plan_.parameter_offset, plan_.total_numel);
+  pending_.resize(plan_.buckets.size());
+}
+
+void DataParallelEngine::broadcast_initial_parameters() {
+  comm_.broadcast(model_.flat_parameters(), model_.parameter_count(), 0);
+  model_.parameters_changed();
+}
+
+void DataParallelEngine::on_gradient_ready(std::size_t parameter) {
+  if (parameter >= plan_.parameter_bucket.size())
+    throw core::Error(fmt::format("model reported gradient of unknown parameter {}", parameter));
+  std::size_t& left = pending_[plan_.parameter_bucket[parameter]];
+  if (left == 0) throw core::Error(fmt::format("model reported parameter {}'s gradient twice", parameter));
+  --left;
+  ++ready_parameters_;
+  if (options_.overlap) launch_ready_buckets();
+}
+
+void DataParallelEngine::launch_ready_buckets() {
+  // Buckets are launched strictly in order: every rank must issue the same collectives in the same order.
+  while (next_bucket_ < plan_.buckets.size() && pending_[next_bucket_] == 0) {
+    const auto& b = plan_.buckets[next_bucket_];
+    comm_.start_all_reduce(gradients_ + b.offset, b.numel, options_.gradient_reduction);
+    ++next_bucket_;
+  }
+}
+
+void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seconds, const AdamWConfig& adamw) {
+  for (std::size_t b = 0; b < plan_.buckets.size(); ++b) pending_[b] = plan_.buckets[b].parameters.size();
+  next_bucket_ = 0;
+  ready_parameters_ = 0;
+
+  StepMarks m{};
+  m.data_wait = data_wait_seconds;
+  m.begin = timeline_.record();
+  model_.stage_batch(batch);
+  m.staged = timeline_.record();
+  model_.forward();
+  m.forward_end = timeline_.record();
+  model_.backward([this](std::size_t p) { on_gradient_ready(p); });
+  m.backward_end = timeline_.record();
+  if (ready_parameters_ != plan_.parameter_offset.size())
+    throw core::Error(fmt::format("backward reported {} of {} parameter gradients", ready_parameters_,
+                                  plan_.parameter_offset.size()));
+  launch_ready_buckets();  // without overlap: everything starts now; with overlap: nothing is left
+  comm_.join();
+  m.comm_end = timeline_.record();
+  model_.optimizer_step(adamw);
+  m.optimizer_end = timeline_.record();
+  marks_.push_back(m);
+}
+
+std::vector<StepTiming> DataParallelEngine::take_step_timings() {
+  timeline_.synchronize();
+  auto collectives = comm_.take_timings();
+  const std::size_t per_step = plan_.buckets.size();
+  if (collectives.size() != per_step * marks_.size())
+    throw core::Error(fmt::format("expected {} all-reduce timings, got {}", per_step * marks_.size(),
+                                  collectives.size()));
+  std::vector<StepTiming> out;
+  out.reserve(marks_.size());
+  for (std::size_t s = 0; s < marks_.size(); ++s) {
+    const auto& m = marks_[s];
+    StepTiming t;
+    t.data_wait = m.data_wait;
+    t.stage = timeline_.seconds_between(m.begin, m.staged);
+    t.forward = timeline_.seconds_between(m.staged, m.forward_end);
+    t.backward = timeline_.seconds_between(m.forward_end, m.backward_end);
+    t.exposed_comm = timeline_.seconds_between(m.backward_end, m.comm_end);
+    t.optimizer = timeline_.seconds_between(m.comm_end, m.optimizer_end);
+    t.total = t.data_wait + timeline_.seconds_between(m.begin, m.optimizer_end);
+    for (std::size_t k = 0; k < per_step; ++k) {
+      const auto& c = collectives[s * per_step + k];
+      t.all_reduce_seconds += c.seconds;
+      t.all_reduce_bytes += c.bytes;
+    }
+    t.all_reduce_count = static_cast<int>(per_step);
+    out.push_back(t);
+  }
+  marks_.clear();
+  timeline_.clear();
+  return out;
+}
+
+}  // namespace scalescope::train

@@ -1,0 +1,89 @@
+#pragma once
+// The data-parallel engine, with PyTorch DDP's semantics (torch/csrc/distributed/c10d/reducer.cpp):
+//  - gradients live in buckets (bucket_plan.h), reverse parameter order, first bucket small;
+//  - a bucket's all-reduce starts as soon as all its gradients are ready during backward, in bucket order,
+//    on the communicator's own channel (CUDA stream or progress thread), overlapping the rest of backward;
+//  - gradients are averaged over ranks; the optimizer waits for all all-reduces;
+//  - with overlap off, every all-reduce waits for the whole backward (the "no overlap" baseline).
+// Backend-neutral: the same engine drives CPU ranks (MPI) and GPU ranks (NCCL).
+
+#include <cstdint>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "train/bucket_plan.h"
+#include "train/model.h"
+#include "train/timeline.h"
+
+namespace scalescope::train {
+
+/// Times of one training step on one rank, in seconds. Phases are consecutive on the compute timeline:
+/// total = data_wait + stage + forward + backward + exposed_comm + optimizer (GPU: CUDA-event time; the
+/// host-side data wait is added on). exposed_comm is the time from the end of backward to the end of the
+/// last all-reduce: the communication that compute did not hide.
+struct StepTiming {
+  double data_wait = 0;      ///< host time waiting for the loader thread
+  double stage = 0;          ///< copying the batch to the device (GPU) — 0 on CPU
+  double forward = 0;
+  double backward = 0;
+  double exposed_comm = 0;
+  double optimizer = 0;
+  double total = 0;
+  double all_reduce_seconds = 0;     ///< sum of the durations of this step's all-reduces
+  int all_reduce_count = 0;
+  std::uint64_t all_reduce_bytes = 0;
+  /// Compute time: forward + backward + optimizer (the seed's "compute time" in the comm ratio).
+  double compute() const { return forward + backward + optimizer; }
+};
+
+struct EngineOptions {
+  BucketConfig buckets;
+  bool overlap = true;  ///< false: start the all-reduces only after the whole backward
+  /// Reduction of gradients across ranks. `average` is DDP's; `sum` exists only so the correctness test can
+  /// show that a wrong average is caught (scalescope train --internal-gradient-reduction sum).
+  comm::ReduceOp gradient_reduction = comm::ReduceOp::average;
+};
+
+class DataParallelEngine {
+ public:
+  /// Builds the bucket plan and allocates the model's flat gradient buffer. The references must outlive
+  /// the engine. Throws core::Error from the model or plan (e.g. a zero bucket size).
+  DataParallelEngine(Model& model, comm::Communicator& comm, Timeline& timeline, EngineOptions options);
+
+  /// Broadcasts rank 0's parameters to every rank (DDP does this at construction), so all replicas start
+  /// equal even if their initialisation differed.
+  void broadcast_initial_parameters();
+
+  /// One synchronous-SGD step on this rank's batch: stage, forward, backward with bucketed all-reduces,
+  /// wait for communication, AdamW. On GPU it returns once the work is issued (no host synchronisation).
+  /// `data_wait_seconds` is the host time spent waiting for this batch (from the loader).
+  void step(const TokenBatchView& batch, double data_wait_seconds, const AdamWConfig& adamw);
+
+  /// Timings of the steps since the last call. Synchronises the timeline first, then clears its markers.
+  std::vector<StepTiming> take_step_timings();
+
+  const BucketPlan& plan() const { return plan_; }
+  const EngineOptions& options() const { return options_; }
+
+ private:
+  void on_gradient_ready(std::size_t parameter);
+  void launch_ready_buckets();
+
+  struct StepMarks {
+    Marker begin, staged, forward_end, backward_end, comm_end, optimizer_end;
+    double data_wait;
+  };
+
+  Model& model_;
+  comm::Communicator& comm_;
+  Timeline& timeline_;
+  EngineOptions options_;
+  BucketPlan plan_;
+  float* gradients_ = nullptr;
+  std::vector<std::size_t> pending_;      // per bucket: gradients not yet ready in this backward
+  std::size_t next_bucket_ = 0;           // next bucket to launch (buckets start in order, as NCCL needs)
+  std::size_t ready_parameters_ = 0;
+  std::vector<StepMarks> marks_;
+};
+
+}  // namespace scalescope::train

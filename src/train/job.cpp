@@ -1,0 +1,462 @@
+#include "train/job.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "comm/launcher.h"
+#include "comm/mpi_communicator.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "train/text_data.h"
+
+namespace scalescope::train {
+namespace {
+
+constexpr std::size_t kSyntheticCorpusBytes = 4u << 20;
+
+struct FaultSpec {
+  int rank = -1;
+  std::int64_t step = -1;
+  std::string kind;
+};
+
+std::optional<FaultSpec> parse_fault(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  FaultSpec f;
+  auto a = text.find(':'), b = text.find(':', a == std::string::npos ? a : a + 1);
+  try {
+    if (a == std::string::npos || b == std::string::npos) throw std::invalid_argument("");
+    f.rank = std::stoi(text.substr(0, a));
+    f.step = std::stoll(text.substr(a + 1, b - a - 1));
+    f.kind = text.substr(b + 1);
+  } catch (const std::exception&) {
+    throw core::UsageError(fmt::format("bad fault spec '{}'", text), "use RANK:STEP:exit|abort|hang");
+  }
+  if (f.kind != "exit" && f.kind != "abort" && f.kind != "hang")
+    throw core::UsageError(fmt::format("bad fault kind '{}'", f.kind), "use exit, abort or hang");
+  return f;
+}
+
+void inject_fault(const std::optional<FaultSpec>& fault, int rank, std::int64_t step) {
+  if (!fault || fault->rank != rank || fault->step != step) return;
+  std::fprintf(stderr, "scalescope: rank %d: injecting fault '%s' at step %lld (test hook)\n", rank,
+               fault->kind.c_str(), static_cast<long long>(step));
+  std::fflush(stderr);
+  if (fault->kind == "exit") std::_Exit(3);
+  if (fault->kind == "abort") std::abort();
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));  // hang: the launcher's timeout must act
+}
+
+TextCorpus load_corpus(const TrainJobConfig& c, int row_tokens) {
+  if (c.data == "synthetic") return TextCorpus::synthetic(kSyntheticCorpusBytes, c.data_seed);
+  return TextCorpus::load(c.data.empty() ? std::string(kDefaultTextDirectory) : c.data,
+                          static_cast<std::size_t>(row_tokens) * 4);
+}
+
+/// Mean of each phase over a set of step timings.
+StepTiming mean_of(const std::vector<StepTiming>& steps) {
+  StepTiming m;
+  if (steps.empty()) return m;
+  for (const auto& s : steps) {
+    m.data_wait += s.data_wait;
+    m.stage += s.stage;
+    m.forward += s.forward;
+    m.backward += s.backward;
+    m.exposed_comm += s.exposed_comm;
+    m.optimizer += s.optimizer;
+    m.total += s.total;
+    m.all_reduce_seconds += s.all_reduce_seconds;
+    m.all_reduce_count += s.all_reduce_count;
+    m.all_reduce_bytes += s.all_reduce_bytes;
+  }
+  const double n = static_cast<double>(steps.size());
+  m.data_wait /= n; m.stage /= n; m.forward /= n; m.backward /= n; m.exposed_comm /= n;
+  m.optimizer /= n; m.total /= n; m.all_reduce_seconds /= n;
+  m.all_reduce_count = static_cast<int>(m.all_reduce_count / static_cast<int>(steps.size()));
+  m.all_reduce_bytes /= steps.size();
+  return m;
+}
+
+// Phase means travel between ranks as doubles in this order.
+std::vector<double> pack(const StepTiming& t) {
+  return {t.data_wait, t.stage, t.forward, t.backward, t.exposed_comm, t.optimizer, t.total,
+          t.all_reduce_seconds, static_cast<double>(t.all_reduce_count), static_cast<double>(t.all_reduce_bytes)};
+}
+constexpr std::size_t kPackedPhases = 10;
+StepTiming unpack(const double* v) {
+  StepTiming t;
+  t.data_wait = v[0]; t.stage = v[1]; t.forward = v[2]; t.backward = v[3]; t.exposed_comm = v[4];
+  t.optimizer = v[5]; t.total = v[6]; t.all_reduce_seconds = v[7];
+  t.all_reduce_count = static_cast<int>(v[8]); t.all_reduce_bytes = static_cast<std::uint64_t>(v[9]);
+  return t;
+}
+
+void to_json(nlohmann::json& j, const StepTiming& t) {
+  j = {{"data_wait_s", t.data_wait}, {"stage_s", t.stage}, {"forward_s", t.forward},
+       {"backward_s", t.backward}, {"exposed_comm_s", t.exposed_comm}, {"optimizer_s", t.optimizer},
+       {"total_s", t.total}, {"compute_s", t.compute()}, {"all_reduce_s", t.all_reduce_seconds},
+       {"all_reduce_count", t.all_reduce_count}, {"all_reduce_bytes", t.all_reduce_bytes}};
+}
+void from_json(const nlohmann::json& j, StepTiming& t) {
+  t.data_wait = j.at("data_wait_s"); t.stage = j.at("stage_s"); t.forward = j.at("forward_s");
+  t.backward = j.at("backward_s"); t.exposed_comm = j.at("exposed_comm_s"); t.optimizer = j.at("optimizer_s");
+  t.total = j.at("total_s"); t.all_reduce_seconds = j.at("all_reduce_s");
+  t.all_reduce_count = j.at("all_reduce_count"); t.all_reduce_bytes = j.at("all_reduce_bytes");
+}
+
+core::Summary summary_from_json(const nlohmann::json& j) {
+  core::Summary s;
+  s.count = j.at("count"); s.trimmed_mean = j.at("trimmed_mean"); s.mean = j.at("mean");
+  s.median = j.at("median"); s.min = j.at("min"); s.max = j.at("max"); s.p95 = j.at("p95");
+  s.stddev = j.at("stddev"); s.cv = j.at("cv");
+  return s;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "scalescope-job-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw core::Error("cannot create a temporary directory for the rank hand-over");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+nlohmann::json read_json_file(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) throw core::Error(fmt::format("cannot read {} '{}'", what, path));
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw core::Error(fmt::format("{} '{}' is not valid JSON: {}", what, path, e.what()));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------- config
+
+int TrainJobConfig::rows_per_rank() const {
+  return mode == core::ScalingMode::weak ? batch : batch / world_size;
+}
+int TrainJobConfig::global_rows() const { return mode == core::ScalingMode::weak ? batch * world_size : batch; }
+
+void TrainJobConfig::validate() const {
+  if (world_size < 1) throw core::UsageError(fmt::format("world size {} must be at least 1", world_size));
+  if (batch < 1) throw core::UsageError(fmt::format("batch {} must be at least 1", batch));
+  if (mode == core::ScalingMode::strong && batch % world_size != 0)
+    throw core::UsageError(
+        fmt::format("strong scaling needs a global batch divisible by the world size: {} rows over {} ranks", batch,
+                    world_size),
+        "choose a --batch that is a multiple of every world size (e.g. a power of two)");
+  mlp.validate();
+  engine.buckets.validate();
+  protocol.validate();
+  if (timeout_seconds < 0) throw core::UsageError("timeout must be ≥ 0 seconds (0 = none)");
+  if (!(adamw.learning_rate > 0)) throw core::UsageError("learning rate must be positive");
+  parse_fault(fault);
+}
+
+std::string TrainJobConfig::data_label() const {
+  if (data.empty()) return fmt::format("text (default corpus {})", kDefaultTextDirectory);
+  if (data == "synthetic") return "synthetic (uniformly random bytes)";
+  return fmt::format("text ({})", data);
+}
+
+void to_json(nlohmann::json& j, const TrainJobConfig& c) {
+  j = {{"backend", to_string(c.backend)},
+       {"world_size", c.world_size},
+       {"model", c.model},
+       {"mlp", {{"vocab", c.mlp.vocab}, {"context", c.mlp.context}, {"embed", c.mlp.embed},
+                {"hidden", c.mlp.hidden}, {"layers", c.mlp.layers}, {"seed", c.mlp.seed}}},
+       {"batch", c.batch},
+       {"rows_per_rank", c.rows_per_rank()},
+       {"global_rows", c.global_rows()},
+       {"scaling", std::string(core::to_string(c.mode))},
+       {"first_bucket_bytes", c.engine.buckets.first_bucket_bytes},
+       {"bucket_cap_bytes", c.engine.buckets.bucket_cap_bytes},
+       {"overlap", c.engine.overlap},
+       {"gradient_reduction", c.engine.gradient_reduction == comm::ReduceOp::average ? "average" : "sum"},
+       {"data", c.data},
+       {"data_seed", c.data_seed},
+       {"protocol", {{"warmup_rounds", c.protocol.warmup_rounds}, {"timed_rounds", c.protocol.timed_rounds},
+                     {"steps_per_round", c.protocol.steps_per_round}}},
+       {"adamw", {{"lr", c.adamw.learning_rate}, {"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2},
+                  {"eps", c.adamw.epsilon}, {"weight_decay", c.adamw.weight_decay}}},
+       {"timeout_s", c.timeout_seconds},
+       {"progress", c.progress},
+       {"fault", c.fault}};
+}
+
+void from_json(const nlohmann::json& j, TrainJobConfig& c) {
+  c.backend = parse_backend_kind(j.at("backend"));
+  c.world_size = j.at("world_size");
+  c.model = j.at("model");
+  const auto& m = j.at("mlp");
+  c.mlp.vocab = m.at("vocab"); c.mlp.context = m.at("context"); c.mlp.embed = m.at("embed");
+  c.mlp.hidden = m.at("hidden"); c.mlp.layers = m.at("layers"); c.mlp.seed = m.at("seed");
+  c.batch = j.at("batch");
+  c.mode = core::parse_scaling_mode(j.at("scaling").get<std::string>());
+  c.engine.buckets.first_bucket_bytes = j.at("first_bucket_bytes");
+  c.engine.buckets.bucket_cap_bytes = j.at("bucket_cap_bytes");
+  c.engine.overlap = j.at("overlap");
+  c.engine.gradient_reduction = j.at("gradient_reduction") == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
+  c.data = j.at("data");
+  c.data_seed = j.at("data_seed");
+  const auto& p = j.at("protocol");
+  c.protocol.warmup_rounds = p.at("warmup_rounds");
+  c.protocol.timed_rounds = p.at("timed_rounds");
+  c.protocol.steps_per_round = p.at("steps_per_round");
+  const auto& a = j.at("adamw");
+  c.adamw.learning_rate = a.at("lr"); c.adamw.beta1 = a.at("beta1"); c.adamw.beta2 = a.at("beta2");
+  c.adamw.epsilon = a.at("eps"); c.adamw.weight_decay = a.at("weight_decay");
+  c.timeout_seconds = j.at("timeout_s");
+  c.progress = j.at("progress");
+  c.fault = j.at("fault");
+}
+
+// ---------------------------------------------------------------------------------------------- result
+
+double TrainResult::tokens_per_second() const {
+  return step_seconds.trimmed_mean > 0 ? static_cast<double>(tokens_per_step) / step_seconds.trimmed_mean : 0.0;
+}
+
+double TrainResult::all_reduce_algbw_gbps() const {
+  return phases.all_reduce_seconds > 0 ? static_cast<double>(phases.all_reduce_bytes) / phases.all_reduce_seconds / 1e9
+                                       : 0.0;
+}
+
+double TrainResult::all_reduce_busbw_gbps() const {
+  const double n = config.world_size;
+  return all_reduce_algbw_gbps() * 2.0 * (n - 1.0) / n;  // nccl-tests doc/PERFORMANCE.md, all-reduce factor
+}
+
+core::ScalingSample TrainResult::scaling_sample() const {
+  core::ScalingSample s;
+  s.world_size = config.world_size;
+  s.step_seconds = step_seconds.trimmed_mean;
+  s.compute_seconds = phases.compute();
+  s.all_reduce_seconds = phases.all_reduce_seconds;
+  s.all_reduce_count = phases.all_reduce_count;
+  s.exposed_comm_seconds = phases.exposed_comm;
+  s.tokens_per_step = static_cast<double>(tokens_per_step);
+  return s;
+}
+
+void to_json(nlohmann::json& j, const TrainResult& r) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& rs : r.ranks) ranks.push_back({{"rank", rs.rank}, {"wall_step_s", rs.wall_step_seconds}, {"phases", rs.mean}});
+  j = {{"schema", TrainResult::kSchema},
+       {"config", r.config},
+       {"device", r.device},
+       {"communicator", r.communicator},
+       {"library_versions", r.library_versions},
+       {"timing_source", r.timing_source},
+       {"data", r.data_description},
+       {"parameters", r.parameters},
+       {"flops_per_token", r.flops_per_token},
+       {"bucket_bytes", r.bucket_bytes},
+       {"tokens_per_step", r.tokens_per_step},
+       {"round_step_s", r.round_step_seconds},
+       {"step_s", r.step_seconds},
+       {"step_event_s", r.step_event_seconds},
+       {"tokens_per_s", r.tokens_per_second()},
+       {"phases", r.phases},
+       {"rank_compute_s", {{"min", r.min_rank_compute}, {"max", r.max_rank_compute}}},
+       {"all_reduce_algbw_GBps", r.all_reduce_algbw_gbps()},
+       {"all_reduce_busbw_GBps", r.all_reduce_busbw_gbps()},
+       {"ranks", ranks},
+       {"losses", r.losses}};
+}
+
+void from_json(const nlohmann::json& j, TrainResult& r) {
+  if (j.value("schema", "") != TrainResult::kSchema)
+    throw core::Error(fmt::format("not a {} result (schema '{}')", TrainResult::kSchema, j.value("schema", "")));
+  r.config = j.at("config").get<TrainJobConfig>();
+  r.device = j.at("device"); r.communicator = j.at("communicator"); r.library_versions = j.at("library_versions");
+  r.timing_source = j.at("timing_source"); r.data_description = j.at("data");
+  r.parameters = j.at("parameters"); r.flops_per_token = j.at("flops_per_token");
+  r.bucket_bytes = j.at("bucket_bytes").get<std::vector<std::uint64_t>>();
+  r.tokens_per_step = j.at("tokens_per_step");
+  r.round_step_seconds = j.at("round_step_s").get<std::vector<double>>();
+  r.step_seconds = summary_from_json(j.at("step_s"));
+  r.step_event_seconds = summary_from_json(j.at("step_event_s"));
+  r.phases = j.at("phases").get<StepTiming>();
+  r.min_rank_compute = j.at("rank_compute_s").at("min");
+  r.max_rank_compute = j.at("rank_compute_s").at("max");
+  r.ranks.clear();
+  for (const auto& x : j.at("ranks"))
+    r.ranks.push_back({x.at("rank"), x.at("phases").get<StepTiming>(), x.at("wall_step_s")});
+  r.losses = j.at("losses").get<std::vector<double>>();
+}
+
+void write_result_file(const std::string& path, const TrainResult& result) {
+  core::write_file_atomically(path, nlohmann::json(result).dump(1) + "\n");
+}
+
+// ---------------------------------------------------------------------------------------------- rank side
+
+std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
+  config.validate();
+  const auto fault = parse_fault(config.fault);
+  auto backend = config.backend == BackendKind::cpu ? make_cpu_rank_backend(config.mlp)
+                                                    : make_gpu_rank_backend(config.mlp);
+  comm::Communicator& comm = *backend->comm;
+  Model& model = *backend->model;
+  Timeline& timeline = *backend->timeline;
+  if (comm.world_size() != config.world_size)
+    throw core::Error(fmt::format("{} ranks were started but the job asks for world size {}", comm.world_size(),
+                                  config.world_size),
+                      "start as many ranks as --world-size (mpirun -np N / srun -n N)");
+  const int rank = comm.rank();
+  const bool report = config.progress && rank == 0;
+
+  TextCorpus corpus = load_corpus(config, model.row_tokens());
+  BatchSampler sampler(corpus, model.row_tokens(), config.data_seed);
+  DataParallelEngine engine(model, comm, timeline, config.engine);
+  engine.broadcast_initial_parameters();
+  const int rows = config.rows_per_rank();
+  BatchLoader loader(sampler, rank * rows, rows);
+
+  const auto& proto = config.protocol;
+  const int rounds = proto.warmup_rounds + proto.timed_rounds;
+  std::vector<double> round_wall, step_totals, losses;
+  std::vector<StepTiming> timed_steps;
+  std::int64_t step = 0;
+  for (int round = 0; round < rounds; ++round) {
+    const bool timed = round >= proto.warmup_rounds;
+    timeline.synchronize();
+    auto t0 = std::chrono::steady_clock::now();
+    for (int s = 0; s < proto.steps_per_round; ++s, ++step) {
+      inject_fault(fault, rank, step);
+      double wait = 0;
+      TokenBatchView batch = loader.next(wait);
+      engine.step(batch, wait, config.adamw);
+    }
+    auto timings = engine.take_step_timings();  // synchronises
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (float l : model.take_losses()) losses.push_back(l);
+    if (timed) {
+      round_wall.push_back(wall / proto.steps_per_round);
+      for (const auto& t : timings) step_totals.push_back(t.total);
+      timed_steps.insert(timed_steps.end(), timings.begin(), timings.end());
+    }
+    if (report)
+      std::fprintf(stderr, "  [%s ws=%d] round %d/%d %s: %.2f ms/step, loss %.4f\n", to_string(config.backend).c_str(),
+                   config.world_size, round + 1, rounds, timed ? "timed  " : "warm-up", 1e3 * wall / proto.steps_per_round,
+                   losses.empty() ? 0.0 : losses.back());
+  }
+
+  // Gather every rank's figures: [round wall step times | step totals | phase means | losses].
+  const StepTiming mine = mean_of(timed_steps);
+  std::vector<double> packed = round_wall;
+  packed.insert(packed.end(), step_totals.begin(), step_totals.end());
+  auto phases = pack(mine);
+  packed.insert(packed.end(), phases.begin(), phases.end());
+  packed.insert(packed.end(), losses.begin(), losses.end());
+  const std::size_t stride = packed.size();
+  const auto all = comm.all_gather_host(packed);
+  if (rank != 0) return std::nullopt;
+
+  const int world = config.world_size;
+  const std::size_t n_rounds = round_wall.size(), n_steps = step_totals.size(), n_losses = losses.size();
+  TrainResult r;
+  r.config = config;
+  r.device = backend->device;
+  r.communicator = comm.backend();
+  r.library_versions = backend->library_versions;
+  r.timing_source = timeline.is_device_time() ? "cuda-events" : "steady-clock";
+  r.data_description = corpus.description();
+  r.parameters = model.parameter_count();
+  r.flops_per_token = model.flops_per_token();
+  for (const auto& b : engine.plan().buckets) r.bucket_bytes.push_back(b.numel * sizeof(float));
+  r.tokens_per_step = static_cast<std::uint64_t>(config.global_rows()) * model.predictions_per_row();
+  r.round_step_seconds.assign(n_rounds, 0.0);
+  std::vector<double> slowest_step(n_steps, 0.0);
+  r.losses.assign(n_losses, 0.0);
+  r.min_rank_compute = 1e300;
+  for (int k = 0; k < world; ++k) {
+    const double* v = all.data() + static_cast<std::size_t>(k) * stride;
+    for (std::size_t i = 0; i < n_rounds; ++i) r.round_step_seconds[i] = std::max(r.round_step_seconds[i], v[i]);
+    for (std::size_t i = 0; i < n_steps; ++i) slowest_step[i] = std::max(slowest_step[i], v[n_rounds + i]);
+    StepTiming t = unpack(v + n_rounds + n_steps);
+    const double* l = v + n_rounds + n_steps + kPackedPhases;
+    for (std::size_t i = 0; i < n_losses; ++i) r.losses[i] += l[i] / world;
+    RankSummary rs;
+    rs.rank = k;
+    rs.mean = t;
+    rs.wall_step_seconds = core::summarize(std::vector<double>(v, v + n_rounds)).trimmed_mean;
+    r.ranks.push_back(rs);
+    r.max_rank_compute = std::max(r.max_rank_compute, t.compute());
+    r.min_rank_compute = std::min(r.min_rank_compute, t.compute());
+  }
+  std::vector<StepTiming> rank_means;
+  for (const auto& rs : r.ranks) rank_means.push_back(rs.mean);
+  r.phases = mean_of(rank_means);
+  r.phases.all_reduce_count = r.ranks.front().mean.all_reduce_count;
+  r.phases.all_reduce_bytes = r.ranks.front().mean.all_reduce_bytes;
+  r.step_seconds = core::summarize(r.round_step_seconds);
+  r.step_event_seconds = core::summarize(slowest_step);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------- launcher
+
+TrainResult launch_job(const TrainJobConfig& config) {
+  config.validate();
+  // Pre-flight in this process, so a bad input gives one message instead of one per rank.
+  load_corpus(config, config.mlp.context + 1);
+  if (config.backend == BackendKind::gpu) {
+    std::string why;
+    int gpus = visible_gpu_count(&why);
+    if (gpus < config.world_size)
+      throw core::UsageError(fmt::format("world size {} needs {} GPUs, but {} {} visible{}", config.world_size,
+                                         config.world_size, gpus, gpus == 1 ? "is" : "are",
+                                         why.empty() ? "" : " (" + why + ")"),
+                             "use a smaller --world-size, check CUDA_VISIBLE_DEVICES, or use --backend cpu");
+  }
+  TempDir dir;
+  const std::string job_path = dir.path() + "/job.json";
+  const std::string result_path = dir.path() + "/result.json";
+  core::write_file_atomically(job_path, nlohmann::json{{"config", config}, {"result", result_path}}.dump());
+  const std::vector<std::string> argv = {comm::self_executable(), "train", "--internal-job", job_path};
+
+  std::vector<comm::ProcessSpec> specs;
+  if (config.backend == BackendKind::cpu) {
+    specs.push_back(comm::mpirun_command(config.world_size, argv));
+  } else {
+    const auto env = gpu_launch_environment();
+    for (int r = 0; r < config.world_size; ++r) {
+      comm::ProcessSpec spec;
+      spec.argv = argv;
+      spec.label = fmt::format("rank {}", r);
+      spec.environment = env;
+      spec.environment.push_back({comm::kEnvRank, std::to_string(r)});
+      spec.environment.push_back({comm::kEnvWorldSize, std::to_string(config.world_size)});
+      spec.environment.push_back({comm::kEnvLocalRank, std::to_string(r)});
+      specs.push_back(std::move(spec));
+    }
+  }
+  comm::run_processes(specs, config.timeout_seconds);
+  if (!std::filesystem::exists(result_path))
+    throw core::Error("the ranks finished but rank 0 wrote no result", "this is a bug; rerun with --world-size 1");
+  return read_json_file(result_path, "rank 0's result").get<TrainResult>();
+}
+
+}  // namespace scalescope::train

@@ -1,0 +1,109 @@
+#pragma once
+// One training configuration measured end to end (`scalescope train`): the launcher side starts the rank
+// processes and collects rank 0's result; the rank side trains with the DP engine under the seed's
+// measurement protocol and gathers every rank's timings.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/communicator.h"
+#include "core/scaling.h"
+#include "core/stats.h"
+#include "train/backend.h"
+#include "train/bucket_plan.h"
+#include "train/dp_engine.h"
+#include "train/mlp_lm.h"
+
+namespace scalescope::train {
+
+/// Everything that defines a measured training run. Serialised to JSON for the rank processes and into
+/// every result, so a figure always travels with the configuration that produced it.
+struct TrainJobConfig {
+  BackendKind backend = BackendKind::cpu;
+  int world_size = 1;
+  std::string model = "mlp-10m";  ///< MLP preset name (see MlpLmConfig::preset)
+  MlpLmConfig mlp;                ///< resolved sizes (preset plus any overrides)
+  /// Batch rows: per rank in weak scaling (global = batch × world size), global in strong scaling
+  /// (per rank = batch / world size, which must divide evenly).
+  int batch = 64;
+  core::ScalingMode mode = core::ScalingMode::weak;
+  EngineOptions engine;
+  std::string data;  ///< "" = default text corpus, "synthetic", or a file/directory path
+  core::MeasurementProtocol protocol;
+  AdamWConfig adamw;
+  std::uint64_t data_seed = 42;
+  double timeout_seconds = 1800;  ///< the launcher stops a job that hangs longer than this
+  bool progress = true;           ///< rank 0 reports rounds on stderr
+  /// Test hook "RANK:STEP:exit|abort|hang": that rank fails at that step, to test the launcher's handling.
+  std::string fault;
+
+  int rows_per_rank() const;
+  int global_rows() const;
+  /// Throws core::UsageError naming the first bad field (world size < 1, batch not divisible in strong
+  /// scaling, bad protocol, bad fault spec…).
+  void validate() const;
+  /// The data source in words, e.g. "text (default: /usr/share/games/fortunes)".
+  std::string data_label() const;
+};
+void to_json(nlohmann::json& j, const TrainJobConfig& c);
+void from_json(const nlohmann::json& j, TrainJobConfig& c);
+
+/// Per-rank aggregates over the timed steps (means, seconds).
+struct RankSummary {
+  int rank = 0;
+  StepTiming mean;          ///< mean of each phase over the timed steps
+  double wall_step_seconds = 0;  ///< trimmed mean over timed rounds of (round wall time / steps)
+};
+
+/// The measured result of one configuration (rank 0 assembles it from every rank's figures).
+struct TrainResult {
+  static constexpr const char* kSchema = "scalescope.train/1";
+  TrainJobConfig config;
+  std::string device;
+  std::string communicator;     ///< "mpi" or "nccl"
+  std::string library_versions;
+  std::string timing_source;    ///< "cuda-events" or "steady-clock"
+  std::string data_description;
+  std::uint64_t parameters = 0;
+  double flops_per_token = 0;
+  std::vector<std::uint64_t> bucket_bytes;  ///< size of each gradient bucket, in all-reduce order
+  std::uint64_t tokens_per_step = 0;        ///< predicted tokens per step over all ranks
+  /// Step time of the job (slowest rank) per timed round: round wall time / steps. Headline statistic:
+  /// step_seconds.trimmed_mean (mean of the middle 3 of 5 rounds).
+  std::vector<double> round_step_seconds;
+  core::Summary step_seconds;
+  /// Every timed step's event-timed total (slowest rank per step): its distribution (p95, cv).
+  core::Summary step_event_seconds;
+  StepTiming phases;             ///< mean over ranks of each rank's mean phase times
+  double max_rank_compute = 0;   ///< slowest rank's mean compute time (straggler view)
+  double min_rank_compute = 0;
+  std::vector<RankSummary> ranks;
+  std::vector<double> losses;    ///< global mean loss of every step (warm-up included), in order
+  double tokens_per_second() const;
+  /// All-reduce bandwidths of the gradient buckets (nccl-tests definitions: algbw = bytes / time,
+  /// busbw = algbw × 2(n−1)/n for all-reduce), GB/s with GB = 1e9.
+  double all_reduce_algbw_gbps() const;
+  double all_reduce_busbw_gbps() const;
+  /// The sample the scaling metrics need (core::scaling_metrics).
+  core::ScalingSample scaling_sample() const;
+};
+void to_json(nlohmann::json& j, const TrainResult& r);
+void from_json(const nlohmann::json& j, TrainResult& r);
+
+/// Runs this process as one rank of `config` (it must have been started by scalescope's launcher, mpirun or
+/// srun). Returns the assembled result on rank 0 and nothing on the other ranks. Throws core::Error.
+std::optional<TrainResult> run_rank(const TrainJobConfig& config);
+
+/// Starts `config.world_size` rank processes of this executable (`scalescope train --internal-job FILE`),
+/// supervises them and returns rank 0's result. Throws core::Error naming a failed rank, a timeout, or a
+/// missing launcher; nothing is left half-written.
+TrainResult launch_job(const TrainJobConfig& config);
+
+/// Writes `result` for `--internal-job`: rank 0's hand-over file, written atomically.
+void write_result_file(const std::string& path, const TrainResult& result);
+
+}  // namespace scalescope::train

@@ -1,0 +1,170 @@
+#include "train/text_data.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace scalescope::train {
+namespace fs = std::filesystem;
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finaliser (Steele, Lea & Flood 2014)
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+bool read_file(const fs::path& path, std::vector<std::uint8_t>& out, bool& is_text) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return false;
+  std::size_t probe = std::min<std::size_t>(data.size(), 4096);
+  is_text = std::find(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(probe), 0) ==
+            data.begin() + static_cast<std::ptrdiff_t>(probe);
+  if (is_text) out.insert(out.end(), data.begin(), data.end());
+  return true;
+}
+
+}  // namespace
+
+TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
+  const std::string remedy =
+      fmt::format("pass --data FILE|DIR with at least {} bytes of text, install the default corpus "
+                  "(apt-get install fortunes), or use --data synthetic",
+                  min_bytes);
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status))
+    throw core::Error(fmt::format("data path '{}' does not exist", path), remedy);
+  TextCorpus corpus;
+  std::vector<fs::path> files;
+  if (fs::is_directory(status)) {
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      std::error_code e2;
+      if (entry.is_regular_file(e2)) files.push_back(entry.path());
+    }
+    if (ec) throw core::Error(fmt::format("cannot list data directory '{}': {}", path, ec.message()), remedy);
+    std::sort(files.begin(), files.end());
+  } else {
+    files.push_back(path);
+  }
+  std::set<std::pair<dev_t, ino_t>> seen;  // fortunes has name.u8 → name links: read each file once
+  std::size_t unreadable = 0;
+  std::string first_error;
+  for (const auto& f : files) {
+    struct stat st {};
+    if (stat(f.c_str(), &st) != 0) continue;
+    if (!seen.insert({st.st_dev, st.st_ino}).second) continue;
+    bool is_text = false;
+    if (!read_file(f, corpus.bytes_, is_text)) {
+      ++unreadable;
+      if (first_error.empty()) first_error = fmt::format("{}: {}", f.string(), std::strerror(errno));
+      continue;
+    }
+    if (is_text) ++corpus.file_count_;
+  }
+  if (corpus.file_count_ == 0 && unreadable > 0)
+    throw core::Error(fmt::format("cannot read data '{}' ({})", path, first_error), remedy);
+  if (corpus.bytes_.size() < min_bytes)
+    throw core::Error(fmt::format("data '{}' holds {} bytes of text in {} file(s); at least {} are needed", path,
+                                  corpus.bytes_.size(), corpus.file_count_, min_bytes),
+                      remedy);
+  corpus.description_ = fmt::format("text: {} ({} file{}, {:.2f} MB)", path, corpus.file_count_,
+                                    corpus.file_count_ == 1 ? "" : "s", corpus.bytes_.size() / 1e6);
+  return corpus;
+}
+
+TextCorpus TextCorpus::synthetic(std::size_t bytes, std::uint64_t seed) {
+  TextCorpus corpus;
+  corpus.bytes_.resize(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) corpus.bytes_[i] = static_cast<std::uint8_t>(mix64(seed * 0x1000193 + i) >> 56);
+  corpus.synthetic_ = true;
+  corpus.description_ = fmt::format("synthetic: {:.2f} MB of uniformly random bytes", bytes / 1e6);
+  return corpus;
+}
+
+BatchSampler::BatchSampler(const TextCorpus& corpus, int row_tokens, std::uint64_t seed)
+    : corpus_(corpus), row_tokens_(row_tokens), seed_(seed) {
+  if (row_tokens < 2 || corpus.bytes().size() < static_cast<std::size_t>(row_tokens))
+    throw core::Error(fmt::format("the corpus ({} bytes) is shorter than one training row ({} tokens)",
+                                  corpus.bytes().size(), row_tokens),
+                      "use more text or a smaller --context");
+}
+
+void BatchSampler::fill(std::int64_t step, int first_row, int rows, std::vector<std::int32_t>& out) const {
+  const auto& bytes = corpus_.bytes();
+  const std::uint64_t windows = bytes.size() - static_cast<std::size_t>(row_tokens_) + 1;
+  out.resize(static_cast<std::size_t>(rows) * row_tokens_);
+  for (int r = 0; r < rows; ++r) {
+    std::uint64_t global_row = static_cast<std::uint64_t>(first_row + r);
+    std::uint64_t h = mix64(mix64(seed_ ^ mix64(static_cast<std::uint64_t>(step))) + global_row);
+    std::size_t start = static_cast<std::size_t>(h % windows);
+    std::int32_t* dst = out.data() + static_cast<std::size_t>(r) * row_tokens_;
+    for (int t = 0; t < row_tokens_; ++t) dst[t] = bytes[start + static_cast<std::size_t>(t)];
+  }
+}
+
+BatchLoader::BatchLoader(const BatchSampler& sampler, int first_row, int rows, int prefetch)
+    : sampler_(sampler), first_row_(first_row), rows_(rows), prefetch_(static_cast<std::size_t>(std::max(1, prefetch))) {
+  thread_ = std::thread([this] { run(); });
+}
+
+BatchLoader::~BatchLoader() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void BatchLoader::run() {
+  for (;;) {
+    std::vector<std::int32_t> buffer;
+    std::int64_t step;
+    {
+      std::unique_lock lock(mutex_);
+      cv_.wait(lock, [&] { return stop_ || ready_.size() < prefetch_; });
+      if (stop_) return;
+      if (!free_.empty()) {
+        buffer = std::move(free_.back());
+        free_.pop_back();
+      }
+      step = next_step_++;
+    }
+    sampler_.fill(step, first_row_, rows_, buffer);
+    {
+      std::lock_guard lock(mutex_);
+      ready_.push_back(std::move(buffer));
+    }
+    cv_.notify_all();
+  }
+}
+
+TokenBatchView BatchLoader::next(double& wait_seconds) {
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return !ready_.empty(); });
+    if (!current_.empty()) free_.push_back(std::move(current_));
+    current_ = std::move(ready_.front());
+    ready_.pop_front();
+  }
+  cv_.notify_all();
+  wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return TokenBatchView{rows_, sampler_.row_tokens(), current_.data()};
+}
+
+}  // namespace scalescope::train

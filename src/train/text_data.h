@@ -1,0 +1,94 @@
+#pragma once
+// Training data: byte-level tokens from real text files (default), or uniformly random bytes
+// (`--data synthetic`) to show how random tensors flatter or distort a measurement.
+//
+// Every rank derives the same global batch from (seed, step) and takes its own slice of rows, so N ranks
+// at global batch B see exactly the rows one rank sees at batch B: the basis of the DP correctness test.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "train/model.h"
+
+namespace scalescope::train {
+
+/// The default text: the English quotations, poems and prose of the Debian/Ubuntu package `fortunes`
+/// (installed by scripts/setup.sh; `apt-get install fortunes`), about 2.5 MB of plain text.
+inline constexpr const char* kDefaultTextDirectory = "/usr/share/games/fortunes";
+
+/// The bytes of a text corpus, concatenated in file-name order.
+class TextCorpus {
+ public:
+  /// Reads `path`: a text file, or a directory whose regular text files are read (sorted by name,
+  /// each file once even when reached through several links; files containing NUL bytes in their first
+  /// 4 KiB, such as fortune's .dat indexes, are skipped as binary). Throws core::Error naming the path
+  /// when it does not exist, cannot be read, or holds fewer than `min_bytes` bytes of text.
+  static TextCorpus load(const std::string& path, std::size_t min_bytes);
+  /// A corpus of `bytes` uniformly random bytes from `seed` (the `--data synthetic` source).
+  static TextCorpus synthetic(std::size_t bytes, std::uint64_t seed);
+
+  const std::vector<std::uint8_t>& bytes() const { return bytes_; }
+  /// e.g. "text: /usr/share/games/fortunes (63 files, 2.49 MB)" or "synthetic: 4.19 MB random bytes".
+  const std::string& description() const { return description_; }
+  std::size_t file_count() const { return file_count_; }
+  bool is_synthetic() const { return synthetic_; }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+  std::string description_;
+  std::size_t file_count_ = 0;
+  bool synthetic_ = false;
+};
+
+/// Deterministic next-token rows: row j of global step s is the window of `row_tokens` bytes starting at
+/// a position drawn from (seed, s, j). Windows are sampled with replacement, as random-crop loaders do.
+class BatchSampler {
+ public:
+  /// Throws core::Error if the corpus is shorter than `row_tokens`.
+  BatchSampler(const TextCorpus& corpus, int row_tokens, std::uint64_t seed);
+  /// Fills `out` with rows [first_row, first_row + rows) of the global batch of `step`:
+  /// rows × row_tokens int32 token ids (0..255).
+  void fill(std::int64_t step, int first_row, int rows, std::vector<std::int32_t>& out) const;
+  int row_tokens() const { return row_tokens_; }
+
+ private:
+  const TextCorpus& corpus_;
+  int row_tokens_;
+  std::uint64_t seed_;
+};
+
+/// A background thread that prepares this rank's batches for steps 0, 1, 2, … ahead of use
+/// (`prefetch` batches deep), so the time the training loop waits for data is measured, not hidden.
+class BatchLoader {
+ public:
+  /// `first_row`/`rows`: this rank's slice of each global batch.
+  BatchLoader(const BatchSampler& sampler, int first_row, int rows, int prefetch = 2);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  /// The next step's batch; blocks until ready. `wait_seconds` receives how long it blocked.
+  /// The view stays valid until the next call.
+  TokenBatchView next(double& wait_seconds);
+
+ private:
+  void run();
+  const BatchSampler& sampler_;
+  int first_row_, rows_;
+  std::size_t prefetch_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::vector<std::int32_t>> ready_;
+  std::vector<std::int32_t> current_;
+  std::vector<std::vector<std::int32_t>> free_;
+  bool stop_ = false;
+  std::int64_t next_step_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace scalescope::train
