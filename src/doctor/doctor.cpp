@@ -1,0 +1,95 @@
+#include "doctor/doctor.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace scalescope::doctor {
+
+std::vector<int> default_world_sizes(int devices) {
+  if (devices < 1) throw core::Error(fmt::format("cannot plan a scaling sweep over {} devices", devices));
+  std::vector<int> sizes;
+  for (int n = 1; n <= devices; n *= 2) sizes.push_back(n);
+  if (sizes.back() != devices) sizes.push_back(devices);
+  return sizes;
+}
+
+std::optional<std::string> overlap_note(const train::TrainResult& r) {
+  const auto& p = r.phases;
+  if (r.config.world_size < 2 || p.all_reduce_seconds <= 0 || p.backward < 2.0 * p.all_reduce_seconds) return std::nullopt;
+  const double exposed_share = p.exposed_comm / p.all_reduce_seconds;
+  return fmt::format("N={}: backward {:.2f} ms ≥ 2 × all-reduce {:.2f} ms, exposed {:.2f} ms = {:.1f} % of the "
+                     "all-reduce time: overlap {} (goal < 10 %)",
+                     r.config.world_size, 1e3 * p.backward, 1e3 * p.all_reduce_seconds, 1e3 * p.exposed_comm,
+                     100 * exposed_share, exposed_share < 0.10 ? "OK" : "WEAKER THAN EXPECTED");
+}
+
+DoctorReport run_doctor(const DoctorConfig& config, int devices,
+                        const std::function<void(const std::string&)>& progress) {
+  DoctorReport report;
+  report.backend = train::to_string(config.job.backend);
+  report.devices = devices;
+  report.mode = config.job.mode;
+  std::vector<int> sizes = config.world_sizes.empty() ? default_world_sizes(devices) : config.world_sizes;
+  if (sizes.front() != 1)
+    throw core::UsageError("the world sizes must start at 1: every metric compares against one rank",
+                           "e.g. --world-sizes 1,2,4");
+  for (std::size_t i = 1; i < sizes.size(); ++i)
+    if (sizes[i] <= sizes[i - 1]) throw core::UsageError("the world sizes must be ascending, without repeats");
+  for (int n : sizes) {  // validate every configuration before measuring anything
+    train::TrainJobConfig job = config.job;
+    job.world_size = n;
+    job.validate();
+  }
+
+  std::vector<std::pair<int, diagnose::VerdictFinding>> verdicts;
+  for (int n : sizes) {
+    train::TrainJobConfig job = config.job;
+    job.world_size = n;
+    progress(fmt::format("doctor: world size {} ({} backend) …", n, report.backend));
+    DoctorPoint point;
+    try {
+      point.result = train::launch_job(job);
+    } catch (const core::Error& e) {
+      report.failure = fmt::format("world size {} failed: {}", n, e.what());
+      if (!e.remedy().empty()) report.failure += " (" + e.remedy() + ")";
+      break;
+    }
+    const auto& baseline = report.points.empty() ? point.result : report.points.front().result;
+    point.metrics = core::scaling_metrics(config.job.mode, baseline.scaling_sample(), point.result.scaling_sample());
+    if (n >= 2) {
+      point.verdict = diagnose::judge(n, point.metrics.speedup, point.metrics.comm_ratio);
+      verdicts.emplace_back(n, *point.verdict);
+    }
+    if (auto note = overlap_note(point.result)) report.notes.push_back(*note);
+    report.points.push_back(std::move(point));
+  }
+  if (!verdicts.empty()) report.verdict = diagnose::judge_overall(verdicts);
+  if (sizes.size() == 1)
+    report.notes.push_back(fmt::format("only one {} is available: there is no scaling to judge, only the "
+                                       "single-rank baseline (and its all-reduce cost)",
+                                       report.backend == "gpu" ? "GPU" : "core"));
+  if (!report.points.empty() && report.points.front().result.data_description.starts_with("synthetic"))
+    report.notes.push_back("data is synthetic (random bytes): the loss cannot fall; use real text for a real run");
+  return report;
+}
+
+void to_json(nlohmann::json& j, const DoctorReport& r) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : r.points) {
+    nlohmann::json x = {{"world_size", p.result.config.world_size}, {"metrics", p.metrics}, {"result", p.result}};
+    if (p.verdict) x["verdict"] = *p.verdict;
+    points.push_back(std::move(x));
+  }
+  j = {{"schema", DoctorReport::kSchema},
+       {"backend", r.backend},
+       {"devices", r.devices},
+       {"scaling", std::string(core::to_string(r.mode))},
+       {"complete", r.complete()},
+       {"points", points},
+       {"notes", r.notes}};
+  if (r.verdict) j["verdict"] = *r.verdict;
+  if (!r.failure.empty()) j["failure"] = r.failure;
+}
+
+}  // namespace scalescope::doctor

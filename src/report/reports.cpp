@@ -1,0 +1,126 @@
+#include "report/reports.h"
+
+#include <fmt/format.h>
+
+#include "report/table.h"
+
+namespace scalescope::report {
+namespace {
+
+std::string ms(double seconds) { return fmt::format("{:.2f}", 1e3 * seconds); }
+std::string pct(double fraction) { return fmt::format("{:.1f} %", 100 * fraction); }
+
+std::string si(double x) {
+  if (x >= 1e9) return fmt::format("{:.2f} G", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.2f} M", x / 1e6);
+  if (x >= 1e3) return fmt::format("{:.1f} k", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
+std::string workload_line(const train::TrainResult& r) {
+  const auto& c = r.config;
+  return fmt::format("model {} ({} parameters, {} FLOP/token), {} scaling, batch {} rows/rank × {} rank{} = {} rows, "
+                     "{} bucket{} ({} MiB first, {} MiB cap), overlap {}",
+                     c.model, si(static_cast<double>(r.parameters)), si(r.flops_per_token), core::to_string(c.mode),
+                     c.rows_per_rank(), c.world_size, c.world_size == 1 ? "" : "s", c.global_rows(),
+                     r.bucket_bytes.size(), r.bucket_bytes.size() == 1 ? "" : "s",
+                     c.engine.buckets.first_bucket_bytes / double(1 << 20), c.engine.buckets.bucket_cap_bytes / double(1 << 20),
+                     c.engine.overlap ? "on" : "off");
+}
+
+}  // namespace
+
+std::string render_train_result(const train::TrainResult& r) {
+  const auto& c = r.config;
+  const auto& p = r.phases;
+  std::string out;
+  out += fmt::format("scalescope train: world size {}, {} backend ({}), {}\n", c.world_size, train::to_string(c.backend),
+                     r.communicator, r.device);
+  out += workload_line(r) + "\n";
+  out += fmt::format("data: {}; libraries: {}; phase timing: {}\n\n", r.data_description, r.library_versions,
+                     r.timing_source);
+
+  TextTable phases({"phase (mean per step, all ranks)", "ms", "share"});
+  const double total = p.total > 0 ? p.total : 1;
+  auto row = [&](const char* name, double s) { phases.add_row({name, ms(s), pct(s / total)}); };
+  row("data wait", p.data_wait);
+  if (p.stage > 0) row("batch copy to device", p.stage);
+  row("forward", p.forward);
+  row("backward", p.backward);
+  row("exposed communication", p.exposed_comm);
+  row("optimizer (AdamW)", p.optimizer);
+  row("step total", p.total);
+  out += phases.render();
+
+  const auto& s = r.step_seconds;
+  out += fmt::format(
+      "\nstep time (slowest rank, {} timed rounds of {} steps after {} warm-up): {} ms (mean of middle 3), "
+      "median {} ms, min {} ms, max {} ms, cv {:.1f} %\n",
+      s.count, c.protocol.steps_per_round, c.protocol.warmup_rounds, ms(s.trimmed_mean), ms(s.median), ms(s.min),
+      ms(s.max), 100 * s.cv);
+  out += fmt::format("per-step {} time: median {} ms, p95 {} ms over {} steps; wall-clock vs {}: {} vs {} ms\n",
+                     r.timing_source, ms(r.step_event_seconds.median), ms(r.step_event_seconds.p95),
+                     r.step_event_seconds.count, r.timing_source, ms(s.trimmed_mean), ms(p.total));
+  out += fmt::format("throughput: {} tokens/s ({} tokens per step), {:.2f} TFLOP/s per rank\n",
+                     si(r.tokens_per_second()), r.tokens_per_step,
+                     r.flops_per_token * r.tokens_per_second() / c.world_size / 1e12);
+  out += fmt::format(
+      "gradient all-reduce: {} per step, {:.1f} MB, {} ms in total (algbw {:.2f} GB/s, busbw {:.2f} GB/s), "
+      "exposed {} ms ({} hidden behind backward)\n",
+      p.all_reduce_count, p.all_reduce_bytes / 1e6, ms(p.all_reduce_seconds), r.all_reduce_algbw_gbps(),
+      r.all_reduce_busbw_gbps(), ms(p.exposed_comm),
+      p.all_reduce_seconds > 0 ? pct(std::max(0.0, 1.0 - p.exposed_comm / p.all_reduce_seconds)) : std::string("n/a"));
+  if (r.ranks.size() > 1) {
+    out += "\n";
+    TextTable ranks({"rank", "compute ms", "all-reduce ms", "exposed ms", "data wait ms", "wall step ms"});
+    for (const auto& k : r.ranks)
+      ranks.add_row({std::to_string(k.rank), ms(k.mean.compute()), ms(k.mean.all_reduce_seconds),
+                     ms(k.mean.exposed_comm), ms(k.mean.data_wait), ms(k.wall_step_seconds)});
+    out += ranks.render();
+    if (r.min_rank_compute > 0)
+      out += fmt::format("compute skew across ranks (straggler): slowest {} ms vs fastest {} ms (+{:.1f} %)\n",
+                         ms(r.max_rank_compute), ms(r.min_rank_compute),
+                         100 * (r.max_rank_compute / r.min_rank_compute - 1));
+  }
+  if (!r.losses.empty())
+    out += fmt::format("loss: {:.4f} at step 0 → {:.4f} at step {}\n", r.losses.front(), r.losses.back(),
+                       r.losses.size() - 1);
+  return out;
+}
+
+std::string render_doctor_report(const doctor::DoctorReport& d) {
+  std::string out;
+  if (!d.points.empty()) {
+    const auto& first = d.points.front().result;
+    out += fmt::format("scalescope doctor: {} backend, {} {} found; {} scaling\n", d.backend, d.devices,
+                       d.backend == "gpu" ? (d.devices == 1 ? "GPU" : "GPUs") : (d.devices == 1 ? "core" : "cores"),
+                       core::to_string(d.mode));
+    out += workload_line(first) + "\n";
+    out += fmt::format("data: {}; device per rank: {}; timing: {}\n\n", first.data_description, first.device,
+                       first.timing_source);
+    TextTable t({"world size", "step ms", "tokens/s", "speedup", "efficiency", "comm ratio", "all-reduce ms",
+                 "exposed comm ms", "overlap"});
+    for (const auto& p : d.points) {
+      const auto& r = p.result;
+      t.add_row({std::to_string(r.config.world_size), ms(r.step_seconds.trimmed_mean), si(p.metrics.tokens_per_second),
+                 fmt::format("{:.2f}", p.metrics.speedup), pct(p.metrics.efficiency), pct(p.metrics.comm_ratio),
+                 ms(r.phases.all_reduce_seconds), ms(r.phases.exposed_comm), pct(p.metrics.overlap_fraction)});
+    }
+    out += t.render();
+    out += "step ms: mean of the middle 3 of 5 timed rounds; comm ratio: all-reduce time per step / 1-rank compute "
+           "time; overlap: share of all-reduce time hidden behind backward\n";
+  }
+  if (d.verdict) {
+    out += fmt::format("\nverdict: {}", diagnose::to_string(d.verdict->verdict));
+    for (std::size_t i = 0; i < d.verdict->reasons.size(); ++i)
+      out += (i == 0 ? " — " : "; ") + d.verdict->reasons[i];
+    out += "\n";
+  } else if (d.complete()) {
+    out += "\nverdict: none (no world size above 1 was measured)\n";
+  }
+  for (const auto& n : d.notes) out += "note: " + n + "\n";
+  if (!d.complete()) out += "incomplete: " + d.failure + "\n";
+  return out;
+}
+
+}  // namespace scalescope::report

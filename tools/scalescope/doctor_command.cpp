@@ -1,0 +1,68 @@
+// `scalescope doctor`: the scaling sweep, its table and the verdict.
+
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "doctor/doctor.h"
+#include "report/reports.h"
+#include "train/backend.h"
+#include "workload_options.h"
+
+namespace scalescope::cli {
+namespace {
+
+struct DoctorFlags {
+  WorkloadFlags workload;
+  std::vector<int> world_sizes;
+  int max_world_size = 0;
+  std::string out;
+};
+
+int run(const DoctorFlags& f) {
+  doctor::DoctorConfig config;
+  config.job = f.workload.resolve(1);
+  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  const bool gpu = config.job.backend == train::BackendKind::gpu;
+  std::string why;
+  int devices = gpu ? train::visible_gpu_count(&why) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (gpu && devices == 0)
+    throw core::UsageError("--backend gpu was asked for but no GPU is visible (" + why + ")", "use --backend cpu");
+  if (f.max_world_size > 0) devices = std::min(devices, f.max_world_size);
+  config.world_sizes = f.world_sizes;
+  if (!config.world_sizes.empty() && gpu && config.world_sizes.back() > devices)
+    throw core::UsageError(fmt::format("world size {} needs more GPUs than the {} visible", config.world_sizes.back(), devices),
+                           "drop it from --world-sizes");
+  auto progress = [&](const std::string& line) {
+    if (config.job.progress) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  const auto report = doctor::run_doctor(config, devices, progress);
+  std::fputs(report::render_doctor_report(report).c_str(), stdout);
+  if (!f.out.empty()) {  // written even when a world size failed: what was measured is kept
+    core::write_file_atomically(f.out, nlohmann::json(report).dump(1) + "\n");
+    std::fprintf(stderr, "wrote %s%s\n", f.out.c_str(), report.complete() ? "" : " (incomplete)");
+  }
+  return report.complete() ? 0 : 1;
+}
+
+}  // namespace
+
+Action add_doctor_command(CLI::App& app) {
+  auto flags = std::make_shared<DoctorFlags>();
+  auto* cmd = app.add_subcommand(
+      "doctor", "Measure data-parallel scaling at world size 1, 2, 4 … and give the verdict (healthy/watch/investigate)");
+  add_workload_options(*cmd, flags->workload);
+  cmd->add_option("--world-sizes", flags->world_sizes, "world sizes to run, ascending from 1 (default: 1, 2, 4 … all)")
+      ->delimiter(',')->check(CLI::PositiveNumber);
+  cmd->add_option("--max-world-size", flags->max_world_size, "largest world size of the default sweep")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)");
+  return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
+}
+
+}  // namespace scalescope::cli

@@ -1,0 +1,48 @@
+// scalescope: why is training on N GPUs not N times faster?
+
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"scalescope: measures, explains and predicts the scaling of data-parallel training"};
+  app.set_version_flag("--version", std::string("scalescope ") + SCALESCOPE_VERSION +
+                                        (SCALESCOPE_BUILT_WITH_CUDA ? " (CUDA/NCCL and CPU/MPI backends)"
+                                                                    : " (CPU/MPI backend only; built without CUDA)"));
+  app.require_subcommand(1);
+  std::vector<scalescope::cli::Action> actions = {scalescope::cli::add_train_command(app),
+                                                  scalescope::cli::add_doctor_command(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "scalescope: error: %s\n  run 'scalescope --help' or 'scalescope COMMAND --help'\n", e.what());
+    return 2;
+  }
+  try {
+    for (const auto& action : actions) {
+      int status = action();
+      if (status >= 0) return status;
+    }
+    return 2;
+  } catch (const scalescope::core::UsageError& e) {
+    std::fprintf(stderr, "scalescope: error: %s\n", e.what());
+    if (!e.remedy().empty()) std::fprintf(stderr, "  what to do: %s\n", e.remedy().c_str());
+    return 2;
+  } catch (const scalescope::core::Error& e) {
+    std::fprintf(stderr, "scalescope: error: %s\n", e.what());
+    if (!e.remedy().empty()) std::fprintf(stderr, "  what to do: %s\n", e.remedy().c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "scalescope: internal error: %s\n", e.what());
+    return 1;
+  }
+}

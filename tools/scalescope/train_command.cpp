@@ -1,0 +1,68 @@
+// `scalescope train`: one configuration, its per-phase breakdown.
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "comm/launcher.h"
+#include "comm/mpi_communicator.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "report/reports.h"
+#include "workload_options.h"
+
+namespace scalescope::cli {
+namespace {
+
+struct TrainFlags {
+  WorkloadFlags workload;
+  int world_size = 1;
+  std::string out;
+  std::string internal_job;
+};
+
+void finish(const train::TrainResult& result, const std::string& out) {
+  std::fputs(report::render_train_result(result).c_str(), stdout);
+  if (!out.empty()) {
+    core::write_file_atomically(out, nlohmann::json(result).dump(1) + "\n");
+    std::fprintf(stderr, "wrote %s\n", out.c_str());
+  }
+}
+
+int run(const TrainFlags& f) {
+  if (!f.internal_job.empty()) {  // a rank started by launch_job: config and hand-over path come from the file
+    std::ifstream in(f.internal_job);
+    if (!in) throw core::Error("cannot read the job file '" + f.internal_job + "'");
+    auto job = nlohmann::json::parse(in);
+    auto result = train::run_rank(job.at("config").get<train::TrainJobConfig>());
+    if (result) train::write_result_file(job.at("result").get<std::string>(), *result);
+    return 0;
+  }
+  const train::TrainJobConfig config = f.workload.resolve(f.world_size);
+  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  if (comm::rank_from_launcher_environment() || comm::started_by_mpi_launcher()) {
+    // Started by mpirun/srun (e.g. across nodes): this process is one rank; rank 0 reports.
+    if (auto result = train::run_rank(config)) finish(*result, f.out);
+    return 0;
+  }
+  finish(train::launch_job(config), f.out);
+  return 0;
+}
+
+}  // namespace
+
+Action add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  auto* cmd = app.add_subcommand("train", "Train one configuration and print its per-phase step breakdown");
+  cmd->add_option("-n,--world-size", flags->world_size, "number of ranks (GPUs or CPU cores)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  add_workload_options(*cmd, flags->workload);
+  cmd->add_option("-o,--out", flags->out, "write the result as JSON to this file (atomically)");
+  cmd->add_option("--internal-job", flags->internal_job, "")->group("");
+  return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
+}
+
+}  // namespace scalescope::cli
