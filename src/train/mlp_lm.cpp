@@ -114,6 +114,10 @@ void MlpLmConfig::validate() const {
   require(static_cast<double>(input_width()) * hidden < 4e9, "first layer has more than 4e9 weights");
 }
 
+std::string MlpLmConfig::describe() const {
+  return fmt::format("mlp-lm: ctx {} × embed {} → {} × {} → {}", context, embed, layers, hidden, vocab);
+}
+
 MlpLmConfig MlpLmConfig::preset(std::string_view name) {
   for (const auto& p : presets())
     if (name == p.name) return p.config;
@@ -148,5 +152,26 @@ std::vector<float> mlp_lm_initial_parameters(const MlpLmConfig& config) {
   }
   return params;
 }
+
+void check_mlp_lm_batch(const MlpLmConfig& config, const TokenBatchView& batch) {
+  const std::string remedy = "build batches with the data loader of this model (rows of context + 1 byte tokens)";
+  if (batch.rows < 1) throw core::Error(fmt::format("batch has {} rows; at least 1 is needed", batch.rows), remedy);
+  if (batch.row_tokens != config.context + 1)
+    throw core::Error(fmt::format("batch rows have {} tokens; the model expects context + 1 = {}", batch.row_tokens,
+                                  config.context + 1),
+                      remedy);
+  if (batch.tokens == nullptr) throw core::Error("batch has no token data (null pointer)", remedy);
+  const std::size_t n = static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t t = batch.tokens[i];
+    if (t < 0 || t >= config.vocab)
+      throw core::Error(fmt::format("batch token {} at row {}, position {} is outside the vocabulary [0, {})", t,
+                                    i / static_cast<std::size_t>(batch.row_tokens),
+                                    i % static_cast<std::size_t>(batch.row_tokens), config.vocab),
+                        remedy);
+  }
+}
+
+bool mlp_lm_decays(const std::string& name) { return name.ends_with(".weight") && name != "embedding.weight"; }
 
 }  // namespace scalescope::train

@@ -42,6 +42,8 @@ struct MlpLmConfig {
   double flops_per_token() const;
   /// Throws core::UsageError naming the bad field (non-positive sizes, vocab > 256 for byte data…).
   void validate() const;
+  /// One line for logs and reports, e.g. "mlp-lm: ctx 32 × embed 64 → 4 × 1024 → 256".
+  std::string describe() const;
 
   /// Named sizes: mlp-1m (0.9 M), mlp-10m (9.1 M), mlp-100m (102 M), mlp-1b (0.98 B).
   /// Throws core::UsageError listing the known names.
@@ -55,5 +57,13 @@ struct MlpLmConfig {
 /// Normal draws come from a counter-based generator (splitmix64 + Box–Muller) so large models initialise
 /// in parallel and identically on any machine.
 std::vector<float> mlp_lm_initial_parameters(const MlpLmConfig& config);
+
+/// Checks a batch before a backend copies it: rows ≥ 1, row_tokens == context + 1 (context inputs, then
+/// the target), tokens not null and every token in [0, vocab). Throws core::Error naming the first problem.
+void check_mlp_lm_batch(const MlpLmConfig& config, const TokenBatchView& batch);
+
+/// Whether AdamW's decoupled weight decay applies to the parameter called `name`: weight matrices only
+/// (names ending in ".weight" other than "embedding.weight"), as AdamWConfig specifies.
+bool mlp_lm_decays(const std::string& name);
 
 }  // namespace scalescope::train

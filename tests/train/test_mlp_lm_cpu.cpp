@@ -1,0 +1,290 @@
+// The fp32 host MLP LM: layout, initial loss, gradients against finite differences and a double oracle,
+// gradient-ready order, AdamW against the formula, learning on a short text, batch validation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "train/cpu/mlp_lm_cpu.h"
+#include "train/mlp_lm.h"
+
+using scalescope::core::Error;
+using namespace scalescope::train;
+
+namespace {
+
+MlpLmConfig make_config(int context, int embed, int hidden, int layers, int vocab = 256) {
+  MlpLmConfig c;
+  c.context = context;
+  c.embed = embed;
+  c.hidden = hidden;
+  c.layers = layers;
+  c.vocab = vocab;
+  return c;
+}
+
+std::vector<std::int32_t> random_tokens(int rows, int row_tokens, int vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int32_t> dist(0, vocab - 1);
+  std::vector<std::int32_t> t(static_cast<std::size_t>(rows) * static_cast<std::size_t>(row_tokens));
+  for (auto& x : t) x = dist(rng);
+  return t;
+}
+
+/// Gradient offsets in reverse parameter order with `gap` unused elements before each range (like DDP
+/// buckets, which are filled in backward order). Returns the total size.
+std::size_t reverse_offsets(const std::vector<ParameterInfo>& params, std::size_t gap, std::vector<std::size_t>& offsets) {
+  offsets.assign(params.size(), 0);
+  std::size_t at = 0;
+  for (std::size_t i = params.size(); i-- > 0;) {
+    at += gap;
+    offsets[i] = at;
+    at += params[i].numel;
+  }
+  return at + gap;
+}
+
+double norm(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
+  std::vector<double> d(got.size());
+  for (std::size_t i = 0; i < got.size(); ++i) d[i] = got[i] - want[i];
+  return norm(d) / std::max(norm(want), 1e-300);
+}
+
+}  // namespace
+
+TEST(MlpLmCpu, LayoutMatchesConfig) {
+  const auto config = make_config(3, 4, 5, 2);
+  MlpLmCpu model(config);
+  const auto& p = model.parameters();
+  ASSERT_EQ(p.size(), 7u);
+  const std::vector<std::pair<std::string, std::size_t>> want = {
+      {"embedding.weight", 256 * 4}, {"hidden.0.weight", 12 * 5}, {"hidden.0.bias", 5}, {"hidden.1.weight", 5 * 5},
+      {"hidden.1.bias", 5},          {"output.weight", 5 * 256},  {"output.bias", 256}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(p[i].name, want[i].first);
+    EXPECT_EQ(p[i].numel, want[i].second);
+  }
+  EXPECT_EQ(model.parameter_count(), config.parameter_count());
+  EXPECT_EQ(model.row_tokens(), 4);
+  EXPECT_EQ(model.predictions_per_row(), 1);
+  EXPECT_DOUBLE_EQ(model.flops_per_token(), config.flops_per_token());
+  EXPECT_EQ(model.parameters_to_host(), mlp_lm_initial_parameters(config));
+  EXPECT_EQ(model.describe(), "mlp-lm: ctx 3 × embed 4 → 2 × 5 → 256 (fp32, CPU)");
+}
+
+TEST(MlpLmCpu, InitialLossIsNearLogVocab) {
+  MlpLmCpu model(make_config(8, 16, 64, 2));
+  const auto tokens = random_tokens(512, 9, 256, 1);
+  model.stage_batch({512, 9, tokens.data()});
+  model.forward();
+  const auto losses = model.take_losses();
+  ASSERT_EQ(losses.size(), 1u);
+  EXPECT_NEAR(losses[0], std::log(256.0), 0.1);
+  EXPECT_TRUE(model.take_losses().empty());
+}
+
+TEST(MlpLmCpu, DoubleGradientMatchesCentralDifferences) {
+  // Small vocabulary so that every embedding row is used and checked.
+  const auto config = make_config(3, 4, 5, 2, 13);
+  const auto tokens = random_tokens(4, 4, 13, 2);
+  const TokenBatchView batch{4, 4, tokens.data()};
+  const auto init = mlp_lm_initial_parameters(config);
+  std::vector<double> params(init.begin(), init.end());
+  // Non-zero biases so their paths are exercised away from the initial zeros.
+  std::mt19937 rng(3);
+  std::normal_distribution<double> noise(0.0, 0.3);
+  for (auto& p : params) p += noise(rng);
+
+  std::vector<double> analytic;
+  mlp_lm_reference_loss(config, params, batch, &analytic);
+  std::vector<double> numeric(params.size());
+  const double h = 1e-5;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double saved = params[i];
+    params[i] = saved + h;
+    const double up = mlp_lm_reference_loss(config, params, batch, nullptr);
+    params[i] = saved - h;
+    const double down = mlp_lm_reference_loss(config, params, batch, nullptr);
+    params[i] = saved;
+    numeric[i] = (up - down) / (2 * h);
+  }
+  std::size_t at = 0;
+  for (const auto& p : config.parameter_layout()) {
+    std::vector<double> a(analytic.begin() + at, analytic.begin() + at + p.numel);
+    std::vector<double> n(numeric.begin() + at, numeric.begin() + at + p.numel);
+    EXPECT_LT(relative_error(a, n), 1e-6) << p.name;
+    at += p.numel;
+  }
+}
+
+TEST(MlpLmCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
+  const auto config = make_config(3, 4, 5, 2);
+  MlpLmCpu model(config);
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(model.parameters(), 3, offsets);
+  float* grads = model.allocate_gradients(offsets, total);
+  std::fill_n(grads, total, std::numeric_limits<float>::quiet_NaN());  // backward must overwrite its ranges
+
+  const auto tokens = random_tokens(4, 4, 256, 4);
+  const TokenBatchView batch{4, 4, tokens.data()};
+  model.stage_batch(batch);
+  model.forward();
+  model.backward([](std::size_t) {});
+
+  const auto init = mlp_lm_initial_parameters(config);
+  std::vector<double> oracle;
+  const double loss = mlp_lm_reference_loss(config, std::vector<double>(init.begin(), init.end()), batch, &oracle);
+  EXPECT_NEAR(model.take_losses().at(0), loss, 1e-5 * loss);
+
+  const auto got = model.gradients_to_host();
+  std::vector<bool> covered(total, false);
+  std::size_t at = 0;
+  const auto& params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    std::vector<double> g(got.begin() + static_cast<std::ptrdiff_t>(offsets[i]),
+                          got.begin() + static_cast<std::ptrdiff_t>(offsets[i] + params[i].numel));
+    std::vector<double> want(oracle.begin() + static_cast<std::ptrdiff_t>(at),
+                             oracle.begin() + static_cast<std::ptrdiff_t>(at + params[i].numel));
+    EXPECT_LT(relative_error(g, want), 1e-4) << params[i].name;
+    for (std::size_t e = 0; e < params[i].numel; ++e) covered[offsets[i] + e] = true;
+    at += params[i].numel;
+  }
+  for (std::size_t e = 0; e < total; ++e) {
+    if (covered[e]) EXPECT_TRUE(std::isfinite(got[e])) << "element " << e;
+    else EXPECT_TRUE(std::isnan(got[e])) << "gap element " << e << " was written";
+  }
+}
+
+TEST(MlpLmCpu, GradientsBecomeReadyInReverseParameterOrder) {
+  MlpLmCpu model(make_config(4, 4, 8, 3));
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(model.parameters(), 0, offsets);
+  model.allocate_gradients(offsets, total);
+  const auto tokens = random_tokens(6, 5, 256, 5);
+  model.stage_batch({6, 5, tokens.data()});
+  model.forward();
+  std::vector<std::size_t> order;
+  model.backward([&](std::size_t i) { order.push_back(i); });
+  std::vector<std::size_t> want(model.parameters().size());
+  std::iota(want.rbegin(), want.rend(), std::size_t{0});
+  EXPECT_EQ(order, want);  // output.bias, output.weight, hidden.2.bias, …, embedding.weight: each once
+}
+
+TEST(MlpLmCpu, AdamWMatchesTheFormula) {
+  const auto config = make_config(3, 4, 5, 2);
+  MlpLmCpu model(config);
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(model.parameters(), 1, offsets);
+  model.allocate_gradients(offsets, total);
+  const auto tokens = random_tokens(8, 4, 256, 6);
+  model.stage_batch({8, 4, tokens.data()});
+  model.forward();
+  model.backward([](std::size_t) {});
+  const auto g = model.gradients_to_host();
+  const auto p0 = model.parameters_to_host();
+
+  AdamWConfig adam;
+  adam.learning_rate = 0.01f;
+  adam.weight_decay = 0.1f;
+  model.optimizer_step(adam);
+  const auto p1 = model.parameters_to_host();
+  model.optimizer_step(adam);  // same gradients again: checks the moments and the step counter
+  const auto p2 = model.parameters_to_host();
+
+  const double lr = adam.learning_rate, wd = adam.weight_decay, b1 = adam.beta1, b2 = adam.beta2, eps = adam.epsilon;
+  std::size_t at = 0;
+  const auto& params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double decay = mlp_lm_decays(params[i].name) ? 1.0 - lr * wd : 1.0;
+    for (std::size_t e : {std::size_t{0}, params[i].numel / 2, params[i].numel - 1}) {
+      const double grad = g[offsets[i] + e], w0 = p0[at + e];
+      // Step 1 by hand: m̂ = g and v̂ = g², so the update is lr·g/(|g| + ε) = lr·sign(g) up to ε.
+      EXPECT_NEAR(p1[at + e], w0 * decay - lr * grad / (std::abs(grad) + eps), 1e-6) << params[i].name << "[" << e << "]";
+      // Step 2 from the recurrences of Loshchilov & Hutter (2019), Algorithm 2, as torch.optim.AdamW.
+      const double m = b1 * (1 - b1) * grad + (1 - b1) * grad, v = b2 * (1 - b2) * grad * grad + (1 - b2) * grad * grad;
+      const double want = p1[at + e] * decay - lr / (1 - b1 * b1) * m / (std::sqrt(v) / std::sqrt(1 - b2 * b2) + eps);
+      EXPECT_NEAR(p2[at + e], want, 1e-6) << params[i].name << "[" << e << "]";
+    }
+    at += params[i].numel;
+  }
+  // Decay is decoupled from the gradient (it also shrinks weights whose gradient is 0, covered above) and
+  // applies to weight matrices only.
+  EXPECT_TRUE(mlp_lm_decays("hidden.0.weight"));
+  EXPECT_TRUE(mlp_lm_decays("output.weight"));
+  EXPECT_FALSE(mlp_lm_decays("embedding.weight"));
+  EXPECT_FALSE(mlp_lm_decays("output.bias"));
+}
+
+TEST(MlpLmCpu, LossFallsOnEnglishText) {
+  const std::string text =
+      "The lighthouse keeper climbed the stairs every evening at dusk. She counted the steps aloud, one "
+      "hundred and twelve of them, and at the top she wound the clock that turned the great lamp. Ships "
+      "far out on the grey water saw the beam sweep past and knew where the rocks were. In the morning she "
+      "walked down again, wrote the weather in her book, and made tea while the gulls argued on the roof. "
+      "Nobody thanked her, and she did not mind; the light was the thanks.";
+  const auto config = make_config(8, 16, 64, 2);
+  MlpLmCpu model(config);
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(model.parameters(), 0, offsets);
+  model.allocate_gradients(offsets, total);
+  AdamWConfig adam;
+  adam.learning_rate = 3e-3f;
+
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::size_t> start(0, text.size() - 9);
+  const int rows = 32;
+  std::vector<std::int32_t> tokens(rows * 9);
+  for (int step = 0; step < 200; ++step) {
+    for (int r = 0; r < rows; ++r) {
+      const std::size_t s = start(rng);
+      for (int k = 0; k < 9; ++k) tokens[static_cast<std::size_t>(r * 9 + k)] = static_cast<unsigned char>(text[s + static_cast<std::size_t>(k)]);
+    }
+    model.stage_batch({rows, 9, tokens.data()});
+    model.forward();
+    model.backward([](std::size_t) {});
+    model.optimizer_step(adam);
+  }
+  const auto losses = model.take_losses();
+  ASSERT_EQ(losses.size(), 200u);
+  const double first = losses.front();
+  const double last = std::accumulate(losses.end() - 10, losses.end(), 0.0) / 10;
+  EXPECT_NEAR(first, std::log(256.0), 0.1);
+  EXPECT_LT(last, 0.5 * first) << "loss went from " << first << " to " << last;
+}
+
+TEST(MlpLmCpu, BadBatchesThrow) {
+  MlpLmCpu model(make_config(3, 4, 5, 1, 100));
+  const std::vector<std::int32_t> good = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_NO_THROW(model.stage_batch({2, 4, good.data()}));
+  EXPECT_THROW(model.stage_batch({0, 4, good.data()}), Error);
+  EXPECT_THROW(model.stage_batch({2, 3, good.data()}), Error);
+  EXPECT_THROW(model.stage_batch({1, 8, good.data()}), Error);
+  EXPECT_THROW(model.stage_batch({2, 4, nullptr}), Error);
+  std::vector<std::int32_t> bad = good;
+  bad[5] = 100;  // vocab is 100
+  EXPECT_THROW(model.stage_batch({2, 4, bad.data()}), Error);
+  bad[5] = -1;
+  EXPECT_THROW(model.stage_batch({2, 4, bad.data()}), Error);
+}
+
+TEST(MlpLmCpu, CallsOutOfOrderAreLogicErrors) {
+  MlpLmCpu model(make_config(3, 4, 5, 1));
+  EXPECT_THROW(model.forward(), std::logic_error);
+  const std::vector<std::int32_t> tokens = {1, 2, 3, 4};
+  model.stage_batch({1, 4, tokens.data()});
+  EXPECT_THROW(model.backward([](std::size_t) {}), std::logic_error);  // no gradient buffer yet
+  EXPECT_THROW(model.allocate_gradients({0, 0}, 10), std::invalid_argument);
+}
