@@ -100,19 +100,6 @@ StepTiming unpack(const double* v) {
   return t;
 }
 
-void to_json(nlohmann::json& j, const StepTiming& t) {
-  j = {{"data_wait_s", t.data_wait}, {"stage_s", t.stage}, {"forward_s", t.forward},
-       {"backward_s", t.backward}, {"exposed_comm_s", t.exposed_comm}, {"optimizer_s", t.optimizer},
-       {"total_s", t.total}, {"compute_s", t.compute()}, {"all_reduce_s", t.all_reduce_seconds},
-       {"all_reduce_count", t.all_reduce_count}, {"all_reduce_bytes", t.all_reduce_bytes}};
-}
-void from_json(const nlohmann::json& j, StepTiming& t) {
-  t.data_wait = j.at("data_wait_s"); t.stage = j.at("stage_s"); t.forward = j.at("forward_s");
-  t.backward = j.at("backward_s"); t.exposed_comm = j.at("exposed_comm_s"); t.optimizer = j.at("optimizer_s");
-  t.total = j.at("total_s"); t.all_reduce_seconds = j.at("all_reduce_s");
-  t.all_reduce_count = j.at("all_reduce_count"); t.all_reduce_bytes = j.at("all_reduce_bytes");
-}
-
 core::Summary summary_from_json(const nlohmann::json& j) {
   core::Summary s;
   s.count = j.at("count"); s.trimmed_mean = j.at("trimmed_mean"); s.mean = j.at("mean");
@@ -149,6 +136,19 @@ nlohmann::json read_json_file(const std::string& path, const char* what) {
 }
 
 }  // namespace
+
+void to_json(nlohmann::json& j, const StepTiming& t) {
+  j = {{"data_wait_s", t.data_wait}, {"stage_s", t.stage}, {"forward_s", t.forward},
+       {"backward_s", t.backward}, {"exposed_comm_s", t.exposed_comm}, {"optimizer_s", t.optimizer},
+       {"total_s", t.total}, {"compute_s", t.compute()}, {"all_reduce_s", t.all_reduce_seconds},
+       {"all_reduce_count", t.all_reduce_count}, {"all_reduce_bytes", t.all_reduce_bytes}};
+}
+void from_json(const nlohmann::json& j, StepTiming& t) {
+  t.data_wait = j.at("data_wait_s"); t.stage = j.at("stage_s"); t.forward = j.at("forward_s");
+  t.backward = j.at("backward_s"); t.exposed_comm = j.at("exposed_comm_s"); t.optimizer = j.at("optimizer_s");
+  t.total = j.at("total_s"); t.all_reduce_seconds = j.at("all_reduce_s");
+  t.all_reduce_count = j.at("all_reduce_count"); t.all_reduce_bytes = j.at("all_reduce_bytes");
+}
 
 // ---------------------------------------------------------------------------------------------- config
 
@@ -261,7 +261,8 @@ core::ScalingSample TrainResult::scaling_sample() const {
 
 void to_json(nlohmann::json& j, const TrainResult& r) {
   nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& rs : r.ranks) ranks.push_back({{"rank", rs.rank}, {"wall_step_s", rs.wall_step_seconds}, {"phases", rs.mean}});
+  for (const auto& rs : r.ranks)
+    ranks.push_back(nlohmann::json{{"rank", rs.rank}, {"wall_step_s", rs.wall_step_seconds}, {"phases", rs.mean}});
   j = {{"schema", TrainResult::kSchema},
        {"config", r.config},
        {"device", r.device},
@@ -301,8 +302,13 @@ void from_json(const nlohmann::json& j, TrainResult& r) {
   r.min_rank_compute = j.at("rank_compute_s").at("min");
   r.max_rank_compute = j.at("rank_compute_s").at("max");
   r.ranks.clear();
-  for (const auto& x : j.at("ranks"))
-    r.ranks.push_back({x.at("rank"), x.at("phases").get<StepTiming>(), x.at("wall_step_s")});
+  for (const auto& x : j.at("ranks")) {
+    RankSummary rs;
+    rs.rank = x.at("rank");
+    rs.mean = x.at("phases").get<StepTiming>();
+    rs.wall_step_seconds = x.at("wall_step_s");
+    r.ranks.push_back(rs);
+  }
   r.losses = j.at("losses").get<std::vector<double>>();
 }
 

@@ -52,6 +52,10 @@ struct TrainJobConfig {
 void to_json(nlohmann::json& j, const TrainJobConfig& c);
 void from_json(const nlohmann::json& j, TrainJobConfig& c);
 
+/// JSON of one step's (or a mean step's) phase times: keys data_wait_s … all_reduce_bytes, seconds.
+void to_json(nlohmann::json& j, const StepTiming& t);
+void from_json(const nlohmann::json& j, StepTiming& t);
+
 /// Per-rank aggregates over the timed steps (means, seconds).
 struct RankSummary {
   int rank = 0;

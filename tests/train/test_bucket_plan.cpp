@@ -57,7 +57,9 @@ TEST(BucketPlan, DefaultsOnMlp10mCoverEveryParameterOnce) {
       EXPECT_EQ(plan.parameter_bucket[k], b);
     }
     // Every bucket but the last reached its cap; none exceeds cap + its largest parameter.
-    if (b + 1 < plan.buckets.size()) EXPECT_GE(plan.buckets[b].numel * 4, b == 0 ? (1u << 20) : (25u << 20));
+    if (b + 1 < plan.buckets.size()) {
+      EXPECT_GE(plan.buckets[b].numel * 4, b == 0 ? (1u << 20) : (25u << 20));
+    }
   }
   for (int s : seen) EXPECT_EQ(s, 1);
   EXPECT_EQ(total, cfg.parameter_count());
