@@ -87,7 +87,7 @@ ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv)
     throw core::Error("Open MPI's mpirun is not on PATH: CPU ranks need it",
                       "install Open MPI (scripts/setup.sh, or apt-get install openmpi-bin libopenmpi-dev)");
   ProcessSpec spec;
-  spec.label = "mpirun";
+  spec.label = "the MPI job of the CPU ranks (mpirun)";
   spec.argv = {mpirun, "-np", std::to_string(world_size), "--oversubscribe", "--bind-to", "none",
                "--mca", "btl", "self,vader"};
   if (geteuid() == 0) {
@@ -171,7 +171,9 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
   }
   if (!failure.empty())
     throw core::Error(failure + (processes.size() > 1 ? "; the other ranks were stopped" : ""),
-                      "read the rank's own messages above; nothing was written to --out");
+                      processes.size() == 1 && processes[0].label.find("mpirun") != std::string::npos
+                          ? "mpirun's message above names the failed rank; nothing was written to --out"
+                          : "read the failed rank's own messages above; nothing was written to --out");
 }
 
 }  // namespace scalescope::comm

@@ -44,7 +44,7 @@ std::string render_train_result(const train::TrainResult& r) {
   const double total = p.total > 0 ? p.total : 1;
   auto row = [&](const char* name, double s) { phases.add_row({name, ms(s), pct(s / total)}); };
   row("data wait", p.data_wait);
-  if (p.stage > 0) row("batch copy to device", p.stage);
+  if (r.timing_source == "cuda-events") row("batch copy to device", p.stage);
   row("forward", p.forward);
   row("backward", p.backward);
   row("exposed communication", p.exposed_comm);
@@ -54,9 +54,10 @@ std::string render_train_result(const train::TrainResult& r) {
 
   const auto& s = r.step_seconds;
   out += fmt::format(
-      "\nstep time (slowest rank, {} timed rounds of {} steps after {} warm-up): {} ms (mean of middle 3), "
+      "\nstep time (slowest rank, {} timed rounds of {} steps after {} warm-up): {} ms ({}), "
       "median {} ms, min {} ms, max {} ms, cv {:.1f} %\n",
-      s.count, c.protocol.steps_per_round, c.protocol.warmup_rounds, ms(s.trimmed_mean), ms(s.median), ms(s.min),
+      s.count, c.protocol.steps_per_round, c.protocol.warmup_rounds, ms(s.trimmed_mean),
+      s.count >= 3 ? fmt::format("mean of the middle {}", s.count - 2) : std::string("mean"), ms(s.median), ms(s.min),
       ms(s.max), 100 * s.cv);
   out += fmt::format("per-step {} time: median {} ms, p95 {} ms over {} steps; wall-clock vs {}: {} vs {} ms\n",
                      r.timing_source, ms(r.step_event_seconds.median), ms(r.step_event_seconds.p95),
@@ -104,11 +105,15 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
       const auto& r = p.result;
       t.add_row({std::to_string(r.config.world_size), ms(r.step_seconds.trimmed_mean), si(p.metrics.tokens_per_second),
                  fmt::format("{:.2f}", p.metrics.speedup), pct(p.metrics.efficiency), pct(p.metrics.comm_ratio),
-                 ms(r.phases.all_reduce_seconds), ms(r.phases.exposed_comm), pct(p.metrics.overlap_fraction)});
+                 ms(r.phases.all_reduce_seconds), ms(r.phases.exposed_comm),
+                 r.config.world_size > 1 ? pct(p.metrics.overlap_fraction) : std::string("-")});
     }
     out += t.render();
-    out += "step ms: mean of the middle 3 of 5 timed rounds; comm ratio: all-reduce time per step / 1-rank compute "
-           "time; overlap: share of all-reduce time hidden behind backward\n";
+    const int rounds = first.config.protocol.timed_rounds;
+    out += fmt::format("step ms: {} of {} timed round{} (slowest rank); comm ratio: all-reduce time per step / 1-rank "
+                       "compute time; overlap: share of all-reduce time hidden behind backward\n",
+                       rounds >= 3 ? fmt::format("mean of the middle {}", rounds - 2) : std::string("mean"), rounds,
+                       rounds == 1 ? "" : "s");
   }
   if (d.verdict) {
     out += fmt::format("\nverdict: {}", diagnose::to_string(d.verdict->verdict));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,12 @@ TextCorpus load_corpus(const TrainJobConfig& c, int row_tokens) {
   if (c.data == "synthetic") return TextCorpus::synthetic(kSyntheticCorpusBytes, c.data_seed);
   return TextCorpus::load(c.data.empty() ? std::string(kDefaultTextDirectory) : c.data,
                           static_cast<std::size_t>(row_tokens) * 4);
+}
+
+double l2_norm(const std::vector<float>& v) {
+  double sum = 0;
+  for (float x : v) sum += static_cast<double>(x) * x;
+  return std::sqrt(sum);
 }
 
 /// Mean of each phase over a set of step timings.
@@ -283,7 +290,9 @@ void to_json(nlohmann::json& j, const TrainResult& r) {
        {"all_reduce_algbw_GBps", r.all_reduce_algbw_gbps()},
        {"all_reduce_busbw_GBps", r.all_reduce_busbw_gbps()},
        {"ranks", ranks},
-       {"losses", r.losses}};
+       {"losses", r.losses},
+       {"gradient_norms", r.gradient_norms},
+       {"replica_gradient_spread", r.replica_gradient_spread}};
 }
 
 void from_json(const nlohmann::json& j, TrainResult& r) {
@@ -310,6 +319,8 @@ void from_json(const nlohmann::json& j, TrainResult& r) {
     r.ranks.push_back(rs);
   }
   r.losses = j.at("losses").get<std::vector<double>>();
+  r.gradient_norms = j.at("gradient_norms").get<std::vector<double>>();
+  r.replica_gradient_spread = j.at("replica_gradient_spread");
 }
 
 void write_result_file(const std::string& path, const TrainResult& result) {
@@ -342,7 +353,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
 
   const auto& proto = config.protocol;
   const int rounds = proto.warmup_rounds + proto.timed_rounds;
-  std::vector<double> round_wall, step_totals, losses;
+  std::vector<double> round_wall, step_totals, losses, gradient_norms;
   std::vector<StepTiming> timed_steps;
   std::int64_t step = 0;
   for (int round = 0; round < rounds; ++round) {
@@ -358,6 +369,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
     auto timings = engine.take_step_timings();  // synchronises
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (float l : model.take_losses()) losses.push_back(l);
+    gradient_norms.push_back(l2_norm(model.gradients_to_host()));
     if (timed) {
       round_wall.push_back(wall / proto.steps_per_round);
       for (const auto& t : timings) step_totals.push_back(t.total);
@@ -369,13 +381,14 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
                    losses.empty() ? 0.0 : losses.back());
   }
 
-  // Gather every rank's figures: [round wall step times | step totals | phase means | losses].
+  // Gather every rank's figures: [round wall step times | step totals | phase means | losses | grad norms].
   const StepTiming mine = mean_of(timed_steps);
   std::vector<double> packed = round_wall;
   packed.insert(packed.end(), step_totals.begin(), step_totals.end());
   auto phases = pack(mine);
   packed.insert(packed.end(), phases.begin(), phases.end());
   packed.insert(packed.end(), losses.begin(), losses.end());
+  packed.insert(packed.end(), gradient_norms.begin(), gradient_norms.end());
   const std::size_t stride = packed.size();
   const auto all = comm.all_gather_host(packed);
   if (rank != 0) return std::nullopt;
@@ -404,6 +417,10 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
     StepTiming t = unpack(v + n_rounds + n_steps);
     const double* l = v + n_rounds + n_steps + kPackedPhases;
     for (std::size_t i = 0; i < n_losses; ++i) r.losses[i] += l[i] / world;
+    const double* g = l + n_losses;
+    for (std::size_t i = 0; i < gradient_norms.size(); ++i)
+      if (gradient_norms[i] > 0)
+        r.replica_gradient_spread = std::max(r.replica_gradient_spread, std::abs(g[i] - gradient_norms[i]) / gradient_norms[i]);
     RankSummary rs;
     rs.rank = k;
     rs.mean = t;
@@ -417,6 +434,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   r.phases = mean_of(rank_means);
   r.phases.all_reduce_count = r.ranks.front().mean.all_reduce_count;
   r.phases.all_reduce_bytes = r.ranks.front().mean.all_reduce_bytes;
+  r.gradient_norms = gradient_norms;
   r.step_seconds = core::summarize(r.round_step_seconds);
   r.step_event_seconds = core::summarize(slowest_step);
   return r;

@@ -87,6 +87,11 @@ struct TrainResult {
   double min_rank_compute = 0;
   std::vector<RankSummary> ranks;
   std::vector<double> losses;    ///< global mean loss of every step (warm-up included), in order
+  /// L2 norm of the averaged gradient after the last step of each round (rank 0). Adam's update hardly
+  /// changes when all gradients are scaled, so a wrong average shows here rather than in the losses.
+  std::vector<double> gradient_norms;
+  /// Largest relative difference between a rank's gradient norm and rank 0's: replicas must agree (~1e-7).
+  double replica_gradient_spread = 0;
   double tokens_per_second() const;
   /// All-reduce bandwidths of the gradient buckets (nccl-tests definitions: algbw = bytes / time,
   /// busbw = algbw × 2(n−1)/n for all-reduce), GB/s with GB = 1e9.

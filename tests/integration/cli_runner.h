@@ -1,0 +1,49 @@
+#pragma once
+// Runs the scalescope executable as a user would and captures what it printed and its exit status.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace scalescope::testing {
+
+struct CliRun {
+  int status = -1;      ///< exit status (128 + signal when killed)
+  std::string output;   ///< stdout and stderr together
+};
+
+inline std::filesystem::path scratch_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("scalescope_it_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+/// Runs `SCALESCOPE_EXE args` through /bin/sh (args are pasted as written: quote them yourself).
+inline CliRun run_cli(const std::string& args) {
+  auto log = scratch_dir("log") / "out.txt";
+  std::string cmd = std::string(SCALESCOPE_EXE) + " " + args + " > " + log.string() + " 2>&1";
+  int raw = std::system(cmd.c_str());
+  CliRun r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.output = ss.str();
+  std::filesystem::remove_all(log.parent_path());
+  return r;
+}
+
+inline nlohmann::json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace scalescope::testing
