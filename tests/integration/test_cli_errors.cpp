@@ -1,0 +1,116 @@
+// Bad input (issue #2, item 8): one clear message naming the cause, a non-zero exit, no half-written output.
+
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+
+using scalescope::testing::run_cli;
+using scalescope::testing::scratch_dir;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kQuick = " --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 --steps-per-round 2 -q";
+
+void expect_mentions(const std::string& output, const std::string& what) {
+  EXPECT_NE(output.find(what), std::string::npos) << "expected '" << what << "' in:\n" << output;
+}
+}  // namespace
+
+TEST(CliErrors, UnknownFlagIsAUsageError) {
+  auto r = run_cli("train --no-such-flag");
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "--no-such-flag");
+}
+
+TEST(CliErrors, MissingCommandIsAUsageError) {
+  auto r = run_cli("");
+  EXPECT_EQ(r.status, 2);
+}
+
+TEST(CliErrors, BadValuesAreUsageErrors) {
+  EXPECT_EQ(run_cli("train --world-size 0").status, 2);
+  EXPECT_EQ(run_cli("train --backend tpu").status, 2);
+  auto r = run_cli("train" + kQuick + " --model mlp-7t");  // the last --model wins
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "mlp-10m");  // lists the presets
+  r = run_cli("train --world-size 3 --strong" + kQuick);
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "divisible");
+  r = run_cli("doctor --world-sizes 2,4" + kQuick);
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "start at 1");
+}
+
+TEST(CliErrors, UnreadableDataNamesThePath) {
+  auto r = run_cli("train --data /nonexistent/corpus.txt" + kQuick);
+  EXPECT_EQ(r.status, 1);
+  expect_mentions(r.output, "/nonexistent/corpus.txt");
+  expect_mentions(r.output, "synthetic");  // says what to do
+
+  auto dir = scratch_dir("tiny");
+  std::ofstream(dir / "tiny.txt") << "too short";
+  r = run_cli("train --data " + (dir / "tiny.txt").string() + kQuick);
+  EXPECT_EQ(r.status, 1);
+  expect_mentions(r.output, "bytes of text");
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, BinaryOnlyDirectoryIsRejected) {
+  auto dir = scratch_dir("binary");
+  std::ofstream(dir / "x.dat", std::ios::binary) << std::string(4096, '\0');
+  auto r = run_cli("train --data " + dir.string() + kQuick);
+  EXPECT_EQ(r.status, 1);
+  expect_mentions(r.output, "0 file(s)");
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, OutputInMissingDirectoryFailsBeforeTraining) {
+  auto r = run_cli("train --out /nonexistent-dir/r.json" + kQuick);
+  EXPECT_EQ(r.status, 1);
+  expect_mentions(r.output, "does not exist");
+  EXPECT_EQ(r.output.find("round"), std::string::npos) << "must fail before measuring";
+}
+
+TEST(CliErrors, GpuBackendWithoutEnoughGpus) {
+  // More ranks than GPUs: on a CPU-only machine (and on any machine with fewer than 64 GPUs).
+  auto r = run_cli("train --backend gpu --world-size 64 --model mlp-1m -q");
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "GPU");
+}
+
+TEST(CliErrors, DyingRankStopsTheJobAndWritesNothing) {
+  auto dir = scratch_dir("death");
+  for (const char* kind : {"exit", "abort"}) {
+    auto out = dir / (std::string(kind) + ".json");
+    auto r = run_cli("train --world-size 2 --internal-fault 1:1:" + std::string(kind) + " --out " + out.string() + kQuick);
+    EXPECT_EQ(r.status, 1) << r.output;
+    expect_mentions(r.output, "scalescope: error:");
+    expect_mentions(r.output, "nothing was written");
+    EXPECT_FALSE(fs::exists(out)) << kind;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, HangingRankIsStoppedByTheTimeout) {
+  auto dir = scratch_dir("hang");
+  auto out = dir / "r.json";
+  auto r = run_cli("train --world-size 2 --internal-fault 0:1:hang --timeout 5 --out " + out.string() + kQuick);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "timeout");
+  EXPECT_FALSE(fs::exists(out));
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, DoctorKeepsWhatWasMeasuredWhenAWorldSizeFails) {
+  auto dir = scratch_dir("doctor");
+  auto out = dir / "d.json";
+  // Rank 1 exists only at world size 2: world size 1 is measured, world size 2 dies.
+  auto r = run_cli("doctor --world-sizes 1,2 --internal-fault 1:0:exit --out " + out.string() + kQuick);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "incomplete: world size 2 failed");
+  ASSERT_TRUE(fs::exists(out));
+  auto j = scalescope::testing::read_json(out);
+  EXPECT_FALSE(j.at("complete").get<bool>());
+  EXPECT_EQ(j.at("points").size(), 1u);
+  fs::remove_all(dir);
+}
