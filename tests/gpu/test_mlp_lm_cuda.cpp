@@ -263,7 +263,7 @@ TEST_F(MlpLmCudaTest, ParametersChangedRefreshesTheBf16Weights) {
   EXPECT_EQ(gpu.parameters_to_host(), values);
 }
 
-TEST_F(MlpLmCudaTest, BatchesOfDifferentSizesAndManyLosses) {
+TEST_F(MlpLmCudaTest, BatchesOfDifferentSizes) {
   const auto config = make_config(8, 8, 64, 2);  // embed and hidden multiples of 8: vectorised kernels
   MlpLmCuda gpu(config, stream_);
   std::vector<std::size_t> offsets;
