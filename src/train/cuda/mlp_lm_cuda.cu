@@ -1,0 +1,673 @@
+#include "train/cuda/mlp_lm_cuda.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <math_constants.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+
+namespace scalescope::train {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kThreads = 256;                        // element-wise kernels and row reductions
+constexpr std::size_t kMaxBlocks = 4096;              // grid-stride loops cover the rest
+constexpr std::size_t kWorkspaceBytes = 32u << 20;    // cuBLASLt workspace, as recommended for Hopper
+constexpr std::size_t kLossSlots = 1u << 16;          // losses kept on the device between take_losses()
+constexpr std::size_t kShadowAlignElements = 128;     // bf16 weight copies start on 256-byte boundaries
+
+unsigned blocks_for(std::size_t n) {
+  return static_cast<unsigned>(std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Owned memory.
+
+/// A device array of `size()` elements of T; resize() drops the contents.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  ~DeviceArray() {
+    if (ptr_ != nullptr) cudaFree(ptr_);  // no throw from a destructor
+  }
+  DeviceArray(DeviceArray&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  DeviceArray& operator=(DeviceArray&& other) noexcept {
+    std::swap(ptr_, other.ptr_);
+    std::swap(size_, other.size_);
+    return *this;
+  }
+  void resize(std::size_t n) {
+    if (ptr_ != nullptr) SCALESCOPE_CUDA_CHECK(cudaFree(ptr_));
+    ptr_ = nullptr;
+    size_ = 0;
+    if (n > 0) SCALESCOPE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(T)));
+    size_ = n;
+  }
+  T* get() const { return ptr_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// Page-locked host memory, so that host→device copies are truly asynchronous.
+template <typename T>
+class PinnedArray {
+ public:
+  PinnedArray() = default;
+  ~PinnedArray() {
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+  }
+  PinnedArray(const PinnedArray&) = delete;
+  PinnedArray& operator=(const PinnedArray&) = delete;
+  void resize(std::size_t n) {
+    if (ptr_ != nullptr) SCALESCOPE_CUDA_CHECK(cudaFreeHost(ptr_));
+    ptr_ = nullptr;
+    if (n > 0) SCALESCOPE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n * sizeof(T)));
+  }
+  T* get() const { return ptr_; }
+
+ private:
+  T* ptr_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Row-major GEMMs through cuBLASLt.
+
+/// Largest power of two ≤ 256 dividing the address: what cuBLASLt's heuristic must assume about a pointer
+/// (it assumes 256 bytes unless told otherwise, and gradient ranges sit wherever the engine put them).
+std::uint32_t alignment_of(const void* p) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t a = 256;
+  while (a > 1 && address % a != 0) a /= 2;
+  return a;
+}
+
+/// Row-major D[m, n] = op(A)·op(B) with bf16 A and B, fp32 accumulation and scale, D in bf16 or fp32,
+/// beta = 0 (D is overwritten and never read). op(A) is [m, k]: A is stored [m, k] (lda ≥ k), or [k, m]
+/// (lda ≥ m) when trans_a; likewise op(B) is [k, n] from B stored [k, n] or, when trans_b, [n, k].
+///
+/// cuBLASLt is column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
+/// leading dimension, i.e. its transpose. So the row-major product is computed as the column-major
+/// Dᵀ[n, m] = op(B)ᵀ·op(A)ᵀ: cuBLASLt's A is our B with our trans_b, its B is our A with our trans_a.
+/// Descriptors and the heuristic's algorithm are cached per shape, type and pointer alignment.
+class LtMatmul {
+ public:
+  LtMatmul() {
+    SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
+    workspace_.resize(kWorkspaceBytes);
+  }
+  ~LtMatmul() {
+    plans_.clear();  // destroys the descriptors before the handle
+    cublasLtDestroy(handle_);
+  }
+  LtMatmul(const LtMatmul&) = delete;
+  LtMatmul& operator=(const LtMatmul&) = delete;
+
+  void run(cudaStream_t stream, bool trans_a, bool trans_b, int m, int n, int k, const bf16* a, int lda,
+           const bf16* b, int ldb, void* d, cudaDataType_t d_type, int ldd) {
+    const Key key{trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, alignment_of(a), alignment_of(b), alignment_of(d)};
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan(key)).first;
+    const Plan& p = it->second;
+    const float alpha = 1.0f, beta = 0.0f;
+    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &alpha, b, p.layout_a, a, p.layout_b, &beta, d, p.layout_d,
+                                           d, p.layout_d, &p.algo, workspace_.get(), kWorkspaceBytes, stream));
+  }
+
+ private:
+  struct Key {
+    bool trans_a, trans_b;
+    int m, n, k, lda, ldb, ldd;
+    cudaDataType_t d_type;
+    std::uint32_t align_a, align_b, align_d;
+    auto operator<=>(const Key&) const = default;
+  };
+  /// Descriptors and algorithm of one GEMM; owns the descriptors.
+  struct Plan {
+    Plan() = default;
+    Plan(Plan&& o) noexcept
+        : desc(std::exchange(o.desc, nullptr)),
+          layout_a(std::exchange(o.layout_a, nullptr)),
+          layout_b(std::exchange(o.layout_b, nullptr)),
+          layout_d(std::exchange(o.layout_d, nullptr)),
+          algo(o.algo) {}
+    Plan& operator=(Plan&&) = delete;
+    ~Plan() {
+      if (layout_a != nullptr) cublasLtMatrixLayoutDestroy(layout_a);
+      if (layout_b != nullptr) cublasLtMatrixLayoutDestroy(layout_b);
+      if (layout_d != nullptr) cublasLtMatrixLayoutDestroy(layout_d);
+      if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+    }
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_d = nullptr;  // cuBLASLt's A, B, C = D
+    cublasLtMatmulAlgo_t algo{};
+  };
+
+  Plan make_plan(const Key& key) {
+    Plan p;
+    const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
+    const cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+    // Column-major shapes of the stored matrices: our B is [k, n] row-major = [n, k] column-major (or [k, n]
+    // when transposed); our A is [m, k] row-major = [k, m] column-major (or [m, k]); D is [n, m].
+    const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
+    SCALESCOPE_CUBLAS_CHECK(key.trans_b ? cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, u(key.k), u(key.n), key.ldb)
+                                        : cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, u(key.n), u(key.k), key.ldb));
+    SCALESCOPE_CUBLAS_CHECK(key.trans_a ? cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, u(key.m), u(key.k), key.lda)
+                                        : cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, u(key.k), u(key.m), key.lda));
+    SCALESCOPE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.layout_d, key.d_type, u(key.n), u(key.m), key.ldd));
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const std::uint64_t workspace = kWorkspaceBytes;
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                             sizeof(workspace));
+    // cuBLASLt's A/B are our B/A; C and D are the same buffer.
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+    for (const auto& [attribute, bytes] : alignments)
+      if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof(bytes));
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.layout_a, p.layout_b, p.layout_d, p.layout_d, pref, 1,
+                                          &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+      throw core::Error("cuBLASLt has no algorithm for the row-major GEMM [" + std::to_string(key.m) + ", " +
+                            std::to_string(key.k) + "]·[" + std::to_string(key.k) + ", " + std::to_string(key.n) +
+                            "] (transposes " + std::to_string(key.trans_a) + std::to_string(key.trans_b) +
+                            ", status " + std::to_string(static_cast<int>(st)) + ")",
+                        "this is a bug or an unsupported shape; report it with the model size");
+    p.algo = result.algo;
+    return p;
+  }
+
+  cublasLtHandle_t handle_ = nullptr;
+  DeviceArray<unsigned char> workspace_;
+  std::map<Key, Plan> plans_;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Kernels. Element-wise kernels move VEC bf16 values (16 bytes for VEC = 8) per load when the row width
+// allows it; all buffers start on cudaMalloc's 256-byte boundaries or on kShadowAlignElements boundaries.
+
+template <int VEC>
+struct alignas(2 * VEC) Bf16Pack {
+  bf16 v[VEC];
+};
+
+// Tanh-approximate GELU (Hendrycks & Gimpel 2016, as GPT-2) and its derivative, in fp32.
+__device__ __forceinline__ float gelu_forward(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);  // √(2/π)(x + 0.044715x³)
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+
+__device__ __forceinline__ float gelu_derivative(float x) {
+  const float t = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+struct SumOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+
+/// Reduces one value per thread over the block (blockDim.x a multiple of 32, ≤ 1024); every thread gets
+/// the result.
+template <typename Op>
+__device__ float block_reduce(float v, float identity, Op op) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();  // an earlier call may still be reading `partial`
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < blockDim.x / 32 ? partial[lane] : identity;
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+#define GRID_STRIDE_LOOP(i, n) \
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+
+/// x[r, c·E + e] = table[tokens[r, c], e] for the C context positions of each row.
+/// tokens [rows, C + 1] int32; table [V, E] bf16; x [rows, C·E] bf16. VEC must divide E.
+template <int VEC>
+__global__ void embedding_gather_kernel(const std::int32_t* tokens, const bf16* table, bf16* x, std::size_t rows,
+                                        int context, int embed) {
+  const std::size_t width = static_cast<std::size_t>(context) * embed;
+  GRID_STRIDE_LOOP(p, rows * width / VEC) {
+    const std::size_t i = p * VEC, r = i / width, j = i % width;
+    const std::size_t c = j / embed, e = j % embed;
+    const std::size_t token = static_cast<std::size_t>(tokens[r * (context + 1) + c]);
+    reinterpret_cast<Bf16Pack<VEC>*>(x)[p] = *reinterpret_cast<const Bf16Pack<VEC>*>(table + token * embed + e);
+  }
+}
+
+/// In place z ← bf16(z + bias[col]), then h = bf16(GELU(z)): autocast's linear output (bias added in the
+/// GEMM epilogue, rounded to bf16) followed by GELU on that bf16 tensor. z, h [total / n, n]; bias [n] fp32.
+/// VEC must divide n.
+template <int VEC>
+__global__ void bias_gelu_kernel(bf16* z, const float* bias, bf16* h, std::size_t total, int n) {
+  GRID_STRIDE_LOOP(p, total / VEC) {
+    Bf16Pack<VEC> zp = reinterpret_cast<const Bf16Pack<VEC>*>(z)[p];
+    Bf16Pack<VEC> hp;
+    const std::size_t col = (p * VEC) % static_cast<std::size_t>(n);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      zp.v[k] = __float2bfloat16(__bfloat162float(zp.v[k]) + bias[col + k]);
+      hp.v[k] = __float2bfloat16(gelu_forward(__bfloat162float(zp.v[k])));
+    }
+    reinterpret_cast<Bf16Pack<VEC>*>(z)[p] = zp;
+    reinterpret_cast<Bf16Pack<VEC>*>(h)[p] = hp;
+  }
+}
+
+/// In place dh ← bf16(dh · GELU′(z)): turns d loss/d h into d loss/d z. dh, z [total] bf16; VEC divides total.
+template <int VEC>
+__global__ void gelu_backward_kernel(bf16* dh, const bf16* z, std::size_t total) {
+  GRID_STRIDE_LOOP(p, total / VEC) {
+    Bf16Pack<VEC> g = reinterpret_cast<const Bf16Pack<VEC>*>(dh)[p];
+    const Bf16Pack<VEC> zp = reinterpret_cast<const Bf16Pack<VEC>*>(z)[p];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k)
+      g.v[k] = __float2bfloat16(__bfloat162float(g.v[k]) * gelu_derivative(__bfloat162float(zp.v[k])));
+    reinterpret_cast<Bf16Pack<VEC>*>(dh)[p] = g;
+  }
+}
+
+constexpr int kColumnTile = 32;  // bias_grad_kernel: block (32 columns) × (32 row stripes)
+
+/// db[j] = Σ_r dz[r, j] in fp32, overwriting db. dz [rows, n] bf16; db [n] fp32. Deterministic.
+__global__ void bias_grad_kernel(const bf16* dz, int rows, int n, float* db) {
+  __shared__ float partial[kColumnTile][kColumnTile + 1];
+  const int col = blockIdx.x * kColumnTile + threadIdx.x;
+  float acc = 0.0f;
+  if (col < n)
+    for (int r = threadIdx.y; r < rows; r += kColumnTile) acc += __bfloat162float(dz[static_cast<std::size_t>(r) * n + col]);
+  partial[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < n) {
+    float sum = 0.0f;
+    for (int y = 0; y < kColumnTile; ++y) sum += partial[y][threadIdx.x];
+    db[col] = sum;
+  }
+}
+
+/// One block per row: row_loss[r] = logsumexp(l) − l[target] with l = logits[r] + bias (fp32, max-
+/// subtracted), and dlogits[r] = bf16((softmax(l) − onehot(target)) · inv_rows). The target is the last
+/// token of the row. logits, dlogits [rows, V] bf16; bias [V] fp32; tokens [rows, row_tokens].
+__global__ void softmax_xent_kernel(const bf16* logits, const float* bias, const std::int32_t* tokens, int row_tokens,
+                                    int vocab, float inv_rows, float* row_loss, bf16* dlogits) {
+  const std::size_t r = blockIdx.x;
+  const bf16* row = logits + r * vocab;
+  const int target = tokens[r * row_tokens + row_tokens - 1];
+  float m = -CUDART_INF_F;
+  for (int v = threadIdx.x; v < vocab; v += blockDim.x) m = fmaxf(m, __bfloat162float(row[v]) + bias[v]);
+  m = block_reduce(m, -CUDART_INF_F, MaxOp{});
+  float sum = 0.0f;
+  for (int v = threadIdx.x; v < vocab; v += blockDim.x) sum += expf(__bfloat162float(row[v]) + bias[v] - m);
+  sum = block_reduce(sum, 0.0f, SumOp{});
+  for (int v = threadIdx.x; v < vocab; v += blockDim.x) {
+    const float p = expf(__bfloat162float(row[v]) + bias[v] - m) / sum;
+    dlogits[r * vocab + v] = __float2bfloat16((p - (v == target ? 1.0f : 0.0f)) * inv_rows);
+  }
+  if (threadIdx.x == 0) row_loss[r] = logf(sum) + m - (__bfloat162float(row[target]) + bias[target]);
+}
+
+/// *loss = mean of row_loss[0 … rows) (one block, fixed order, so deterministic).
+__global__ void mean_loss_kernel(const float* row_loss, int rows, float* loss) {
+  float sum = 0.0f;
+  for (int r = threadIdx.x; r < rows; r += blockDim.x) sum += row_loss[r];
+  sum = block_reduce(sum, 0.0f, SumOp{});
+  if (threadIdx.x == 0) *loss = sum / static_cast<float>(rows);
+}
+
+/// dtable[tokens[r, c], e] += dx[r, c·E + e] (fp32 atomics; dtable zeroed beforehand).
+/// tokens [rows, C + 1]; dx [rows, C·E] bf16; dtable [V, E] fp32.
+__global__ void embedding_backward_kernel(const std::int32_t* tokens, const bf16* dx, float* dtable, std::size_t rows,
+                                          int context, int embed) {
+  const std::size_t width = static_cast<std::size_t>(context) * embed;
+  GRID_STRIDE_LOOP(i, rows * width) {
+    const std::size_t r = i / width, j = i % width;
+    const std::size_t token = static_cast<std::size_t>(tokens[r * (context + 1) + j / embed]);
+    atomicAdd(dtable + token * embed + j % embed, __bfloat162float(dx[i]));
+  }
+}
+
+/// Per-step AdamW constants computed on the host (see MlpLmCpu::optimizer_step for the formula).
+struct AdamWStep {
+  float beta1, beta2, epsilon;
+  float decay;      // 1 − lr·wd for decayed weights, else 1
+  float step_size;  // lr / (1 − β1^t)
+  float bc2_sqrt;   // √(1 − β2^t)
+};
+
+/// Fused AdamW over one parameter: fp32 master p, gradient g, moments m and v; writes the bf16 copy too.
+__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, bf16* shadow, std::size_t n, AdamWStep s) {
+  GRID_STRIDE_LOOP(i, n) {
+    const float grad = g[i];
+    const float mi = s.beta1 * m[i] + (1.0f - s.beta1) * grad;
+    const float vi = s.beta2 * v[i] + (1.0f - s.beta2) * grad * grad;
+    m[i] = mi;
+    v[i] = vi;
+    const float pi = p[i] * s.decay - s.step_size * mi / (sqrtf(vi) / s.bc2_sqrt + s.epsilon);
+    p[i] = pi;
+    shadow[i] = __float2bfloat16(pi);
+  }
+}
+
+__global__ void to_bf16_kernel(const float* src, bf16* dst, std::size_t n) {
+  GRID_STRIDE_LOOP(i, n) dst[i] = __float2bfloat16(src[i]);
+}
+
+#undef GRID_STRIDE_LOOP
+
+const MlpLmConfig& validated(const MlpLmConfig& config) {
+  config.validate();
+  return config;
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------------
+
+struct MlpLmCuda::State {
+  State(const MlpLmConfig& c, cudaStream_t s) : config(validated(c)), layout(c.parameter_layout()), stream(s) {}
+  ~State() {
+    cudaStreamSynchronize(stream);  // queued kernels may still use the buffers freed below
+    if (staged != nullptr) cudaEventDestroy(staged);
+  }
+
+  // Parameter indices (MlpLmConfig::parameter_layout): 0 embedding, 1 + 2l / 2 + 2l hidden l weight / bias.
+  static std::size_t weight(int layer) { return 1 + 2 * static_cast<std::size_t>(layer); }
+  static std::size_t bias(int layer) { return 2 + 2 * static_cast<std::size_t>(layer); }
+  std::size_t output_weight() const { return weight(config.layers); }
+  std::size_t output_bias() const { return weight(config.layers) + 1; }
+
+  const float* master(std::size_t i) const { return params.get() + param_offsets[i]; }
+  const bf16* weights(std::size_t i) const { return shadow.get() + shadow_offsets[i]; }
+  float* grad(std::size_t i) const { return grads.get() + grad_offsets[i]; }
+
+  void ensure_rows(int rows);
+  void bias_grad(const bf16* dz, int rows, int n, float* db) const;
+
+  MlpLmConfig config;
+  std::vector<ParameterInfo> layout;
+  cudaStream_t stream;
+  std::vector<std::size_t> param_offsets, shadow_offsets, grad_offsets;
+
+  DeviceArray<float> params, adam_m, adam_v;  // forward order, parameter_count()
+  DeviceArray<bf16> shadow;                   // bf16 copies, each parameter on a 256-byte boundary
+  DeviceArray<float> grads;                   // engine layout
+  LtMatmul gemm;
+
+  int capacity_rows = 0, rows = 0;
+  PinnedArray<std::int32_t> staging;
+  cudaEvent_t staged = nullptr;               // the staging buffer's last host→device copy
+  DeviceArray<std::int32_t> tokens;           // [rows, C + 1]
+  DeviceArray<bf16> x, dx;                    // [rows, C·E]
+  std::vector<DeviceArray<bf16>> z, h;        // per layer [rows, H]: pre-activation (bias added), GELU output
+  DeviceArray<bf16> dh, dscratch;             // [rows, H] upstream gradients
+  DeviceArray<bf16> logits, dlogits;          // [rows, V]
+  DeviceArray<float> row_loss;                // [rows]
+  DeviceArray<float> losses;                  // kLossSlots
+  std::size_t loss_count = 0;
+  bool forward_done = false;
+  std::int64_t step = 0;
+};
+
+void MlpLmCuda::State::ensure_rows(int needed) {
+  if (needed <= capacity_rows) return;
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the old buffers may still be in use
+  const std::size_t n = static_cast<std::size_t>(needed), hid = static_cast<std::size_t>(config.hidden);
+  const std::size_t in0 = static_cast<std::size_t>(config.input_width()), voc = static_cast<std::size_t>(config.vocab);
+  staging.resize(n * static_cast<std::size_t>(config.context + 1));
+  tokens.resize(n * static_cast<std::size_t>(config.context + 1));
+  x.resize(n * in0);
+  dx.resize(n * in0);
+  z.resize(static_cast<std::size_t>(config.layers));
+  h.resize(static_cast<std::size_t>(config.layers));
+  for (int l = 0; l < config.layers; ++l) {
+    z[static_cast<std::size_t>(l)].resize(n * hid);
+    h[static_cast<std::size_t>(l)].resize(n * hid);
+  }
+  dh.resize(n * hid);
+  dscratch.resize(n * hid);
+  logits.resize(n * voc);
+  dlogits.resize(n * voc);
+  row_loss.resize(n);
+  capacity_rows = needed;
+}
+
+void MlpLmCuda::State::bias_grad(const bf16* dz, int batch_rows, int n, float* db) const {
+  const dim3 block(kColumnTile, kColumnTile);
+  bias_grad_kernel<<<static_cast<unsigned>((n + kColumnTile - 1) / kColumnTile), block, 0, stream>>>(dz, batch_rows, n, db);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+MlpLmCuda::MlpLmCuda(const MlpLmConfig& config, cudaStream_t compute_stream)
+    : s_(std::make_unique<State>(config, compute_stream)) {
+  State& s = *s_;
+  std::size_t at = 0, shadow_at = 0;
+  for (const auto& p : s.layout) {
+    s.param_offsets.push_back(at);
+    s.shadow_offsets.push_back(shadow_at);
+    at += p.numel;
+    shadow_at += (p.numel + kShadowAlignElements - 1) / kShadowAlignElements * kShadowAlignElements;
+  }
+  s.params.resize(at);
+  s.adam_m.resize(at);
+  s.adam_v.resize(at);
+  s.shadow.resize(shadow_at);
+  s.losses.resize(kLossSlots);
+  SCALESCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&s.staged, cudaEventDisableTiming));
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.adam_m.get(), 0, at * sizeof(float), s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.adam_v.get(), 0, at * sizeof(float), s.stream));
+  const std::vector<float> initial = mlp_lm_initial_parameters(config);
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.params.get(), initial.data(), at * sizeof(float), cudaMemcpyHostToDevice, s.stream));
+  parameters_changed();
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // `initial` is freed on return
+}
+
+MlpLmCuda::~MlpLmCuda() = default;
+
+const MlpLmConfig& MlpLmCuda::config() const { return s_->config; }
+cudaStream_t MlpLmCuda::stream() const { return s_->stream; }
+std::string MlpLmCuda::describe() const { return s_->config.describe() + " (bf16 autocast, fp32 master, CUDA)"; }
+const std::vector<ParameterInfo>& MlpLmCuda::parameters() const { return s_->layout; }
+double MlpLmCuda::flops_per_token() const { return s_->config.flops_per_token(); }
+int MlpLmCuda::row_tokens() const { return s_->config.context + 1; }
+float* MlpLmCuda::flat_parameters() { return s_->params.get(); }
+
+float* MlpLmCuda::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
+  State& s = *s_;
+  if (offsets.size() != s.layout.size()) throw std::invalid_argument("allocate_gradients: expected one offset per parameter");
+  for (std::size_t i = 0; i < offsets.size(); ++i)
+    if (offsets[i] > total_elements || s.layout[i].numel > total_elements - offsets[i])
+      throw std::invalid_argument("allocate_gradients: range of " + s.layout[i].name + " exceeds the buffer");
+  s.grad_offsets = offsets;
+  s.grads.resize(total_elements);
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.grads.get(), 0, total_elements * sizeof(float), s.stream));
+  return s.grads.get();
+}
+
+void MlpLmCuda::parameters_changed() {
+  State& s = *s_;
+  for (std::size_t i = 0; i < s.layout.size(); ++i) {
+    const std::size_t n = s.layout[i].numel;
+    to_bf16_kernel<<<blocks_for(n), kThreads, 0, s.stream>>>(s.master(i), s.shadow.get() + s.shadow_offsets[i], n);
+    SCALESCOPE_CUDA_CHECK_LAUNCH();
+  }
+}
+
+void MlpLmCuda::stage_batch(const TokenBatchView& batch) {
+  State& s = *s_;
+  check_mlp_lm_batch(s.config, batch);
+  s.ensure_rows(batch.rows);
+  SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(s.staged));  // the previous copy out of `staging` has finished
+  const std::size_t bytes = static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens) * sizeof(std::int32_t);
+  std::memcpy(s.staging.get(), batch.tokens, bytes);
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.tokens.get(), s.staging.get(), bytes, cudaMemcpyHostToDevice, s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaEventRecord(s.staged, s.stream));
+  s.rows = batch.rows;
+  s.forward_done = false;
+}
+
+void MlpLmCuda::forward() {
+  State& s = *s_;
+  if (s.rows == 0) throw std::logic_error("MlpLmCuda::forward before stage_batch");
+  if (s.loss_count == kLossSlots) throw std::logic_error("MlpLmCuda::forward: 65536 losses not taken; call take_losses()");
+  const MlpLmConfig& c = s.config;
+  const int n = s.rows, in0 = c.input_width();
+  const std::size_t rows = static_cast<std::size_t>(n), hidden_elements = rows * static_cast<std::size_t>(c.hidden);
+
+  const std::size_t x_elements = rows * static_cast<std::size_t>(in0);
+  if (c.embed % 8 == 0)
+    embedding_gather_kernel<8><<<blocks_for(x_elements / 8), kThreads, 0, s.stream>>>(s.tokens.get(), s.weights(0), s.x.get(), rows, c.context, c.embed);
+  else
+    embedding_gather_kernel<1><<<blocks_for(x_elements), kThreads, 0, s.stream>>>(s.tokens.get(), s.weights(0), s.x.get(), rows, c.context, c.embed);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+
+  const bf16* in = s.x.get();
+  int in_width = in0;
+  for (int l = 0; l < c.layers; ++l) {
+    bf16* z = s.z[static_cast<std::size_t>(l)].get();
+    bf16* h = s.h[static_cast<std::size_t>(l)].get();
+    s.gemm.run(s.stream, false, false, n, c.hidden, in_width, in, in_width, s.weights(State::weight(l)), c.hidden, z,
+               CUDA_R_16BF, c.hidden);
+    if (c.hidden % 8 == 0)
+      bias_gelu_kernel<8><<<blocks_for(hidden_elements / 8), kThreads, 0, s.stream>>>(z, s.master(State::bias(l)), h, hidden_elements, c.hidden);
+    else
+      bias_gelu_kernel<1><<<blocks_for(hidden_elements), kThreads, 0, s.stream>>>(z, s.master(State::bias(l)), h, hidden_elements, c.hidden);
+    SCALESCOPE_CUDA_CHECK_LAUNCH();
+    in = h;
+    in_width = c.hidden;
+  }
+
+  s.gemm.run(s.stream, false, false, n, c.vocab, c.hidden, in, c.hidden, s.weights(s.output_weight()), c.vocab,
+             s.logits.get(), CUDA_R_16BF, c.vocab);
+  softmax_xent_kernel<<<static_cast<unsigned>(n), kThreads, 0, s.stream>>>(
+      s.logits.get(), s.master(s.output_bias()), s.tokens.get(), c.context + 1, c.vocab, 1.0f / static_cast<float>(n),
+      s.row_loss.get(), s.dlogits.get());
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+  mean_loss_kernel<<<1, kThreads, 0, s.stream>>>(s.row_loss.get(), n, s.losses.get() + s.loss_count);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+  ++s.loss_count;
+  s.forward_done = true;
+}
+
+void MlpLmCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready) {
+  State& s = *s_;
+  if (s.grad_offsets.empty()) throw std::logic_error("MlpLmCuda::backward before allocate_gradients");
+  if (!s.forward_done) throw std::logic_error("MlpLmCuda::backward before forward");
+  const MlpLmConfig& c = s.config;
+  const int n = s.rows, in0 = c.input_width();
+  const std::size_t rows = static_cast<std::size_t>(n), hidden_elements = rows * static_cast<std::size_t>(c.hidden);
+  const bf16* dlogits = s.dlogits.get();  // written by forward's softmax cross-entropy
+
+  s.bias_grad(dlogits, n, c.vocab, s.grad(s.output_bias()));
+  on_gradient_ready(s.output_bias());
+  s.gemm.run(s.stream, true, false, c.hidden, c.vocab, n, s.h[static_cast<std::size_t>(c.layers - 1)].get(), c.hidden,
+             dlogits, c.vocab, s.grad(s.output_weight()), CUDA_R_32F, c.vocab);
+  on_gradient_ready(s.output_weight());
+  s.gemm.run(s.stream, false, true, n, c.hidden, c.vocab, dlogits, c.vocab, s.weights(s.output_weight()), c.vocab,
+             s.dh.get(), CUDA_R_16BF, c.hidden);
+
+  for (int l = c.layers - 1; l >= 0; --l) {
+    if (hidden_elements % 8 == 0)
+      gelu_backward_kernel<8><<<blocks_for(hidden_elements / 8), kThreads, 0, s.stream>>>(s.dh.get(), s.z[static_cast<std::size_t>(l)].get(), hidden_elements);
+    else
+      gelu_backward_kernel<1><<<blocks_for(hidden_elements), kThreads, 0, s.stream>>>(s.dh.get(), s.z[static_cast<std::size_t>(l)].get(), hidden_elements);
+    SCALESCOPE_CUDA_CHECK_LAUNCH();
+    s.bias_grad(s.dh.get(), n, c.hidden, s.grad(State::bias(l)));
+    on_gradient_ready(State::bias(l));
+
+    const bf16* in = l > 0 ? s.h[static_cast<std::size_t>(l - 1)].get() : s.x.get();
+    const int in_width = l > 0 ? c.hidden : in0;
+    s.gemm.run(s.stream, true, false, in_width, c.hidden, n, in, in_width, s.dh.get(), c.hidden, s.grad(State::weight(l)),
+               CUDA_R_32F, c.hidden);
+    on_gradient_ready(State::weight(l));
+    bf16* d_in = l > 0 ? s.dscratch.get() : s.dx.get();
+    s.gemm.run(s.stream, false, true, n, in_width, c.hidden, s.dh.get(), c.hidden, s.weights(State::weight(l)), c.hidden,
+               d_in, CUDA_R_16BF, in_width);
+    if (l > 0) std::swap(s.dh, s.dscratch);
+  }
+
+  float* dtable = s.grad(0);
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(dtable, 0, s.layout[0].numel * sizeof(float), s.stream));
+  const std::size_t x_elements = rows * static_cast<std::size_t>(in0);
+  embedding_backward_kernel<<<blocks_for(x_elements), kThreads, 0, s.stream>>>(s.tokens.get(), s.dx.get(), dtable, rows,
+                                                                               c.context, c.embed);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+  on_gradient_ready(0);
+}
+
+void MlpLmCuda::optimizer_step(const AdamWConfig& config) {
+  State& s = *s_;
+  if (s.grad_offsets.empty()) throw std::logic_error("MlpLmCuda::optimizer_step before allocate_gradients");
+  ++s.step;
+  const double t = static_cast<double>(s.step);
+  AdamWStep step{config.beta1, config.beta2, config.epsilon, 1.0f,
+                 static_cast<float>(config.learning_rate / (1.0 - std::pow(static_cast<double>(config.beta1), t))),
+                 static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(config.beta2), t)))};
+  for (std::size_t i = 0; i < s.layout.size(); ++i) {
+    step.decay = mlp_lm_decays(s.layout[i].name) ? 1.0f - config.learning_rate * config.weight_decay : 1.0f;
+    const std::size_t n = s.layout[i].numel, off = s.param_offsets[i];
+    adamw_kernel<<<blocks_for(n), kThreads, 0, s.stream>>>(s.params.get() + off, s.grad(i), s.adam_m.get() + off,
+                                                          s.adam_v.get() + off, s.shadow.get() + s.shadow_offsets[i], n, step);
+    SCALESCOPE_CUDA_CHECK_LAUNCH();
+  }
+}
+
+std::vector<float> MlpLmCuda::take_losses() {
+  State& s = *s_;
+  std::vector<float> out(s.loss_count);
+  if (!out.empty())
+    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.losses.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  s.loss_count = 0;
+  return out;
+}
+
+std::vector<float> MlpLmCuda::parameters_to_host() {
+  State& s = *s_;
+  std::vector<float> out(s.params.size());
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.params.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return out;
+}
+
+std::vector<float> MlpLmCuda::gradients_to_host() {
+  State& s = *s_;
+  std::vector<float> out(s.grads.size());
+  if (!out.empty())
+    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.grads.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return out;
+}
+
+}  // namespace scalescope::train

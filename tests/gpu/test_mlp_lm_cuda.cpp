@@ -1,0 +1,300 @@
+// The bf16 CUDA MLP LM against the fp32 host model: losses, per-parameter gradients, AdamW, gradient-ready
+// order, full coverage of the gradient buffer, a large shape, batch validation. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "train/cpu/mlp_lm_cpu.h"
+#include "train/cuda/mlp_lm_cuda.h"
+#include "train/mlp_lm.h"
+
+using scalescope::core::Error;
+using namespace scalescope::train;
+
+namespace {
+
+MlpLmConfig make_config(int context, int embed, int hidden, int layers) {
+  MlpLmConfig c;
+  c.context = context;
+  c.embed = embed;
+  c.hidden = hidden;
+  c.layers = layers;
+  return c;
+}
+
+std::vector<std::int32_t> random_tokens(int rows, int row_tokens, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int32_t> dist(0, 255);
+  std::vector<std::int32_t> t(static_cast<std::size_t>(rows) * static_cast<std::size_t>(row_tokens));
+  for (auto& x : t) x = dist(rng);
+  return t;
+}
+
+/// Gradient offsets in reverse parameter order (as DDP buckets) with `gap` unused elements before each.
+std::size_t reverse_offsets(const std::vector<ParameterInfo>& params, std::size_t gap, std::vector<std::size_t>& offsets) {
+  offsets.assign(params.size(), 0);
+  std::size_t at = 0;
+  for (std::size_t i = params.size(); i-- > 0;) {
+    at += gap;
+    offsets[i] = at;
+    at += params[i].numel;
+  }
+  return at + gap;
+}
+
+/// ‖got − want‖ / ‖want‖ over [got_at, got_at + n) and [want_at, want_at + n).
+double relative_error(const std::vector<float>& got, std::size_t got_at, const std::vector<float>& want,
+                      std::size_t want_at, std::size_t n) {
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = got[got_at + i], w = want[want_at + i];
+    diff += (g - w) * (g - w);
+    ref += w * w;
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
+}
+
+class MlpLmCudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int devices = 0;
+    const cudaError_t err = cudaGetDeviceCount(&devices);
+    if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(err);
+    if (devices == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    // A non-blocking stream: the model must not rely on implicit synchronisation with the legacy stream.
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+
+  /// Fills [ptr, ptr + n) with NaN (all bits set) on the test stream.
+  void poison(float* ptr, std::size_t n) {
+    ASSERT_EQ(cudaMemsetAsync(ptr, 0xFF, n * sizeof(float), stream_), cudaSuccess);
+  }
+
+  /// One forward + backward of both models on the same batch, gradients in reverse order with `gap`
+  /// elements between ranges; checks loss, every gradient, the ready order and that backward wrote every
+  /// gradient element and nothing else.
+  void compare_step(const MlpLmConfig& config, int rows, std::size_t gap, double grad_tolerance) {
+    MlpLmCpu cpu(config);
+    MlpLmCuda gpu(config, stream_);
+    std::vector<std::size_t> offsets;
+    const std::size_t total = reverse_offsets(cpu.parameters(), gap, offsets);
+    cpu.allocate_gradients(offsets, total);
+    poison(gpu.allocate_gradients(offsets, total), total);
+
+    const auto tokens = random_tokens(rows, config.context + 1, 11);
+    const TokenBatchView batch{rows, config.context + 1, tokens.data()};
+    cpu.stage_batch(batch);
+    gpu.stage_batch(batch);
+    cpu.forward();
+    gpu.forward();
+    cpu.backward([](std::size_t) {});
+    std::vector<std::size_t> order;
+    gpu.backward([&](std::size_t i) { order.push_back(i); });
+
+    const float cpu_loss = cpu.take_losses().at(0);
+    const auto gpu_losses = gpu.take_losses();
+    ASSERT_EQ(gpu_losses.size(), 1u);
+    EXPECT_LT(std::abs(gpu_losses[0] - cpu_loss) / cpu_loss, 1e-2) << "cpu " << cpu_loss << " gpu " << gpu_losses[0];
+
+    std::vector<std::size_t> want_order(cpu.parameters().size());
+    std::iota(want_order.rbegin(), want_order.rend(), std::size_t{0});
+    EXPECT_EQ(order, want_order);
+
+    const auto g_cpu = cpu.gradients_to_host();
+    const auto g_gpu = gpu.gradients_to_host();
+    ASSERT_EQ(g_gpu.size(), total);
+    std::vector<bool> covered(total, false);
+    const auto& params = cpu.parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      EXPECT_LT(relative_error(g_gpu, offsets[i], g_cpu, offsets[i], params[i].numel), grad_tolerance) << params[i].name;
+      std::fill_n(covered.begin() + static_cast<std::ptrdiff_t>(offsets[i]), params[i].numel, true);
+    }
+    std::size_t unwritten = 0, stray = 0;
+    for (std::size_t e = 0; e < total; ++e) {
+      if (covered[e] && !std::isfinite(g_gpu[e])) ++unwritten;
+      if (!covered[e] && !std::isnan(g_gpu[e])) ++stray;
+    }
+    EXPECT_EQ(unwritten, 0u) << "gradient elements left NaN (not written by backward)";
+    EXPECT_EQ(stray, 0u) << "elements outside the gradient ranges were written";
+  }
+
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+TEST_F(MlpLmCudaTest, StartsFromTheSharedInitialParameters) {
+  const auto config = make_config(16, 16, 256, 3);
+  MlpLmCuda gpu(config, stream_);
+  MlpLmCpu cpu(config);
+  ASSERT_EQ(gpu.parameters().size(), cpu.parameters().size());
+  for (std::size_t i = 0; i < cpu.parameters().size(); ++i) {
+    EXPECT_EQ(gpu.parameters()[i].name, cpu.parameters()[i].name);
+    EXPECT_EQ(gpu.parameters()[i].numel, cpu.parameters()[i].numel);
+  }
+  EXPECT_EQ(gpu.parameters_to_host(), mlp_lm_initial_parameters(config));
+  EXPECT_EQ(gpu.row_tokens(), 17);
+}
+
+TEST_F(MlpLmCudaTest, LossAndGradientsMatchCpu) {
+  compare_step(make_config(16, 16, 256, 3), 64, 64, 2e-2);  // 256-byte aligned gradient ranges
+}
+
+TEST_F(MlpLmCudaTest, LossAndGradientsMatchCpuWithUnalignedGradientRanges) {
+  compare_step(make_config(16, 16, 256, 3), 64, 3, 2e-2);  // fp32 GEMM outputs only 4-byte aligned
+}
+
+TEST_F(MlpLmCudaTest, LargeHiddenLayersMatchCpu) {
+  // 35.7 M parameters; looser gradient bound because the bf16 rounding of 4096-wide activations adds up.
+  compare_step(make_config(16, 16, 4096, 3), 64, 64, 5e-2);
+}
+
+TEST_F(MlpLmCudaTest, AdamWMatchesCpuForTheSameGradients) {
+  const auto config = make_config(16, 16, 256, 3);
+  MlpLmCpu cpu(config);
+  MlpLmCuda gpu(config, stream_);
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(cpu.parameters(), 64, offsets);
+  float* g_cpu = cpu.allocate_gradients(offsets, total);
+  float* g_gpu = gpu.allocate_gradients(offsets, total);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1e-2f);
+  for (std::size_t i = 0; i < total; ++i) g_cpu[i] = dist(rng);
+  ASSERT_EQ(cudaMemcpyAsync(g_gpu, g_cpu, total * sizeof(float), cudaMemcpyHostToDevice, stream_), cudaSuccess);
+
+  AdamWConfig adam;
+  adam.learning_rate = 1e-3f;
+  adam.weight_decay = 0.1f;
+  for (int step = 0; step < 3; ++step) {
+    cpu.optimizer_step(adam);
+    gpu.optimizer_step(adam);
+  }
+  const auto p_cpu = cpu.parameters_to_host();
+  const auto p_gpu = gpu.parameters_to_host();
+  ASSERT_EQ(p_gpu.size(), p_cpu.size());
+  // Same fp32 formula on both sides; only rounding differs (the GPU contracts into FMAs).
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < p_cpu.size(); ++i)
+    differ += std::abs(p_gpu[i] - p_cpu[i]) > 1e-6f * std::max(1.0f, std::abs(p_cpu[i]));
+  EXPECT_EQ(differ, 0u) << "fp32 AdamW differs beyond rounding";
+
+  // The fused kernel also refreshed the bf16 weights: the forward pass sees the updated parameters.
+  const auto tokens = random_tokens(64, 17, 12);
+  cpu.stage_batch({64, 17, tokens.data()});
+  gpu.stage_batch({64, 17, tokens.data()});
+  cpu.forward();
+  gpu.forward();
+  const float l_cpu = cpu.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
+  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
+}
+
+TEST_F(MlpLmCudaTest, TrainingStepsTrackCpu) {
+  const auto config = make_config(16, 16, 256, 3);
+  MlpLmCpu cpu(config);
+  MlpLmCuda gpu(config, stream_);
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(cpu.parameters(), 64, offsets);
+  cpu.allocate_gradients(offsets, total);
+  gpu.allocate_gradients(offsets, total);
+  AdamWConfig adam;
+  adam.learning_rate = 1e-3f;
+  adam.weight_decay = 0.1f;
+  for (int step = 0; step < 5; ++step) {
+    const auto tokens = random_tokens(64, 17, 100 + static_cast<unsigned>(step));
+    for (Model* m : {static_cast<Model*>(&cpu), static_cast<Model*>(&gpu)}) {
+      m->stage_batch({64, 17, tokens.data()});
+      m->forward();
+      m->backward([](std::size_t) {});
+      m->optimizer_step(adam);
+    }
+  }
+  const auto l_cpu = cpu.take_losses(), l_gpu = gpu.take_losses();
+  ASSERT_EQ(l_gpu.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_LT(std::abs(l_gpu[i] - l_cpu[i]) / l_cpu[i], 1e-2) << "step " << i;
+
+  const auto p_cpu = cpu.parameters_to_host(), p_gpu = gpu.parameters_to_host();
+  EXPECT_LT(relative_error(p_gpu, 0, p_cpu, 0, p_cpu.size()), 2e-2);
+  std::size_t at = 0;
+  for (const auto& p : cpu.parameters()) {
+    if (p.name.ends_with(".bias")) {
+      // Biases start at 0 and AdamW moves each by about ±lr per step whatever the gradient's size, so an
+      // element whose gradient is near 0 may move the other way under bf16 rounding: require that most
+      // elements agree to within one step instead of a norm bound.
+      std::size_t close = 0;
+      for (std::size_t e = 0; e < p.numel; ++e) close += std::abs(p_gpu[at + e] - p_cpu[at + e]) <= adam.learning_rate;
+      EXPECT_GE(static_cast<double>(close), 0.9 * static_cast<double>(p.numel)) << p.name;
+    } else {
+      EXPECT_LT(relative_error(p_gpu, at, p_cpu, at, p.numel), 2e-2) << p.name;
+    }
+    at += p.numel;
+  }
+}
+
+TEST_F(MlpLmCudaTest, ParametersChangedRefreshesTheBf16Weights) {
+  auto other = make_config(16, 16, 256, 3);
+  other.seed = 99;
+  MlpLmCpu cpu(other);
+  MlpLmCuda gpu(make_config(16, 16, 256, 3), stream_);
+  const auto values = cpu.parameters_to_host();
+  ASSERT_EQ(cudaMemcpyAsync(gpu.flat_parameters(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice,
+                            stream_),
+            cudaSuccess);
+  gpu.parameters_changed();
+  const auto tokens = random_tokens(64, 17, 13);
+  cpu.stage_batch({64, 17, tokens.data()});
+  gpu.stage_batch({64, 17, tokens.data()});
+  cpu.forward();
+  gpu.forward();
+  const float l_cpu = cpu.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
+  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
+  EXPECT_EQ(gpu.parameters_to_host(), values);
+}
+
+TEST_F(MlpLmCudaTest, BatchesOfDifferentSizes) {
+  const auto config = make_config(8, 8, 64, 2);  // embed and hidden multiples of 8: vectorised kernels
+  MlpLmCuda gpu(config, stream_);
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(gpu.parameters(), 0, offsets);
+  gpu.allocate_gradients(offsets, total);
+  for (int rows : {1, 7, 300, 5}) {
+    const auto tokens = random_tokens(rows, 9, static_cast<unsigned>(rows));
+    gpu.stage_batch({rows, 9, tokens.data()});
+    gpu.forward();
+    gpu.backward([](std::size_t) {});
+    gpu.optimizer_step(AdamWConfig{});
+  }
+  const auto losses = gpu.take_losses();
+  ASSERT_EQ(losses.size(), 4u);
+  for (float l : losses) EXPECT_TRUE(std::isfinite(l) && std::abs(l - std::log(256.0f)) < 0.5f) << l;
+  EXPECT_TRUE(gpu.take_losses().empty());
+}
+
+TEST_F(MlpLmCudaTest, OddWidthsUseTheScalarKernels) {
+  compare_step(make_config(5, 3, 37, 2), 9, 1, 2e-2);
+}
+
+TEST_F(MlpLmCudaTest, BadBatchesThrow) {
+  MlpLmCuda gpu(make_config(4, 8, 64, 1), stream_);
+  std::vector<std::int32_t> tokens = random_tokens(2, 5, 14);
+  EXPECT_NO_THROW(gpu.stage_batch({2, 5, tokens.data()}));
+  tokens[3] = 256;
+  EXPECT_THROW(gpu.stage_batch({2, 5, tokens.data()}), Error);
+  tokens[3] = -1;
+  EXPECT_THROW(gpu.stage_batch({2, 5, tokens.data()}), Error);
+  tokens[3] = 0;
+  EXPECT_THROW(gpu.stage_batch({2, 4, tokens.data()}), Error);
+  EXPECT_THROW(gpu.stage_batch({0, 5, tokens.data()}), Error);
+}
