@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One call on a GPU machine (the lent nvidia-h200* kinds): build scalescope, run its whole test suite
+# (GPU tests included), then `scalescope doctor` on the GPUs with NVLink/P2P and with NCCL_P2P_DISABLE=1
+# (the seed's PCIe-bound regime), and on CPU ranks. Logs and JSON go to $OUT (default ./out).
+#
+#   bench/device-doctor.sh            # on the GPU machine, from the repository root
+#
+# The machine has no package registry: when /usr/share/games/fortunes is absent, the Debian packages
+# `fortunes` and `fortunes-min` carried in .device/debs are unpacked under /tmp (never into /).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
+export PATH=/usr/local/cuda/bin:$PATH
+log() { echo "== $*" | tee -a "$OUT/steps.log"; }
+
+log "machine"
+{ date -u; uname -r; nproc; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv;
+  nvidia-smi topo -m; nvcc --version | tail -1; cmake --version | head -1; git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+
+DATA=()
+if [ ! -d /usr/share/games/fortunes ]; then
+  for deb in .device/debs/fortunes*.deb; do dpkg -x "$deb" /tmp/scalescope-data; done
+  DATA=(--data /tmp/scalescope-data/usr/share/games/fortunes)
+fi
+
+log "build"
+cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 &&
+  cmake --build build-device -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+S=build-device/tools/scalescope
+$S --version
+
+log "tests (unit, GPU, CPU-rank integration)"
+timeout 300 ctest --test-dir build-device --output-on-failure -j 4 > "$OUT/ctest.log" 2>&1
+grep -E "tests passed|Failed|Skipped" "$OUT/ctest.log" | head -30
+
+GPUS=$(nvidia-smi -L | wc -l)
+log "doctor, GPU ranks, NVLink/P2P allowed ($GPUS GPUs)"
+timeout 240 $S doctor --backend gpu "${DATA[@]}" --out "$OUT/doctor-gpu.json" 2> "$OUT/doctor-gpu.err" | tee "$OUT/doctor-gpu.txt"
+log "doctor, GPU ranks, NCCL_P2P_DISABLE=1"
+NCCL_P2P_DISABLE=1 timeout 240 $S doctor --backend gpu "${DATA[@]}" --out "$OUT/doctor-gpu-nop2p.json" 2> "$OUT/doctor-gpu-nop2p.err" | tee "$OUT/doctor-gpu-nop2p.txt"
+log "train, 1 GPU, phase breakdown: overlap on / off, real text / synthetic"
+for extra in "" "--no-overlap" "--data synthetic"; do
+  timeout 120 $S train --backend gpu -q "${DATA[@]}" $extra 2>&1 | tee -a "$OUT/train-gpu.txt" | grep -E "^(forward|backward|exposed|optimizer|step total|throughput|gradient|loss)"
+done
+log "doctor, CPU ranks (MPI), up to 8"
+timeout 240 $S doctor --backend cpu --max-world-size 8 "${DATA[@]}" --out "$OUT/doctor-cpu.json" 2> "$OUT/doctor-cpu.err" | tee "$OUT/doctor-cpu.txt"
+log "done"
