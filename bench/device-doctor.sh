@@ -20,10 +20,9 @@ log "machine"
   nvidia-smi topo -m; nvcc --version | tail -1; cmake --version | head -1; git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-DATA=()
 if [ ! -d /usr/share/games/fortunes ]; then
   for deb in .device/debs/fortunes*.deb; do dpkg -x "$deb" /tmp/scalescope-data; done
-  DATA=(--data /tmp/scalescope-data/usr/share/games/fortunes)
+  export SCALESCOPE_DATA=/tmp/scalescope-data/usr/share/games/fortunes  # the default --data, tests included
 fi
 
 log "build"
@@ -38,13 +37,16 @@ grep -E "tests passed|Failed|Skipped" "$OUT/ctest.log" | head -30
 
 GPUS=$(nvidia-smi -L | wc -l)
 log "doctor, GPU ranks, NVLink/P2P allowed ($GPUS GPUs)"
-timeout 240 $S doctor --backend gpu "${DATA[@]}" --out "$OUT/doctor-gpu.json" 2> "$OUT/doctor-gpu.err" | tee "$OUT/doctor-gpu.txt"
+timeout 240 $S doctor --backend gpu --out "$OUT/doctor-gpu.json" 2> "$OUT/doctor-gpu.err" | tee "$OUT/doctor-gpu.txt"
 log "doctor, GPU ranks, NCCL_P2P_DISABLE=1"
-NCCL_P2P_DISABLE=1 timeout 240 $S doctor --backend gpu "${DATA[@]}" --out "$OUT/doctor-gpu-nop2p.json" 2> "$OUT/doctor-gpu-nop2p.err" | tee "$OUT/doctor-gpu-nop2p.txt"
+NCCL_P2P_DISABLE=1 timeout 240 $S doctor --backend gpu --out "$OUT/doctor-gpu-nop2p.json" 2> "$OUT/doctor-gpu-nop2p.err" | tee "$OUT/doctor-gpu-nop2p.txt"
 log "train, 1 GPU, phase breakdown: overlap on / off, real text / synthetic"
 for extra in "" "--no-overlap" "--data synthetic"; do
-  timeout 120 $S train --backend gpu -q "${DATA[@]}" $extra 2>&1 | tee -a "$OUT/train-gpu.txt" | grep -E "^(forward|backward|exposed|optimizer|step total|throughput|gradient|loss)"
+  timeout 120 $S train --backend gpu -q $extra 2>&1 | tee -a "$OUT/train-gpu.txt" | grep -E "^(forward|backward|exposed|optimizer|step total|throughput|gradient|loss)"
 done
 log "doctor, CPU ranks (MPI), up to 8"
-timeout 240 $S doctor --backend cpu --max-world-size 8 "${DATA[@]}" --out "$OUT/doctor-cpu.json" 2> "$OUT/doctor-cpu.err" | tee "$OUT/doctor-cpu.txt"
+timeout 240 $S doctor --backend cpu --max-world-size 8 --out "$OUT/doctor-cpu.json" 2> "$OUT/doctor-cpu.err" | tee "$OUT/doctor-cpu.txt"
 log "done"
+# At most 8 files come back from a lent machine: keep the JSON reports apart, pack the logs.
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" --remove-files machine.txt steps.log build.log ctest.log doctor-gpu.err \
+  doctor-gpu-nop2p.err doctor-cpu.err train-gpu.txt doctor-gpu.txt doctor-gpu-nop2p.txt doctor-cpu.txt 2>/dev/null

@@ -48,7 +48,10 @@ int visible_gpu_count(std::string* why_none) {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
-    if (why_none) *why_none = fmt::format("CUDA: {}", cudaGetErrorString(err));
+    if (why_none)
+      *why_none = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
+                      ? fmt::format("no usable NVIDIA driver or GPU: {}", cudaGetErrorString(err))
+                      : fmt::format("CUDA: {}", cudaGetErrorString(err));
     cudaGetLastError();  // clear the sticky-free error so later calls start clean
     return 0;
   }

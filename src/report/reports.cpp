@@ -104,7 +104,9 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
     for (const auto& p : d.points) {
       const auto& r = p.result;
       t.add_row({std::to_string(r.config.world_size), ms(r.step_seconds.trimmed_mean), si(p.metrics.tokens_per_second),
-                 fmt::format("{:.2f}", p.metrics.speedup), pct(p.metrics.efficiency), pct(p.metrics.comm_ratio),
+                 fmt::format("{:.2f}", p.metrics.speedup), pct(p.metrics.efficiency),
+                 // At one rank the "all-reduce" is a local copy that runs beside backward: not judged.
+                 r.config.world_size > 1 ? pct(p.metrics.comm_ratio) : std::string("-"),
                  ms(r.phases.all_reduce_seconds), ms(r.phases.exposed_comm),
                  r.config.world_size > 1 ? pct(p.metrics.overlap_fraction) : std::string("-")});
     }

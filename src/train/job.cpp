@@ -445,16 +445,16 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
 TrainResult launch_job(const TrainJobConfig& config) {
   config.validate();
   // Pre-flight in this process, so a bad input gives one message instead of one per rank.
-  load_corpus(config, config.mlp.context + 1);
   if (config.backend == BackendKind::gpu) {
     std::string why;
     int gpus = visible_gpu_count(&why);
     if (gpus < config.world_size)
-      throw core::UsageError(fmt::format("world size {} needs {} GPUs, but {} {} visible{}", config.world_size,
-                                         config.world_size, gpus, gpus == 1 ? "is" : "are",
-                                         why.empty() ? "" : " (" + why + ")"),
+      throw core::UsageError(fmt::format("world size {} needs {} GPU{}, but {} {} visible{}", config.world_size,
+                                         config.world_size, config.world_size == 1 ? "" : "s", gpus,
+                                         gpus == 1 ? "is" : "are", why.empty() ? "" : " (" + why + ")"),
                              "use a smaller --world-size, check CUDA_VISIBLE_DEVICES, or use --backend cpu");
   }
+  load_corpus(config, config.mlp.context + 1);
   TempDir dir;
   const std::string job_path = dir.path() + "/job.json";
   const std::string result_path = dir.path() + "/result.json";

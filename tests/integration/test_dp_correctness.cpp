@@ -74,6 +74,7 @@ TEST(DataParallelCorrectness, WrongAverageIsCaught) {
   std::string why;
   EXPECT_FALSE(matches(wrong, one, why)) << why;
   ASSERT_EQ(wrong.gradient_norms.size(), one.gradient_norms.size());
+  ASSERT_FALSE(one.gradient_norms.empty());
   EXPECT_NEAR(wrong.gradient_norms[0] / one.gradient_norms[0], 2.0, 1e-3);
 }
 

@@ -1,6 +1,7 @@
 #include "workload_options.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "train/backend.h"
@@ -29,7 +30,7 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   app.add_flag("--no-overlap", f.no_overlap, "start the all-reduces only after the whole backward");
   app.add_option("--data", f.data,
                  "training text: a file or directory of text files, or 'synthetic' for random bytes "
-                 "(default: /usr/share/games/fortunes from the Debian package 'fortunes')");
+                 "(default: $SCALESCOPE_DATA, else /usr/share/games/fortunes from the Debian package 'fortunes')");
   app.add_option("--warmup-rounds", f.warmup_rounds, "rounds run and discarded before timing (seed: ≥ 3)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--rounds", f.timed_rounds, "timed rounds (seed: 5; headline = mean of the middle 3)")
@@ -65,7 +66,9 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   c.engine.buckets.bucket_cap_bytes = mib(bucket_cap_mib);
   c.engine.overlap = !no_overlap;
   c.engine.gradient_reduction = gradient_reduction == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
-  c.data = data;
+  // SCALESCOPE_DATA names the default text where /usr/share/games/fortunes cannot be installed.
+  const char* env_data = std::getenv("SCALESCOPE_DATA");
+  c.data = !data.empty() ? data : (env_data ? env_data : "");
   c.protocol.warmup_rounds = warmup_rounds;
   c.protocol.timed_rounds = timed_rounds;
   c.protocol.steps_per_round = steps_per_round;
