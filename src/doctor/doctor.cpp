@@ -24,6 +24,27 @@ std::optional<std::string> overlap_note(const train::TrainResult& r) {
                      100 * exposed_share, exposed_share < 0.10 ? "OK" : "WEAKER THAN EXPECTED");
 }
 
+ScalingLoss scaling_loss(core::ScalingMode mode, const train::TrainResult& baseline, const train::TrainResult& sample) {
+  if (baseline.config.world_size != 1)
+    throw core::Error(fmt::format("the scaling-loss baseline must be world size 1, not {}", baseline.config.world_size));
+  const double share = mode == core::ScalingMode::strong ? 1.0 / sample.config.world_size : 1.0;
+  const auto& b = baseline.phases;
+  const auto& p = sample.phases;
+  ScalingLoss loss;
+  loss.ideal = baseline.step_seconds.trimmed_mean * share;
+  loss.measured = sample.step_seconds.trimmed_mean;
+  loss.exposed_comm = p.exposed_comm - b.exposed_comm;
+  loss.compute = p.compute() + p.stage - (b.compute() + b.stage) * share;
+  loss.data_wait = p.data_wait - b.data_wait * share;
+  loss.other = loss.total() - loss.exposed_comm - loss.compute - loss.data_wait;
+  return loss;
+}
+
+void to_json(nlohmann::json& j, const ScalingLoss& l) {
+  j = {{"ideal_s", l.ideal}, {"measured_s", l.measured}, {"loss_s", l.total()}, {"exposed_comm_s", l.exposed_comm},
+       {"compute_s", l.compute}, {"data_wait_s", l.data_wait}, {"other_s", l.other}};
+}
+
 DoctorReport run_doctor(const DoctorConfig& config, int devices,
                         const std::function<void(const std::string&)>& progress) {
   DoctorReport report;
@@ -57,6 +78,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices,
     }
     const auto& baseline = report.points.empty() ? point.result : report.points.front().result;
     point.metrics = core::scaling_metrics(config.job.mode, baseline.scaling_sample(), point.result.scaling_sample());
+    point.loss = scaling_loss(config.job.mode, baseline, point.result);
     if (n >= 2) {
       point.verdict = diagnose::judge(n, point.metrics.speedup, point.metrics.comm_ratio);
       verdicts.emplace_back(n, *point.verdict);
@@ -77,7 +99,8 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices,
 void to_json(nlohmann::json& j, const DoctorReport& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : r.points) {
-    nlohmann::json x = {{"world_size", p.result.config.world_size}, {"metrics", p.metrics}, {"result", p.result}};
+    nlohmann::json x = {{"world_size", p.result.config.world_size}, {"metrics", p.metrics},
+                        {"scaling_loss", p.loss}, {"result", p.result}};
     if (p.verdict) x["verdict"] = *p.verdict;
     points.push_back(std::move(x));
   }

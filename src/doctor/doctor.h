@@ -27,10 +27,30 @@ struct DoctorConfig {
 /// when devices < 1.
 std::vector<int> default_world_sizes(int devices);
 
+/// Where the step time beyond perfect scaling went, per step in seconds. The ideal step is the 1-rank step
+/// (weak scaling: same work per rank) or the 1-rank step / N (strong scaling). The parts add up to
+/// measured − ideal: exposed communication beyond the 1-rank run's, compute slower than ideal (contention for
+/// cores, memory bandwidth or the GPU; smaller per-rank GEMMs in strong scaling), more data wait, and the
+/// rest (launch gaps, waiting for a straggler outside the all-reduce, host overhead).
+struct ScalingLoss {
+  double ideal = 0;
+  double measured = 0;
+  double exposed_comm = 0;
+  double compute = 0;
+  double data_wait = 0;
+  double other = 0;
+  double total() const { return measured - ideal; }
+};
+
+/// The breakdown of `sample` against `baseline` (world size 1), from their mean phase times; `measured`
+/// is the headline step time (wall clock). Throws core::Error if baseline is not world size 1.
+ScalingLoss scaling_loss(core::ScalingMode mode, const train::TrainResult& baseline, const train::TrainResult& sample);
+
 /// One world size: the measured result and its metrics against world size 1.
 struct DoctorPoint {
   train::TrainResult result;
   core::ScalingMetrics metrics;
+  ScalingLoss loss;
   std::optional<diagnose::VerdictFinding> verdict;  ///< none at world size 1
 };
 
@@ -57,6 +77,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices,
 /// when the premise holds (passed or not), nothing otherwise.
 std::optional<std::string> overlap_note(const train::TrainResult& result);
 
+void to_json(nlohmann::json& j, const ScalingLoss& loss);
 void to_json(nlohmann::json& j, const DoctorReport& report);
 
 }  // namespace scalescope::doctor

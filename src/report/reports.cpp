@@ -117,6 +117,20 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
                        rounds >= 3 ? fmt::format("mean of the middle {}", rounds - 2) : std::string("mean"), rounds,
                        rounds == 1 ? "" : "s");
   }
+  bool header = false;
+  for (const auto& p : d.points) {
+    if (p.result.config.world_size < 2) continue;
+    if (!header) {
+      out += "\nwhere the time beyond perfect scaling went (ms per step; compute: ranks slower than one rank alone, "
+             "e.g. sharing cores, memory bandwidth or a progress thread):\n";
+      header = true;
+    }
+    const auto& l = p.loss;
+    out += fmt::format("  N={}: measured {} vs ideal {} = {:+.2f}: exposed comm {:+.2f}, compute {:+.2f}, data wait {:+.2f}, "
+                       "other {:+.2f}\n",
+                       p.result.config.world_size, ms(l.measured), ms(l.ideal), 1e3 * l.total(), 1e3 * l.exposed_comm,
+                       1e3 * l.compute, 1e3 * l.data_wait, 1e3 * l.other);
+  }
   if (d.verdict) {
     out += fmt::format("\nverdict: {}", diagnose::to_string(d.verdict->verdict));
     for (std::size_t i = 0; i < d.verdict->reasons.size(); ++i)

@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "doctor/doctor.h"
+
+using namespace scalescope;
+
+namespace {
+train::TrainResult result(int world_size, double step, double compute_forward, double exposed, double data_wait,
+                          double all_reduce, double backward = 0) {
+  train::TrainResult r;
+  r.config.world_size = world_size;
+  r.step_seconds.trimmed_mean = step;
+  r.phases.forward = compute_forward;
+  r.phases.backward = backward;
+  r.phases.exposed_comm = exposed;
+  r.phases.data_wait = data_wait;
+  r.phases.all_reduce_seconds = all_reduce;
+  return r;
+}
+}  // namespace
+
+TEST(Doctor, DefaultWorldSizesArePowersOfTwoThenAll) {
+  EXPECT_EQ(doctor::default_world_sizes(1), (std::vector<int>{1}));
+  EXPECT_EQ(doctor::default_world_sizes(2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(doctor::default_world_sizes(6), (std::vector<int>{1, 2, 4, 6}));
+  EXPECT_EQ(doctor::default_world_sizes(8), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_THROW(doctor::default_world_sizes(0), core::Error);
+}
+
+TEST(Doctor, WeakScalingLossAddsUpToTheMeasuredLoss) {
+  auto base = result(1, 0.100, 0.090, 0.001, 0.002, 0.0);
+  auto four = result(4, 0.130, 0.105, 0.011, 0.004, 0.030);
+  auto l = doctor::scaling_loss(core::ScalingMode::weak, base, four);
+  EXPECT_DOUBLE_EQ(l.ideal, 0.100);
+  EXPECT_NEAR(l.total(), 0.030, 1e-12);
+  EXPECT_NEAR(l.exposed_comm, 0.010, 1e-12);
+  EXPECT_NEAR(l.compute, 0.015, 1e-12);
+  EXPECT_NEAR(l.data_wait, 0.002, 1e-12);
+  EXPECT_NEAR(l.other, 0.003, 1e-12);
+  EXPECT_NEAR(l.exposed_comm + l.compute + l.data_wait + l.other, l.total(), 1e-12);
+}
+
+TEST(Doctor, StrongScalingIdealIsTheShareOfOneRank) {
+  auto base = result(1, 0.100, 0.090, 0.0, 0.004, 0.0);
+  auto two = result(2, 0.060, 0.046, 0.004, 0.002, 0.010);
+  auto l = doctor::scaling_loss(core::ScalingMode::strong, base, two);
+  EXPECT_DOUBLE_EQ(l.ideal, 0.050);
+  EXPECT_NEAR(l.compute, 0.001, 1e-12);
+  EXPECT_NEAR(l.data_wait, 0.0, 1e-12);
+  EXPECT_THROW(doctor::scaling_loss(core::ScalingMode::weak, two, base), core::Error);
+}
+
+TEST(Doctor, OverlapNoteOnlyWhenBackwardIsAtLeastTwiceTheAllReduce) {
+  EXPECT_FALSE(doctor::overlap_note(result(2, 0.1, 0.0, 0.001, 0, 0.010, 0.015)).has_value());
+  auto ok = doctor::overlap_note(result(2, 0.1, 0.0, 0.0009, 0, 0.010, 0.020));
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_NE(ok->find("overlap OK"), std::string::npos) << *ok;
+  auto weak = doctor::overlap_note(result(2, 0.1, 0.0, 0.002, 0, 0.010, 0.030));
+  ASSERT_TRUE(weak.has_value());
+  EXPECT_NE(weak->find("WEAKER"), std::string::npos) << *weak;
+  EXPECT_FALSE(doctor::overlap_note(result(1, 0.1, 0.0, 0.0, 0, 0.010, 0.030)).has_value());
+}
