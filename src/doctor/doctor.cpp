@@ -45,13 +45,15 @@ void to_json(nlohmann::json& j, const ScalingLoss& l) {
        {"compute_s", l.compute}, {"data_wait_s", l.data_wait}, {"other_s", l.other}};
 }
 
-DoctorReport run_doctor(const DoctorConfig& config, int devices,
+DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_size,
                         const std::function<void(const std::string&)>& progress) {
   DoctorReport report;
   report.backend = train::to_string(config.job.backend);
   report.devices = devices;
+  report.max_world_size = max_world_size;
   report.mode = config.job.mode;
-  std::vector<int> sizes = config.world_sizes.empty() ? default_world_sizes(devices) : config.world_sizes;
+  std::vector<int> sizes = config.world_sizes.empty() ? default_world_sizes(max_world_size) : config.world_sizes;
+  report.max_world_size = sizes.back();
   if (sizes.front() != 1)
     throw core::UsageError("the world sizes must start at 1: every metric compares against one rank",
                            "e.g. --world-sizes 1,2,4");
@@ -88,9 +90,11 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices,
   }
   if (!verdicts.empty()) report.verdict = diagnose::judge_overall(verdicts);
   if (sizes.size() == 1)
-    report.notes.push_back(fmt::format("only one {} is available: there is no scaling to judge, only the "
-                                       "single-rank baseline (and its all-reduce cost)",
-                                       report.backend == "gpu" ? "GPU" : "core"));
+    report.notes.push_back(fmt::format("{}: there is no scaling to judge, only the single-rank baseline (and its "
+                                       "all-reduce cost)",
+                                       devices == 1 ? fmt::format("only one {} is available",
+                                                                  report.backend == "gpu" ? "GPU" : "core")
+                                                    : std::string("only world size 1 was asked for")));
   if (!report.points.empty() && report.points.front().result.data_description.starts_with("synthetic"))
     report.notes.push_back("data is synthetic (random bytes): the loss cannot fall; use real text for a real run");
   return report;
@@ -107,6 +111,7 @@ void to_json(nlohmann::json& j, const DoctorReport& r) {
   j = {{"schema", DoctorReport::kSchema},
        {"backend", r.backend},
        {"devices", r.devices},
+       {"max_world_size", r.max_world_size},
        {"scaling", std::string(core::to_string(r.mode))},
        {"complete", r.complete()},
        {"points", points},

@@ -58,6 +58,7 @@ struct DoctorReport {
   static constexpr const char* kSchema = "scalescope.doctor/1";
   std::string backend;           ///< "cpu" or "gpu"
   int devices = 0;               ///< GPUs visible, or CPU cores
+  int max_world_size = 0;        ///< largest world size of the sweep
   core::ScalingMode mode = core::ScalingMode::weak;
   std::vector<DoctorPoint> points;
   std::optional<diagnose::VerdictFinding> verdict;  ///< worst over world sizes ≥ 2
@@ -69,7 +70,9 @@ struct DoctorReport {
 /// Runs every world size in order (each through train::launch_job). A failing world size stops the sweep:
 /// its error goes to report.failure and the points measured so far are kept. `progress` receives one-line
 /// messages for stderr. Throws core::Error only for a bad configuration (nothing measured).
-DoctorReport run_doctor(const DoctorConfig& config, int devices,
+/// `devices`: GPUs visible or CPU cores found; `max_world_size`: the largest world size of the default sweep
+/// (≤ devices for GPUs; CPU ranks may oversubscribe).
+DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_size,
                         const std::function<void(const std::string&)>& progress);
 
 /// Overlap rule of issue #2, checked per world size ≥ 2: when backward compute takes at least twice the

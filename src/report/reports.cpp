@@ -93,9 +93,10 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
   std::string out;
   if (!d.points.empty()) {
     const auto& first = d.points.front().result;
-    out += fmt::format("scalescope doctor: {} backend, {} {} found; {} scaling\n", d.backend, d.devices,
+    out += fmt::format("scalescope doctor: {} backend, {} {} found, world sizes up to {}; {} scaling\n", d.backend,
+                       d.devices,
                        d.backend == "gpu" ? (d.devices == 1 ? "GPU" : "GPUs") : (d.devices == 1 ? "core" : "cores"),
-                       core::to_string(d.mode));
+                       d.max_world_size, core::to_string(d.mode));
     out += workload_line(first) + "\n";
     out += fmt::format("data: {}; device per rank: {}; timing: {}\n\n", first.data_description, first.device,
                        first.timing_source);

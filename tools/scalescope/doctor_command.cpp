@@ -33,7 +33,7 @@ int run(const DoctorFlags& f) {
   int devices = gpu ? train::visible_gpu_count(&why) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (gpu && devices == 0)
     throw core::UsageError("--backend gpu was asked for but no GPU is visible (" + why + ")", "use --backend cpu");
-  if (f.max_world_size > 0) devices = std::min(devices, f.max_world_size);
+  const int max_world_size = f.max_world_size > 0 ? std::min(devices, f.max_world_size) : devices;
   config.world_sizes = f.world_sizes;
   if (!config.world_sizes.empty() && gpu && config.world_sizes.back() > devices)
     throw core::UsageError(fmt::format("world size {} needs more GPUs than the {} visible", config.world_sizes.back(), devices),
@@ -41,7 +41,7 @@ int run(const DoctorFlags& f) {
   auto progress = [&](const std::string& line) {
     if (config.job.progress) std::fprintf(stderr, "%s\n", line.c_str());
   };
-  const auto report = doctor::run_doctor(config, devices, progress);
+  const auto report = doctor::run_doctor(config, devices, max_world_size, progress);
   std::fputs(report::render_doctor_report(report).c_str(), stdout);
   if (!f.out.empty()) {  // written even when a world size failed: what was measured is kept
     core::write_file_atomically(f.out, nlohmann::json(report).dump(1) + "\n");
