@@ -1,0 +1,50 @@
+#pragma once
+// A collective benchmark sweep — the rows of an nccl-tests table — whether measured live by
+// `scalescope comm` or read from a saved nccl-tests output by `scalescope comm --from`.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/collectives.h"
+
+namespace scalescope::analyze {
+
+/// One direction of one row: out-of-place or in-place. Times in microseconds, bandwidths in GB/s (1e9 B/s)
+/// as nccl-tests prints them. Absent values (a cut-off row, "N/A") are std::nullopt, never 0.
+struct SweepTiming {
+  std::optional<double> time_us;
+  std::optional<double> algbw_gbps;
+  std::optional<double> busbw_gbps;
+  /// Wrong elements (nccl-tests "#wrong"), or, in old outputs, the max error ("error" column).
+  std::optional<double> wrong;
+  // Measured live only (not in nccl-tests outputs): per-iteration statistics, microseconds.
+  std::optional<double> median_us, p95_us, cv, min_us, max_us;
+  /// Largest difference between ranks' mean times (live only), microseconds.
+  std::optional<double> rank_skew_us;
+};
+
+struct SweepRow {
+  std::uint64_t size_bytes = 0;
+  std::optional<std::uint64_t> count;
+  std::optional<comm::DataType> type;
+  std::optional<comm::RedOp> redop;
+  std::optional<int> root;
+  SweepTiming out_of_place;
+  SweepTiming in_place;
+};
+
+/// A whole sweep of one collective.
+struct Sweep {
+  comm::Collective collective = comm::Collective::all_reduce;
+  std::optional<int> ranks;            ///< world size n (from the device list or "nranks"), if known
+  std::string source;                  ///< "scalescope comm (nccl)", "nccl-tests 2.17.8", "rccl-tests", file name…
+  std::optional<std::string> nccl_version;  ///< e.g. "2.28.3"
+  std::vector<std::string> devices;    ///< one line per rank/device as reported
+  std::vector<SweepRow> rows;          ///< in the order measured/printed
+  std::optional<double> reported_avg_busbw_gbps;  ///< nccl-tests' "# Avg bus bandwidth" footer, if present
+  std::vector<std::string> warnings;   ///< what could not be read, each naming the line
+};
+
+}  // namespace scalescope::analyze
