@@ -17,6 +17,7 @@
 #include "comm/mpi_communicator.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "train/text_data.h"
 
 namespace scalescope::train {
@@ -113,33 +114,6 @@ core::Summary summary_from_json(const nlohmann::json& j) {
   s.median = j.at("median"); s.min = j.at("min"); s.max = j.at("max"); s.p95 = j.at("p95");
   s.stddev = j.at("stddev"); s.cv = j.at("cv");
   return s;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "scalescope-job-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw core::Error("cannot create a temporary directory for the rank hand-over");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-nlohmann::json read_json_file(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) throw core::Error(fmt::format("cannot read {} '{}'", what, path));
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw core::Error(fmt::format("{} '{}' is not valid JSON: {}", what, path, e.what()));
-  }
 }
 
 }  // namespace
@@ -442,45 +416,52 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
 
 // ---------------------------------------------------------------------------------------------- launcher
 
-TrainResult launch_job(const TrainJobConfig& config) {
-  config.validate();
-  // Pre-flight in this process, so a bad input gives one message instead of one per rank.
-  if (config.backend == BackendKind::gpu) {
-    std::string why;
-    int gpus = visible_gpu_count(&why);
-    if (gpus < config.world_size)
-      throw core::UsageError(fmt::format("world size {} needs {} GPU{}, but {} {} visible{}", config.world_size,
-                                         config.world_size, config.world_size == 1 ? "" : "s", gpus,
-                                         gpus == 1 ? "is" : "are", why.empty() ? "" : " (" + why + ")"),
-                             "use a smaller --world-size, check CUDA_VISIBLE_DEVICES, or use --backend cpu");
-  }
-  load_corpus(config, config.mlp.context + 1);
-  TempDir dir;
-  const std::string job_path = dir.path() + "/job.json";
-  const std::string result_path = dir.path() + "/result.json";
-  core::write_file_atomically(job_path, nlohmann::json{{"config", config}, {"result", result_path}}.dump());
-  const std::vector<std::string> argv = {comm::self_executable(), "train", "--internal-job", job_path};
+void require_devices(BackendKind backend, int world_size) {
+  if (backend != BackendKind::gpu) return;
+  std::string why;
+  const int gpus = visible_gpu_count(&why);
+  if (gpus < world_size)
+    throw core::UsageError(fmt::format("world size {} needs {} GPU{}, but {} {} visible{}", world_size, world_size,
+                                       world_size == 1 ? "" : "s", gpus, gpus == 1 ? "is" : "are",
+                                       why.empty() ? "" : " (" + why + ")"),
+                           "use a smaller --world-size, check CUDA_VISIBLE_DEVICES, or use --backend cpu");
+}
 
+void launch_rank_processes(BackendKind backend, int world_size, const std::vector<std::string>& argv,
+                           double timeout_seconds) {
   std::vector<comm::ProcessSpec> specs;
-  if (config.backend == BackendKind::cpu) {
-    specs.push_back(comm::mpirun_command(config.world_size, argv));
+  if (backend == BackendKind::cpu) {
+    specs.push_back(comm::mpirun_command(world_size, argv));
   } else {
     const auto env = gpu_launch_environment();
-    for (int r = 0; r < config.world_size; ++r) {
+    for (int r = 0; r < world_size; ++r) {
       comm::ProcessSpec spec;
       spec.argv = argv;
       spec.label = fmt::format("rank {}", r);
       spec.environment = env;
       spec.environment.push_back({comm::kEnvRank, std::to_string(r)});
-      spec.environment.push_back({comm::kEnvWorldSize, std::to_string(config.world_size)});
+      spec.environment.push_back({comm::kEnvWorldSize, std::to_string(world_size)});
       spec.environment.push_back({comm::kEnvLocalRank, std::to_string(r)});
       specs.push_back(std::move(spec));
     }
   }
-  comm::run_processes(specs, config.timeout_seconds);
+  comm::run_processes(specs, timeout_seconds);
+}
+
+TrainResult launch_job(const TrainJobConfig& config) {
+  config.validate();
+  // Pre-flight in this process, so a bad input gives one message instead of one per rank.
+  require_devices(config.backend, config.world_size);
+  load_corpus(config, config.mlp.context + 1);
+  core::TemporaryDirectory dir;
+  const std::string job_path = dir.path() + "/job.json";
+  const std::string result_path = dir.path() + "/result.json";
+  core::write_file_atomically(job_path, nlohmann::json{{"config", config}, {"result", result_path}}.dump());
+  launch_rank_processes(config.backend, config.world_size,
+                        {comm::self_executable(), "train", "--internal-job", job_path}, config.timeout_seconds);
   if (!std::filesystem::exists(result_path))
     throw core::Error("the ranks finished but rank 0 wrote no result", "this is a bug; rerun with --world-size 1");
-  return read_json_file(result_path, "rank 0's result").get<TrainResult>();
+  return core::read_json_file(result_path, "rank 0's result").get<TrainResult>();
 }
 
 }  // namespace scalescope::train

@@ -107,6 +107,16 @@ void from_json(const nlohmann::json& j, TrainResult& r);
 /// srun). Returns the assembled result on rank 0 and nothing on the other ranks. Throws core::Error.
 std::optional<TrainResult> run_rank(const TrainJobConfig& config);
 
+/// Throws core::UsageError when GPU ranks are asked for and fewer than `world_size` GPUs are visible
+/// (one process per GPU); nothing for CPU ranks, which may oversubscribe the cores.
+void require_devices(BackendKind backend, int world_size);
+
+/// Starts `world_size` rank processes running `argv` on this node — GPU ranks: one process per GPU with
+/// SCALESCOPE_RANK/_WORLD_SIZE/_LOCAL_RANK and the NCCL id in their environment; CPU ranks: under mpirun —
+/// and supervises them (comm::run_processes). Throws core::Error naming a failed rank or a timeout.
+void launch_rank_processes(BackendKind backend, int world_size, const std::vector<std::string>& argv,
+                           double timeout_seconds);
+
 /// Starts `config.world_size` rank processes of this executable (`scalescope train --internal-job FILE`),
 /// supervises them and returns rank 0's result. Throws core::Error naming a failed rank, a timeout, or a
 /// missing launcher; nothing is left half-written.

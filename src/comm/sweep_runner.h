@@ -1,0 +1,51 @@
+#pragma once
+// The collective sweep, the same on every backend: nccl-tests' method (warm-up at the smallest and largest
+// size, then per size one untimed call, `iters` timed calls back to back, time = span / iters averaged over
+// ranks, algbw = size / time, busbw = algbw × bus factor, then a data check), plus what nccl-tests lacks:
+// a second pass timing every iteration (median, p95, coefficient of variation) and the spread of the ranks'
+// mean times.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyze/sweep.h"
+#include "comm/bench_backend.h"
+
+namespace scalescope::comm {
+
+/// nccl-tests-compatible parameters (its flag letters in brackets).
+struct SweepConfig {
+  std::uint64_t min_bytes = 32u << 20;   ///< [-b] smallest size (bytes, as nccl-tests' size column)
+  std::uint64_t max_bytes = 32u << 20;   ///< [-e] largest size
+  std::uint64_t step_bytes = 1u << 20;   ///< [-i] increment when step_factor == 1
+  std::uint64_t step_factor = 1;         ///< [-f] multiplicative step (> 1) — nccl-tests' default is 1 (+1 MiB)
+  int iters = 20;                        ///< [-n] timed iterations per size
+  int warmup_iters = 5;                  ///< [-w] warm-up iterations at the smallest and the largest size
+  int check = 1;                         ///< [-c] data-check iterations per size (0: none, #wrong is N/A)
+  std::vector<Collective> collectives = {Collective::all_reduce};
+  std::vector<DataType> types = {DataType::f32};  ///< [-d]
+  std::vector<RedOp> ops = {RedOp::sum};          ///< [-o]
+  std::vector<int> roots = {0};                   ///< [-r]
+  bool per_iteration_stats = true;  ///< the second, per-iteration timed pass
+  /// Throws core::UsageError for an empty or inverted range, step 0, iters < 1, a root outside [0, n).
+  void validate(int world_size) const;
+  /// Sizes of the sweep, in order.
+  std::vector<std::uint64_t> sizes() const;
+};
+
+/// Runs every (collective, type, op, root) combination of `config` over the sizes on this rank, in the same
+/// order on every rank. Returns one Sweep per combination on rank 0 (empty elsewhere). Cases the backend
+/// does not support are skipped with a warning in the sweep. `progress` gets a line per finished size on
+/// rank 0. Throws core::Error on backend failure.
+std::vector<analyze::Sweep> run_sweeps(BenchBackend& backend, const SweepConfig& config,
+                                       const std::function<void(const std::string&)>& progress);
+
+/// nccl-tests' size → (per-rank count, size actually measured) for a collective and type: count =
+/// size / element size, divided by n for all-gather/reduce-scatter/all-to-all (their size is the whole
+/// n-chunk buffer); the measured size is count × element size (× n), i.e. rounded down. 0 → 0.
+std::pair<std::uint64_t, std::uint64_t> count_for_size(Collective c, DataType t, std::uint64_t size_bytes, int n);
+
+}  // namespace scalescope::comm
