@@ -15,6 +15,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/bootstrap.h"
 #include "gpu/cuda_timeline.h"
+#include "gpu/nccl_bench_backend.h"
 #include "gpu/nccl_communicator.h"
 #include "train/backend.h"
 #include "train/cuda/mlp_lm_cuda.h"
@@ -53,6 +54,10 @@ int visible_gpu_count(std::string* why_none) {
 }
 
 std::vector<std::pair<std::string, std::string>> gpu_launch_environment() { return gpu::nccl_launch_environment(); }
+
+std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend() {
+  return std::make_unique<gpu::NcclBenchBackend>(gpu::bootstrap_gpu_rank());
+}
 
 std::unique_ptr<RankBackend> make_gpu_rank_backend(const MlpLmConfig& model) {
   auto b = std::make_unique<GpuRankBackend>();

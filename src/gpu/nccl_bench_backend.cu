@@ -2,6 +2,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <mpi.h>
 
 #include <fmt/format.h>
 
@@ -100,7 +101,7 @@ void NcclBenchBackend::check(ncclResult_t r, const char* call) {
                     "rerun with NCCL_DEBUG=INFO to see NCCL's own log");
 }
 
-NcclBenchBackend::NcclBenchBackend(const RankBootstrap& boot) : info_(boot.info) {
+NcclBenchBackend::NcclBenchBackend(const RankBootstrap& boot) : info_(boot.info), mpi_initialised_(boot.mpi_initialised) {
   cudaDeviceProp prop{};
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, info_.local_rank));
   char bus[32] = {0};
@@ -120,6 +121,7 @@ NcclBenchBackend::~NcclBenchBackend() {
   cudaFree(wrong_);
   cudaFree(scratch_);
   if (stream_) cudaStreamDestroy(stream_);
+  if (mpi_initialised_) MPI_Finalize();
 }
 
 void NcclBenchBackend::reserve(std::uint64_t max_send_bytes, std::uint64_t max_result_bytes) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/bench_backend.h"
 #include "comm/communicator.h"
 #include "train/mlp_lm.h"
 #include "train/model.h"
@@ -39,6 +40,10 @@ std::unique_ptr<RankBackend> make_cpu_rank_backend(const MlpLmConfig& model);
 /// mpirun/srun, through MPI), bf16 model, CUDA-event timeline. Throws core::Error in CPU-only builds, when
 /// the local rank has no GPU, or when NCCL initialisation fails.
 std::unique_ptr<RankBackend> make_gpu_rank_backend(const MlpLmConfig& model);
+
+/// The collective benchmark on this GPU rank (NCCL), bootstrapped like make_gpu_rank_backend. Throws
+/// core::Error in CPU-only builds or when NCCL initialisation fails.
+std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend();
 
 /// Number of CUDA devices this process can use (respects CUDA_VISIBLE_DEVICES); 0 in CPU-only builds or when
 /// no driver is present. `why_none` receives the reason when it is 0.

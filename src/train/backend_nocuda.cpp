@@ -15,6 +15,11 @@ std::vector<std::pair<std::string, std::string>> gpu_launch_environment() {
                     "rebuild on a machine with nvcc and NCCL (scripts/setup.sh), or use --backend cpu");
 }
 
+std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend() {
+  gpu_launch_environment();
+  return nullptr;
+}
+
 std::unique_ptr<RankBackend> make_gpu_rank_backend(const MlpLmConfig&) {
   gpu_launch_environment();
   return nullptr;

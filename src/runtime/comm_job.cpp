@@ -1,0 +1,125 @@
+#include "runtime/comm_job.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "comm/launcher.h"
+#include "comm/mpi_bench_backend.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_file.h"
+#include "train/job.h"
+
+namespace scalescope::runtime {
+
+void CommJobConfig::validate() const {
+  if (world_size < 1) throw core::UsageError(fmt::format("world size {} must be at least 1", world_size));
+  if (timeout_seconds < 0) throw core::UsageError("timeout must be ≥ 0 seconds (0 = none)");
+  sweep.validate(world_size);
+}
+
+void to_json(nlohmann::json& j, const CommJobConfig& c) {
+  auto names = [](const auto& values) {
+    std::vector<std::string> out;
+    for (auto v : values) out.emplace_back(comm::to_string(v));
+    return out;
+  };
+  const auto& s = c.sweep;
+  j = {{"backend", train::to_string(c.backend)},
+       {"world_size", c.world_size},
+       {"min_bytes", s.min_bytes},
+       {"max_bytes", s.max_bytes},
+       {"step_bytes", s.step_bytes},
+       {"step_factor", s.step_factor},
+       {"iters", s.iters},
+       {"warmup_iters", s.warmup_iters},
+       {"check", s.check},
+       {"collectives", names(s.collectives)},
+       {"types", names(s.types)},
+       {"ops", names(s.ops)},
+       {"roots", s.roots},
+       {"per_iteration_stats", s.per_iteration_stats},
+       {"timeout_s", c.timeout_seconds},
+       {"progress", c.progress}};
+}
+
+void from_json(const nlohmann::json& j, CommJobConfig& c) {
+  c.backend = train::parse_backend_kind(j.at("backend"));
+  c.world_size = j.at("world_size");
+  auto& s = c.sweep;
+  s.min_bytes = j.at("min_bytes");
+  s.max_bytes = j.at("max_bytes");
+  s.step_bytes = j.at("step_bytes");
+  s.step_factor = j.at("step_factor");
+  s.iters = j.at("iters");
+  s.warmup_iters = j.at("warmup_iters");
+  s.check = j.at("check");
+  s.collectives.clear();
+  for (const std::string x : j.at("collectives")) s.collectives.push_back(comm::parse_collective(x).value());
+  s.types.clear();
+  for (const std::string x : j.at("types")) s.types.push_back(comm::parse_data_type(x).value());
+  s.ops.clear();
+  for (const std::string x : j.at("ops")) s.ops.push_back(comm::parse_red_op(x).value());
+  s.roots = j.at("roots").get<std::vector<int>>();
+  s.per_iteration_stats = j.at("per_iteration_stats");
+  c.timeout_seconds = j.at("timeout_s");
+  c.progress = j.at("progress");
+}
+
+void to_json(nlohmann::json& j, const CommRun& r) {
+  j = {{"backend", r.backend}, {"device", r.device}, {"library_version", r.library_version},
+       {"world_size", r.world_size}, {"sweeps", r.sweeps}};
+}
+
+void from_json(const nlohmann::json& j, CommRun& r) {
+  r.backend = j.at("backend");
+  r.device = j.at("device");
+  r.library_version = j.at("library_version");
+  r.world_size = j.at("world_size");
+  r.sweeps = j.at("sweeps").get<std::vector<analyze::Sweep>>();
+}
+
+std::unique_ptr<comm::BenchBackend> make_bench_backend(train::BackendKind kind) {
+  if (kind == train::BackendKind::cpu) return std::make_unique<comm::MpiBenchBackend>();
+  return train::make_gpu_bench_backend();
+}
+
+std::optional<CommRun> run_comm_rank(const CommJobConfig& config) {
+  config.validate();
+  auto backend = make_bench_backend(config.backend);
+  const auto& info = backend->rank_info();
+  if (info.world_size != config.world_size)
+    throw core::Error(fmt::format("{} ranks were started but the sweep asks for world size {}", info.world_size,
+                                  config.world_size),
+                      "start as many ranks as -g/--world-size (mpirun -np N / srun -n N)");
+  auto progress = [&](const std::string& line) {
+    if (config.progress) std::fprintf(stderr, "  %s\n", line.c_str());
+  };
+  auto sweeps = comm::run_sweeps(*backend, config.sweep, progress);
+  if (info.rank != 0) return std::nullopt;
+  CommRun run;
+  run.backend = backend->name();
+  run.device = backend->device();
+  run.library_version = backend->library_version();
+  run.world_size = info.world_size;
+  run.sweeps = std::move(sweeps);
+  return run;
+}
+
+CommRun launch_comm_job(const CommJobConfig& config) {
+  config.validate();
+  train::require_devices(config.backend, config.world_size);
+  core::TemporaryDirectory dir;
+  const std::string job_path = dir.path() + "/comm-job.json";
+  const std::string result_path = dir.path() + "/comm-result.json";
+  core::write_file_atomically(job_path, nlohmann::json{{"config", config}, {"result", result_path}}.dump());
+  train::launch_rank_processes(config.backend, config.world_size,
+                               {comm::self_executable(), "comm", "--internal-job", job_path}, config.timeout_seconds);
+  if (!std::filesystem::exists(result_path))
+    throw core::Error("the ranks finished but rank 0 wrote no result", "this is a bug; rerun with -g 1");
+  return core::read_json_file(result_path, "rank 0's comm result").get<CommRun>();
+}
+
+}  // namespace scalescope::runtime
