@@ -261,8 +261,9 @@ void to_json(nlohmann::json& j, const TrainResult& r) {
        {"tokens_per_s", r.tokens_per_second()},
        {"phases", r.phases},
        {"rank_compute_s", {{"min", r.min_rank_compute}, {"max", r.max_rank_compute}}},
-       {"all_reduce_algbw_GBps", r.all_reduce_algbw_gbps()},
-       {"all_reduce_busbw_GBps", r.all_reduce_busbw_gbps()},
+       // At world size 1 the "all-reduce" is a local copy: no bandwidth to report.
+       {"all_reduce_algbw_GBps", r.config.world_size > 1 ? nlohmann::json(r.all_reduce_algbw_gbps()) : nlohmann::json()},
+       {"all_reduce_busbw_GBps", r.config.world_size > 1 ? nlohmann::json(r.all_reduce_busbw_gbps()) : nlohmann::json()},
        {"ranks", ranks},
        {"losses", r.losses},
        {"gradient_norms", r.gradient_norms},
@@ -350,7 +351,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
       timed_steps.insert(timed_steps.end(), timings.begin(), timings.end());
     }
     if (report)
-      std::fprintf(stderr, "  [%s ws=%d] round %d/%d %s: %.2f ms/step, loss %.4f\n", to_string(config.backend).c_str(),
+      std::fprintf(stderr, "  [%s ws=%d] round %d/%d %s: %.2f ms/step, rank 0 loss %.4f\n", to_string(config.backend).c_str(),
                    config.world_size, round + 1, rounds, timed ? "timed  " : "warm-up", 1e3 * wall / proto.steps_per_round,
                    losses.empty() ? 0.0 : losses.back());
   }

@@ -8,7 +8,7 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"scalescope: measures, explains and predicts the scaling of data-parallel training"};
+  CLI::App app{"scalescope: measures and explains the scaling of data-parallel training"};
   app.set_version_flag("--version", std::string("scalescope ") + SCALESCOPE_VERSION +
                                         (SCALESCOPE_BUILT_WITH_CUDA ? " (CUDA/NCCL and CPU/MPI backends)"
                                                                     : " (CPU/MPI backend only; built without CUDA)"));
