@@ -13,8 +13,9 @@ namespace scalescope::report {
 /// "#       size         count      type   redop    root     time   algbw   busbw #wrong     time …", the
 /// units line, then one row per SweepRow with nccl-tests' field widths (size 12, count 12, type 8, redop 6,
 /// root 6, time 7, algbw 6, busbw 6, #wrong 6 per direction; layout of nccl-tests src/util.cu,
-/// writeResultHeader/writeBenchmarkLine*). Numbers fill their width with 2 decimals, else 1, else 0, else
-/// an exponent, as nccl-tests does; #wrong as printf's %g. Absent values print "N/A"; redop "none" and
+/// writeResultHeader/writeBenchmarkLine*, version 2.19). Numbers fill their width with 2 decimals, else 1,
+/// else 0, else an exponent, as nccl-tests 2.19+ does (older versions printed times ≥ 100 µs with fewer
+/// decimals: "592.8" where this prints "592.80"; both read the same); #wrong as printf's %g. Absent values print "N/A"; redop "none" and
 /// root -1 where the row has none. Times µs, bandwidths GB/s. Throws nothing.
 std::string render_nccl_tests_table(const analyze::Sweep& sweep);
 
