@@ -58,5 +58,10 @@ struct Sweep {
 void to_json(nlohmann::json& j, const SweepTiming& t);
 void to_json(nlohmann::json& j, const SweepRow& r);
 void to_json(nlohmann::json& j, const Sweep& s);
+/// The inverse of to_json (for hand-overs between scalescope processes). Throws nlohmann::json::exception
+/// on a malformed object and core::Error on an unknown collective, type or operation name.
+void from_json(const nlohmann::json& j, SweepTiming& t);
+void from_json(const nlohmann::json& j, SweepRow& r);
+void from_json(const nlohmann::json& j, Sweep& s);
 
 }  // namespace scalescope::analyze
