@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include "cli_runner.h"
 
 using scalescope::testing::run_cli;
@@ -61,6 +63,30 @@ TEST(CliErrors, BinaryOnlyDirectoryIsRejected) {
   auto r = run_cli("train --data " + dir.string() + kQuick);
   EXPECT_EQ(r.status, 1);
   expect_mentions(r.output, "0 file(s)");
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, DataThatIsNotAFileIsRejectedAtOnce) {
+  // A FIFO would block the read for ever; /dev/zero would be read until memory runs out.
+  auto dir = scratch_dir("fifo");
+  ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
+  for (const std::string& data : {(dir / "fifo").string(), std::string("/dev/zero")}) {
+    auto r = run_cli("train --data " + data + kQuick);
+    EXPECT_EQ(r.status, 1) << r.output;
+    expect_mentions(r.output, "not a regular file");
+    expect_mentions(r.output, data);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, LargeBinaryFileIsNotReadWhole) {
+  // A sparse 64 GiB file of zeros: the binary probe must reject it without reading it into memory.
+  auto dir = scratch_dir("sparse");
+  { std::ofstream(dir / "disk.img"); }
+  fs::resize_file(dir / "disk.img", std::uintmax_t{64} << 30);
+  auto r = run_cli("train --data " + (dir / "disk.img").string() + kQuick);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "0 bytes of text");
   fs::remove_all(dir);
 }
 
