@@ -97,6 +97,25 @@ TEST(CliErrors, OutputInMissingDirectoryFailsBeforeTraining) {
   EXPECT_EQ(r.output.find("round"), std::string::npos) << "must fail before measuring";
 }
 
+TEST(CliErrors, OutputThatWouldReplaceSomethingElseIsRejected) {
+  auto dir = scratch_dir("outkind");
+  auto text = dir / "corpus.txt";
+  std::ofstream(text) << std::string(4096, 'a');
+  auto r = run_cli("train --data " + text.string() + " --out " + text.string() + kQuick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "training data");
+  EXPECT_EQ(fs::file_size(text), 4096u) << "the data must be kept";
+  // A FIFO stands for any device here (a regression must not replace /dev/null on a machine run as root).
+  auto fifo = dir / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  r = run_cli("doctor --world-sizes 1 --out " + fifo.string() + kQuick);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "not a regular file");
+  EXPECT_EQ(r.output.find("world size 1 ("), std::string::npos) << "must fail before measuring";
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, GpuBackendWithoutEnoughGpus) {
   // More ranks than GPUs: on a CPU-only machine (and on any machine with fewer than 64 GPUs).
   auto r = run_cli("train --backend gpu --world-size 64 --model mlp-1m -q");

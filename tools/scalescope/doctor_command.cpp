@@ -27,7 +27,7 @@ struct DoctorFlags {
 int run(const DoctorFlags& f) {
   doctor::DoctorConfig config;
   config.job = f.workload.resolve(1);
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  if (!f.out.empty()) check_output_path(f.out, config.job);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;
   int devices = gpu ? train::visible_gpu_count(&why) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -2,11 +2,24 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
+#include <fmt/format.h>
+
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "train/backend.h"
 
 namespace scalescope::cli {
+
+void check_output_path(const std::string& out, const train::TrainJobConfig& config) {
+  core::check_output_path_writable(out);
+  std::error_code ec;
+  if (!config.data.empty() && config.data != "synthetic" && std::filesystem::equivalent(out, config.data, ec))
+    throw core::UsageError(fmt::format("--out '{}' is the training data '{}': the result would replace it", out,
+                                       config.data),
+                           "write the result to another file");
+}
 
 void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--backend", f.backend, "cpu (MPI ranks, one core each), gpu (NCCL, one GPU per rank) or auto")
