@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -115,6 +117,13 @@ core::Summary summary_from_json(const nlohmann::json& j) {
   return s;
 }
 
+/// A list of numbers that may hold NaN or inf (a diverged loss), which JSON writes as null.
+std::vector<double> doubles_from_json(const nlohmann::json& j) {
+  std::vector<double> v;
+  for (const auto& x : j) v.push_back(x.is_null() ? std::numeric_limits<double>::quiet_NaN() : x.get<double>());
+  return v;
+}
+
 class TempDir {
  public:
   TempDir() {
@@ -175,8 +184,15 @@ void TrainJobConfig::validate() const {
   mlp.validate();
   engine.buckets.validate();
   protocol.validate();
-  if (timeout_seconds < 0) throw core::UsageError("timeout must be ≥ 0 seconds (0 = none)");
-  if (!(adamw.learning_rate > 0)) throw core::UsageError("learning rate must be positive");
+  if (mode == core::ScalingMode::weak && static_cast<std::int64_t>(batch) * world_size > INT_MAX)
+    throw core::UsageError(fmt::format("global batch {} rows × {} ranks is too large", batch, world_size),
+                           "use a smaller --batch");
+  if (!(timeout_seconds >= 0))  // NaN too
+    throw core::UsageError(fmt::format("timeout {} must be ≥ 0 seconds (0 = none)", timeout_seconds));
+  // A float: --lr 1e30 overflows to inf, which JSON cannot carry to the ranks and back.
+  if (!(adamw.learning_rate > 0) || !std::isfinite(adamw.learning_rate))
+    throw core::UsageError(fmt::format("learning rate {} must be a positive finite number", adamw.learning_rate),
+                           "e.g. --lr 0.001");
   parse_fault(fault);
 }
 
@@ -318,8 +334,8 @@ void from_json(const nlohmann::json& j, TrainResult& r) {
     rs.wall_step_seconds = x.at("wall_step_s");
     r.ranks.push_back(rs);
   }
-  r.losses = j.at("losses").get<std::vector<double>>();
-  r.gradient_norms = j.at("gradient_norms").get<std::vector<double>>();
+  r.losses = doubles_from_json(j.at("losses"));
+  r.gradient_norms = doubles_from_json(j.at("gradient_norms"));
   r.replica_gradient_spread = j.at("replica_gradient_spread");
 }
 

@@ -43,6 +43,26 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   expect_mentions(r.output, "start at 1");
 }
 
+TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {
+  for (const char* flag : {"--timeout nan", "--bucket-cap-mb nan", "--bucket-cap-mb 1e30", "--lr 1e39"}) {
+    auto r = run_cli(std::string("train ") + flag + kQuick);
+    EXPECT_EQ(r.status, 2) << flag << "\n" << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << flag << "\n" << r.output;
+  }
+}
+
+TEST(CliErrors, DivergedTrainingKeepsItsResult) {
+  // A loss of NaN travels as JSON null from rank 0 to the launcher; the measurement must not be lost.
+  auto dir = scratch_dir("diverged");
+  auto out = dir / "r.json";
+  auto r = run_cli("train --lr 1e30 --out " + out.string() + kQuick);
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_mentions(r.output, "diverged");
+  ASSERT_TRUE(fs::exists(out));
+  EXPECT_TRUE(scalescope::testing::read_json(out).at("losses").back().is_null());
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, UnreadableDataNamesThePath) {
   auto r = run_cli("train --data /nonexistent/corpus.txt" + kQuick);
   EXPECT_EQ(r.status, 1);

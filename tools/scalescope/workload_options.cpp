@@ -74,9 +74,13 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   if (layers) c.mlp.layers = layers;
   c.batch = batch ? batch : (gpu ? 8192 : 64);
   c.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;
-  auto mib = [](double x) { return static_cast<std::size_t>(std::llround(x * (1 << 20))); };
-  c.engine.buckets.first_bucket_bytes = mib(first_bucket_mib);
-  c.engine.buckets.bucket_cap_bytes = mib(bucket_cap_mib);
+  auto mib = [](double x, const char* flag) {
+    if (!(x >= 0 && x <= 1 << 20))  // NaN too; beyond 1 TiB llround would overflow
+      throw core::UsageError(fmt::format("{} {} must be between 0 and 1048576 MiB", flag, x), "e.g. 1 or 25");
+    return static_cast<std::size_t>(std::llround(x * (1 << 20)));
+  };
+  c.engine.buckets.first_bucket_bytes = mib(first_bucket_mib, "--first-bucket-mb");
+  c.engine.buckets.bucket_cap_bytes = mib(bucket_cap_mib, "--bucket-cap-mb");
   c.engine.overlap = !no_overlap;
   c.engine.gradient_reduction = gradient_reduction == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
   // SCALESCOPE_DATA names the default text where /usr/share/games/fortunes cannot be installed.
