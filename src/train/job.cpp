@@ -456,6 +456,29 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   return r;
 }
 
+// ---------------------------------------------------------------------------------------------- memory
+
+double cpu_rank_memory_bytes(const TrainJobConfig& config) {
+  const auto& m = config.mlp;
+  const double params = static_cast<double>(m.parameter_count());
+  const double rows = config.rows_per_rank();
+  const double activations_per_row = 2.0 * m.input_width() + 2.0 * m.layers * m.hidden + 2.0 * m.hidden + 2.0 * m.vocab;
+  const double tokens_per_row = (m.context + 1) * 4.0;  // staged, current and prefetched batches
+  return 4.0 * (5.0 * params + rows * (activations_per_row + tokens_per_row));
+}
+
+void check_cpu_memory(const TrainJobConfig& config) {
+  if (config.backend != BackendKind::cpu) return;
+  const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double need = cpu_rank_memory_bytes(config) * config.world_size;
+  if (physical > 0 && need > physical)
+    throw core::UsageError(
+        fmt::format("{} CPU rank{} of this model and batch need{} about {:.1f} GiB of memory; this machine has {:.1f} GiB",
+                    config.world_size, config.world_size == 1 ? "" : "s", config.world_size == 1 ? "s" : "",
+                    need / (1 << 30), physical / (1 << 30)),
+        "use a smaller --batch, --hidden, --layers, --context or --embed, a smaller --model, or fewer ranks");
+}
+
 // ---------------------------------------------------------------------------------------------- launcher
 
 TrainResult launch_job(const TrainJobConfig& config) {
@@ -470,6 +493,7 @@ TrainResult launch_job(const TrainJobConfig& config) {
                                          gpus == 1 ? "is" : "are", why.empty() ? "" : " (" + why + ")"),
                              "use a smaller --world-size, check CUDA_VISIBLE_DEVICES, or use --backend cpu");
   }
+  check_cpu_memory(config);
   load_corpus(config, config.mlp.context + 1);
   TempDir dir;
   const std::string job_path = dir.path() + "/job.json";

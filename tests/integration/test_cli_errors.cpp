@@ -63,6 +63,20 @@ TEST(CliErrors, DivergedTrainingKeepsItsResult) {
   fs::remove_all(dir);
 }
 
+TEST(CliErrors, ModelOrBatchBeyondMemoryIsRefusedBeforeStarting) {
+  // These died of std::bad_alloc in the ranks (abort and MPI noise) or as "internal error".
+  const std::string quick = " --backend cpu --warmup-rounds 0 --rounds 1 --steps-per-round 2 -q";
+  for (const char* flags : {"--model mlp-1m --batch 1000000000", "--batch 4 --hidden 65536 --layers 1024"}) {
+    auto r = run_cli(std::string("train ") + flags + quick);
+    EXPECT_EQ(r.status, 2) << flags << "\n" << r.output;
+    expect_mentions(r.output, "GiB of memory");
+    EXPECT_EQ(r.output.find("bad_alloc"), std::string::npos) << r.output;
+  }
+  auto r = run_cli("doctor --world-sizes 1,2 --batch 4 --hidden 65536 --layers 1024" + quick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "GiB of memory");
+}
+
 TEST(CliErrors, UnreadableDataNamesThePath) {
   auto r = run_cli("train --data /nonexistent/corpus.txt" + kQuick);
   EXPECT_EQ(r.status, 1);
