@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli_runner.h"
 
@@ -176,8 +179,54 @@ TEST(CliErrors, HangingRankIsStoppedByTheTimeout) {
   auto r = run_cli("train --world-size 2 --internal-fault 0:1:hang --timeout 5 --out " + out.string() + kQuick);
   EXPECT_EQ(r.status, 1) << r.output;
   expect_mentions(r.output, "timeout");
+  expect_mentions(r.output, "raise --timeout");  // not "mpirun's message above names the failed rank"
   EXPECT_FALSE(fs::exists(out));
   fs::remove_all(dir);
+}
+
+TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
+  // SIGTERM to scalescope alone left mpirun and the ranks running (for ever with --timeout 0) and the
+  // hand-over directory in TMPDIR behind.
+  auto tmp = scratch_dir("sigterm");
+  auto log = tmp / "log.txt";
+  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 1000000 " +
+                          "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
+                          log.string() + " 2>&1";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("TMPDIR", tmp.c_str(), 1);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto job_dir_exists = [&] {
+    for (const auto& e : fs::directory_iterator(tmp))
+      if (e.path().filename().string().starts_with("scalescope-job-")) return true;
+    return false;
+  };
+  for (int i = 0; i < 100 && !job_dir_exists(); ++i) usleep(100000);
+  sleep(2);  // let mpirun start the ranks
+  kill(pid, SIGTERM);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 300 && done == 0; ++i, usleep(100000)) done = waitpid(pid, &status, WNOHANG);
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "scalescope did not exit within 30 s of SIGTERM";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(log);
+  std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  expect_mentions(output, "interrupted by signal");
+  EXPECT_FALSE(job_dir_exists()) << "the hand-over directory was left behind";
+  for (const auto& e : fs::directory_iterator("/proc")) {  // no rank (its job file is under tmp) survives
+    std::ifstream cmdline(e.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find(tmp.string()), std::string::npos) << "left running: pid " << e.path().filename();
+  }
+  fs::remove_all(tmp);
 }
 
 TEST(CliErrors, DoctorKeepsWhatWasMeasuredWhenAWorldSizeFails) {
