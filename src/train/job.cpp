@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -127,8 +129,18 @@ std::vector<double> doubles_from_json(const nlohmann::json& j) {
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "scalescope-job-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw core::Error("cannot create a temporary directory for the rank hand-over");
+    const std::string remedy = "point TMPDIR at an existing, writable directory (or unset it)";
+    std::error_code ec;
+    const auto base = std::filesystem::temp_directory_path(ec);  // TMPDIR, else /tmp
+    if (ec)
+      throw core::Error(fmt::format("the temporary directory (TMPDIR='{}') is not usable: {}",
+                                    std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "", ec.message()),
+                        remedy);
+    std::string tmpl = (base / "scalescope-job-XXXXXX").string();
+    if (!mkdtemp(tmpl.data()))
+      throw core::Error(fmt::format("cannot create a temporary directory for the rank hand-over in '{}': {}",
+                                    base.string(), std::strerror(errno)),
+                        remedy);
     path_ = tmpl;
   }
   ~TempDir() {

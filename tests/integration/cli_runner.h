@@ -26,10 +26,12 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   return d;
 }
 
-/// Runs `SCALESCOPE_EXE args` through /bin/sh (args are pasted as written: quote them yourself).
-inline CliRun run_cli(const std::string& args) {
+/// Runs `SCALESCOPE_EXE args` through /bin/sh (args are pasted as written: quote them yourself), with
+/// `environment` ("NAME=value …") set for it alone.
+inline CliRun run_cli(const std::string& args, const std::string& environment = "") {
   auto log = scratch_dir("log") / "out.txt";
-  std::string cmd = std::string(SCALESCOPE_EXE) + " " + args + " > " + log.string() + " 2>&1";
+  std::string cmd = (environment.empty() ? "" : "env " + environment + " ") + std::string(SCALESCOPE_EXE) + " " +
+                    args + " > " + log.string() + " 2>&1";
   int raw = std::system(cmd.c_str());
   CliRun r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);

@@ -229,6 +229,26 @@ TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
   fs::remove_all(tmp);
 }
 
+TEST(CliErrors, UnusableTmpdirIsNamed) {
+  auto r = run_cli("train" + kQuick, "TMPDIR=/nonexistent-scalescope-tmp");
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "TMPDIR");
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, BadInternalJobFileIsAnError) {
+  auto dir = scratch_dir("job");
+  std::ofstream(dir / "truncated.json") << "{";
+  std::ofstream(dir / "wrong.json") << R"({"config": 5})";
+  for (const auto& job : {dir / "truncated.json", dir / "wrong.json", dir}) {
+    auto r = run_cli("train --internal-job " + job.string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    expect_mentions(r.output, "is not a scalescope job");
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, DoctorKeepsWhatWasMeasuredWhenAWorldSizeFails) {
   auto dir = scratch_dir("doctor");
   auto out = dir / "d.json";

@@ -34,11 +34,20 @@ void finish(const train::TrainResult& result, const std::string& out) {
 
 int run(const TrainFlags& f) {
   if (!f.internal_job.empty()) {  // a rank started by launch_job: config and hand-over path come from the file
-    std::ifstream in(f.internal_job);
-    if (!in) throw core::Error("cannot read the job file '" + f.internal_job + "'");
-    auto job = nlohmann::json::parse(in);
-    auto result = train::run_rank(job.at("config").get<train::TrainJobConfig>());
-    if (result) train::write_result_file(job.at("result").get<std::string>(), *result);
+    const std::string remedy = "--internal-job is how scalescope starts its own ranks; run 'scalescope train' without it";
+    train::TrainJobConfig config;
+    std::string result_path;
+    try {
+      std::ifstream in(f.internal_job);
+      if (!in) throw core::Error("cannot read the job file '" + f.internal_job + "'", remedy);
+      auto job = nlohmann::json::parse(in);
+      config = job.at("config").get<train::TrainJobConfig>();
+      result_path = job.at("result").get<std::string>();
+    } catch (const std::exception& e) {  // not JSON, a directory, a missing or mistyped field
+      if (dynamic_cast<const core::Error*>(&e)) throw;
+      throw core::Error("job file '" + f.internal_job + "' is not a scalescope job: " + e.what(), remedy);
+    }
+    if (auto result = train::run_rank(config)) train::write_result_file(result_path, *result);
     return 0;
   }
   const train::TrainJobConfig config = f.workload.resolve(f.world_size);
