@@ -33,7 +33,13 @@ TEST(CliErrors, MissingCommandIsAUsageError) {
 }
 
 TEST(CliErrors, BadValuesAreUsageErrors) {
-  EXPECT_EQ(run_cli("train --world-size 0").status, 2);
+  auto zero = run_cli("train --world-size 0");
+  EXPECT_EQ(zero.status, 2);
+  expect_mentions(zero.output, "--world-size: 0 must be positive");  // not "not in range 0.000000 to 1797…"
+  EXPECT_LT(zero.output.size(), 200u) << zero.output;
+  auto both = run_cli("doctor --world-sizes 1,2 --max-world-size 1" + kQuick);  // --max-world-size was ignored
+  EXPECT_EQ(both.status, 2) << both.output;
+  expect_mentions(both.output, "excludes");
   EXPECT_EQ(run_cli("train --backend tpu").status, 2);
   auto r = run_cli("train --backend cpu --model mlp-7t");
   EXPECT_EQ(r.status, 2);

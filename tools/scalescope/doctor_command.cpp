@@ -58,9 +58,9 @@ Action add_doctor_command(CLI::App& app) {
       "doctor", "Measure data-parallel scaling at world size 1, 2, 4 … and give the verdict (healthy/watch/investigate)");
   add_workload_options(*cmd, flags->workload);
   cmd->add_option("--world-sizes", flags->world_sizes, "world sizes to run, ascending from 1 (default: 1, 2, 4 … all)")
-      ->delimiter(',')->check(CLI::PositiveNumber);
+      ->delimiter(',')->check(number_check(false));
   cmd->add_option("--max-world-size", flags->max_world_size, "largest world size of the default sweep")
-      ->check(CLI::PositiveNumber);
+      ->check(number_check(false))->excludes("--world-sizes");  // it would be silently ignored
   cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)");
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }

@@ -67,7 +67,7 @@ Action add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   auto* cmd = app.add_subcommand("train", "Train one configuration and print its per-phase step breakdown");
   cmd->add_option("-n,--world-size", flags->world_size, "number of ranks (GPUs or CPU cores)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(number_check(false))->capture_default_str();
   add_workload_options(*cmd, flags->workload);
   cmd->add_option("-o,--out", flags->out, "write the result as JSON to this file (atomically)");
   cmd->add_option("--internal-job", flags->internal_job, "")->group("");

@@ -36,6 +36,9 @@ struct WorkloadFlags {
 /// file, which the result would replace. Throws core::Error / core::UsageError.
 void check_output_path(const std::string& out, const train::TrainJobConfig& config);
 
+/// A flag's number check: positive (or ≥ 0 when `zero_allowed`), with a one-line message.
+CLI::Validator number_check(bool zero_allowed);
+
 /// Registers the workload flags on `app`.
 void add_workload_options(CLI::App& app, WorkloadFlags& flags);
 
