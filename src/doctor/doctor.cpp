@@ -63,6 +63,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     train::TrainJobConfig job = config.job;
     job.world_size = n;
     job.validate();
+    train::check_cpu_memory(job);
   }
 
   std::vector<std::pair<int, diagnose::VerdictFinding>> verdicts;

@@ -1,5 +1,7 @@
 #include "report/reports.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "report/table.h"
@@ -96,8 +98,8 @@ std::string render_train_result(const train::TrainResult& r) {
                          100 * (r.max_rank_compute / r.min_rank_compute - 1));
   }
   if (!r.losses.empty())
-    out += fmt::format("loss: {:.4f} at step 0 → {:.4f} at step {}\n", r.losses.front(), r.losses.back(),
-                       r.losses.size() - 1);
+    out += fmt::format("loss: {:.4f} at step 0 → {:.4f} at step {}{}\n", r.losses.front(), r.losses.back(),
+                       r.losses.size() - 1, std::isfinite(r.losses.back()) ? "" : " (training diverged: lower --lr)");
   return out;
 }
 

@@ -128,10 +128,20 @@ analyze::AnalysisOptions analysis_options(const CommFlags& f) {
 
 /// The live benchmark: launcher, rank started by the launcher, or rank under mpirun/srun.
 int run_live(const CommFlags& f) {
-  if (!f.internal_job.empty()) {
-    auto job = core::read_json_file(f.internal_job, "the comm job file");
-    auto run = runtime::run_comm_rank(job.at("config").get<runtime::CommJobConfig>());
-    if (run) core::write_file_atomically(job.at("result").get<std::string>(), nlohmann::json(*run).dump() + "\n");
+  if (!f.internal_job.empty()) {  // a rank started by launch_comm_job
+    runtime::CommJobConfig config;
+    std::string result_path;
+    try {
+      auto job = core::read_json_file(f.internal_job, "the comm job file");
+      config = job.at("config").get<runtime::CommJobConfig>();
+      result_path = job.at("result").get<std::string>();
+    } catch (const core::Error&) {
+      throw;
+    } catch (const std::exception& e) {  // not JSON, a missing or mistyped field, an unknown name
+      throw core::Error("job file '" + f.internal_job + "' is not a scalescope comm job: " + e.what(),
+                        "--internal-job is how scalescope starts its own ranks; run 'scalescope comm' without it");
+    }
+    if (auto run = runtime::run_comm_rank(config)) core::write_file_atomically(result_path, nlohmann::json(*run).dump() + "\n");
     return 0;
   }
   const auto config = resolve(f);

@@ -1,6 +1,7 @@
 // scalescope: why is training on N GPUs not N times faster?
 
 #include <cstdio>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
   } catch (const scalescope::core::Error& e) {
     std::fprintf(stderr, "scalescope: error: %s\n", e.what());
     if (!e.remedy().empty()) std::fprintf(stderr, "  what to do: %s\n", e.remedy().c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "scalescope: error: out of memory\n  what to do: use a smaller --batch or model, or fewer ranks\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scalescope: internal error: %s\n", e.what());
