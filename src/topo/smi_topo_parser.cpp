@@ -391,13 +391,15 @@ TopologyReading parse_smi_topo(std::string_view raw, const std::string& source) 
     }
     Device d;
     d.label = label;
-    if (label.substr(0, 3) == "GPU") {
+    // GPU<n> and NIC<n> carry their number (at most 4 digits, so it fits an int); any other name is a NIC.
+    const bool numbered = label_length(label) == label.size() && label.substr(0, 3) != "mlx";
+    if (numbered && label.substr(0, 3) == "GPU") {
       d.kind = DeviceKind::gpu;
       d.index = std::stoi(label.substr(3));
     } else {
       d.kind = DeviceKind::nic;
-      d.index = label.substr(0, 3) == "NIC" ? std::stoi(label.substr(3)) : static_cast<int>(topo.nics().size());
-      if (label.substr(0, 3) != "NIC") d.name = label;
+      d.index = numbered ? std::stoi(label.substr(3)) : static_cast<int>(topo.nics().size());
+      if (!numbered) d.name = label;
     }
     if (!column.count(label)) column[label] = static_cast<int>(topo.devices.size());
     topo.devices.push_back(std::move(d));

@@ -53,11 +53,10 @@ Action add_topo_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "topo", "Show the GPU interconnect (like nvidia-smi topo -m), the expected bandwidth of every GPU pair and what is "
               "wrong with it; live, or from a saved `nvidia-smi topo -m` with --from");
-  cmd->add_option("--from", flags->from, "read a saved `nvidia-smi topo -m` output instead of this machine")
-      ->check(CLI::ExistingFile);
+  // No CLI11 ExistingFile check: an unreadable or foreign file is a failed run (exit 1) with the parser's message.
+  cmd->add_option("--from", flags->from, "read a saved `nvidia-smi topo -m` output instead of this machine");
   cmd->add_option("--compare", flags->compare,
-                  "also compare the link classes with a saved `nvidia-smi topo -m`; exit 1 when they differ")
-      ->check(CLI::ExistingFile);
+                  "also compare the link classes with a saved `nvidia-smi topo -m`; exit 1 when they differ");
   cmd->add_option("-o,--out", flags->out, "write the result as JSON (schema scalescope.topo/1) to this file (atomically)");
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
