@@ -89,3 +89,16 @@ TEST(TopoCli, LiveAlwaysAnswers) {
   if (j["topology"]["live"]["cuda_gpu_count"].get<int>() == 0) expect_mentions(r.output, "no GPU is visible");
   fs::remove_all(dir);
 }
+
+TEST(TopoCli, DoctorShowsTheTopologyFirst) {
+  auto dir = scratch_dir("topo_doctor");
+  auto r = run_cli("doctor --backend cpu --world-sizes 1 --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 "
+                   "--steps-per-round 2 -q --out " + (dir / "d.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("topology: ", 0), 0u) << r.output;  // the very first line
+  auto j = read_json(dir / "d.json");
+  EXPECT_EQ(j["schema"], "scalescope.doctor/1");
+  EXPECT_EQ(j["topology"]["schema"], "scalescope.topo/1");
+  EXPECT_EQ(j["topology"]["topology"]["source"], "live");
+  fs::remove_all(dir);
+}
