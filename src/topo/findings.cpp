@@ -181,7 +181,7 @@ void live_findings(const Topology& t, std::vector<Finding>& out) {
                    "cudaDeviceCanAccessPeer is false for " + list(no_p2p),
                    "NCCL then copies through host memory (SHM): expect a fraction of the PCIe rate; on PCIe paths check "
                    "IOMMU/ACS settings (iommu=pt, ACS off on the switches), in VMs the hypervisor's P2P support"});
-  if (l.nvml_gpu_count > l.cuda_gpu_count) {
+  if (l.cuda_built && l.nvml_gpu_count > l.cuda_gpu_count) {
     const bool none = l.cuda_gpu_count == 0;
     out.push_back({none ? Severity::critical : Severity::warning, "gpus-hidden",
                    fmt::format("CUDA (so NCCL) sees {} of the {} GPUs that exist", l.cuda_gpu_count, l.nvml_gpu_count),

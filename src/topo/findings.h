@@ -37,7 +37,8 @@ std::vector<std::pair<int, CpuSet>> recommended_cpus(const Topology& topology);
 ///  pcie-only (info): GPU pairs joined only through PCIe switches (PIX/PXB);
 ///  nvlink-down (live, warning): inactive NVLinks on a GPU whose other links are active;
 ///  p2p-unsupported (live, warning): cudaDeviceCanAccessPeer false for a pair;
-///  gpus-hidden (live, warning; critical when CUDA sees none): CUDA (so NCCL) sees fewer GPUs than NVML;
+///  gpus-hidden (live, warning; critical when CUDA sees none): CUDA (so NCCL) sees fewer GPUs than NVML (not
+///    judged in CPU-only builds, where CUDA sees none by construction);
 ///  nic-numa (warning): a GPU's nearest NIC is on another NUMA node (SYS path, or disjoint NUMA lists);
 ///  cpu-binding (info): the CPUs each rank should be bound to (recommended_cpus).
 std::vector<Finding> find_issues(const Topology& topology, const BandwidthModel& bandwidth);

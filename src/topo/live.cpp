@@ -259,6 +259,7 @@ TopologyReading discover_live() {
   const CudaFacts cuda = discover_cuda();
   live.cuda_message = cuda.message;
   live.cuda_gpu_count = cuda.count;
+  live.cuda_built = cuda.built;
 
   // GPUs: NVML order (nvidia-smi's numbering) when NVML loads, else the CUDA devices in PCI bus order.
   Nvml nvml;

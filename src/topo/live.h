@@ -20,6 +20,7 @@ struct CudaDevice {
 };
 
 struct CudaFacts {
+  bool built = true;     ///< false in CPU-only builds (no CUDA runtime linked)
   int count = 0;
   std::string message;  ///< "CUDA runtime 13.0: 4 devices", or why none ("built without CUDA", "no driver")
   std::vector<CudaDevice> devices;

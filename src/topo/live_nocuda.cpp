@@ -6,6 +6,7 @@ namespace scalescope::topo {
 
 CudaFacts discover_cuda() {
   CudaFacts f;
+  f.built = false;
   f.message = "built without CUDA: no CUDA device can be used (GPUs NVML lists are shown, P2P is not checked)";
   return f;
 }

@@ -178,7 +178,7 @@ void to_json(nlohmann::json& j, const Device& d) {
 
 void to_json(nlohmann::json& j, const LiveFacts& l) {
   j = {{"nvml", l.nvml}, {"nvml_message", l.nvml_message}, {"cuda_message", l.cuda_message},
-       {"hwloc_message", l.hwloc_message}, {"nvml_gpu_count", l.nvml_gpu_count}, {"cuda_gpu_count", l.cuda_gpu_count},
+       {"hwloc_message", l.hwloc_message}, {"nvml_gpu_count", l.nvml_gpu_count}, {"cuda_gpu_count", l.cuda_gpu_count}, {"cuda_built", l.cuda_built},
        {"cuda_visible_devices", l.cuda_visible_devices_set ? nlohmann::json(l.cuda_visible_devices) : nlohmann::json(nullptr)},
        {"logical_cpus", l.logical_cpus}};
   auto& nodes = j["numa_nodes"] = nlohmann::json::array();

@@ -116,6 +116,7 @@ struct LiveFacts {
   bool cuda_visible_devices_set = false;
   int nvml_gpu_count = -1;         ///< GPUs that exist (NVML); -1 when NVML is absent
   int cuda_gpu_count = 0;          ///< GPUs this process (and NCCL in it) can use
+  bool cuda_built = true;          ///< false when scalescope was built without CUDA (no count to compare)
   /// cudaDeviceCanAccessPeer between CUDA-visible GPUs, by position in Topology::devices; empty when
   /// fewer than 2 GPUs are visible. p2p[i][j] for i != j.
   std::vector<std::vector<bool>> p2p;

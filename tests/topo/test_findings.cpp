@@ -116,6 +116,8 @@ TEST(Findings, P2pUnsupportedAndHiddenGpus) {
   EXPECT_NE(hidden[0].evidence.find("'0,1'"), std::string::npos) << hidden[0].evidence;
   t.live->cuda_gpu_count = 0;
   EXPECT_EQ(of(findings(t), "gpus-hidden")[0].severity, Severity::critical);
+  t.live->cuda_built = false;  // a CPU-only build sees no GPU by construction: nothing to judge
+  EXPECT_TRUE(of(findings(t), "gpus-hidden").empty());
 }
 
 TEST(Findings, NearestNicOnAnotherNumaNode) {
