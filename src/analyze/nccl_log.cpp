@@ -269,9 +269,15 @@ class Parser {
     for (std::size_t k = 0; k < tags.size(); ++k) {
       if (tags[k].pos < floor) continue;
       Header h = parse_header(raw, tags[k].pos, floor);
-      if (k > 0 && !h.has_device) continue;  // "NCCL INFO" inside a message: part of the previous piece
+      // A tag without NCCL's "[dev]" prefix is NCCL's only at the start of a line (a log whose prefixes were
+      // stripped); elsewhere it is quoted in a message or in prose.
+      if (!h.has_device && (k > 0 || !trim_blanks(raw.substr(0, tags[k].pos)).empty())) continue;
       pieces.push_back({tags[k], h});
       floor = tags[k].end;
+    }
+    if (pieces.empty()) {
+      read_untagged(n, raw);
+      return;
     }
     if (pieces.size() > 1) note(fmt::format("line {}: {} NCCL lines written into one; read separately", n, pieces.size()));
     wrappable_warning_.reset();
