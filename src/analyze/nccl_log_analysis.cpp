@@ -329,13 +329,16 @@ NcclLogAnalysis analyze_nccl_logs(std::span<const NcclLog> logs, const NcclFindi
       }
       if (socket_failure(m)) {
         socket_warns.push_back({li, w.line});
-        for (std::string_view key : {"to ", "from ", "peer "}) {
-          auto p = m.find(key);
-          if (p == std::string::npos) continue;
-          auto end = m.find_first_of(" ,", p + key.size());
-          std::string peer = m.substr(p + key.size(), end == std::string::npos ? std::string::npos : end - p - key.size());
-          if (!peer.empty() && (std::isdigit(static_cast<unsigned char>(peer[0])) || contains(peer, "<"))) peers.insert(peer);
-          break;
+        // The peer as NCCL prints it: "192.0.2.2<45763>", "node1<57557>".
+        std::size_t b = 0;
+        while (b < m.size()) {
+          std::size_t e = m.find_first_of(" ,", b);
+          if (e == std::string::npos) e = m.size();
+          const std::string tok = m.substr(b, e - b);
+          const auto lt = tok.find('<');
+          if (lt != std::string::npos && lt > 0 && tok.size() > lt + 2 && tok.back() == '>' && peers.size() < 64)
+            peers.insert(tok);
+          b = e + 1;
         }
         continue;
       }
