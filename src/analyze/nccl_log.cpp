@@ -328,7 +328,7 @@ class Parser {
     if (wrap != SIZE_MAX && looks_like_continuation(line)) {
       auto& w = log_.warnings[wrap];
       w.message += " ";
-      w.message += std::string(line);
+      w.message += to_valid_utf8(line);  // the text is JSON-bound: the continuation gets the same repair
       w.wrapped = true;
       keep(n, "warn");
       note(fmt::format("line {}: continues the WARN line {} (hard-wrapped); joined", n, w.line));
@@ -367,8 +367,8 @@ class Parser {
                                      !starts_with(m, "Channel") && !starts_with(m, "Ring")) {
       std::string_view rest = m.substr(arrow + 4);
       if (auto code = leading_decimal(rest)) {
-        NcclUnwind u{std::string(m.substr(0, arrow)), static_cast<int>(std::min<std::uint64_t>(code->first, 1000000)),
-                     std::string(trim_blanks(rest.substr(code->second))), n};
+        NcclUnwind u{to_valid_utf8(m.substr(0, arrow)), static_cast<int>(std::min<std::uint64_t>(code->first, 1000000)),
+                     to_valid_utf8(trim_blanks(rest.substr(code->second))), n};
         ProcessKey key{o.host, o.pid};
         auto it = last_warning_.find(key);
         if (it != last_warning_.end()) {

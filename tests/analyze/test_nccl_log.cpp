@@ -385,6 +385,20 @@ TEST(NcclLog, DamagedInputNeverThrows) {
   }
 }
 
+// Found by fuzz_nccl_log (libFuzzer, ASan/UBSan): a hard-wrapped WARN whose continuation line holds bytes that
+// are not UTF-8 made the JSON report throw (the continuation was appended unrepaired).
+TEST(NcclLogFuzzRegression, WrappedWarnContinuationWithInvalidUtf8) {
+  const std::string input =
+      "h:1:2 [0] transport/$et_ib3cc:1296 NCCL WARN NET/IB : Got com\xff\xff\xffpleti6 [p\n"
+      "a\xfe\xff\xff\xff\xff\xff\xff\x7f)  x\n";
+  auto log = parse_nccl_log(input);
+  ASSERT_EQ(log.warnings.size(), 1u);
+  EXPECT_TRUE(log.warnings[0].wrapped);
+  EXPECT_NO_THROW((void)nlohmann::json(log).dump());
+  std::vector<NcclLog> one{log};
+  EXPECT_NO_THROW((void)nlohmann::json(analyze_nccl_logs(one)).dump());
+}
+
 // ---- the corpus ----
 
 namespace {
