@@ -101,14 +101,14 @@ __device__ __forceinline__ float gelu_grad(float x) {
 // -------------------------------------------------------------------------------------------------------------
 // Deterministic column reductions: blocks of 32 column groups × 8 row lanes, each thread summing 8 adjacent
 // columns (one 16-byte load per row) over a chunk of rows; per-chunk partials go to a workspace and a
-// second kernel adds them in a fixed order. The grid aims at 264 blocks (2 per H100/H200 SM) whatever the
+// second kernel adds them in a fixed order. The grid aims at 528 blocks (4 per H100/H200 SM) whatever the
 // shape, so a bias of 768 columns over 16 k rows still fills the GPU.
 
 constexpr int kColVec = 8;
 constexpr int kColGroups = 32;
 constexpr int kRowLanes = kThreads / kColGroups;  // 8
 constexpr int kTileColumns = kColGroups * kColVec;  // 256
-constexpr int kTargetBlocks = 264;
+constexpr int kTargetBlocks = 528;
 
 struct ColumnPlan {
   int tiles = 1, chunks = 1;
