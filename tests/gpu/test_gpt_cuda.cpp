@@ -332,38 +332,54 @@ TEST_F(GptCudaTest, ColumnSumMatchesCpu) {
 }
 
 TEST_F(GptCudaTest, CausalSoftmaxForwardAndBackwardMatchCpu) {
-  for (int T : {64, 12}) {  // vectorised rows, and the scalar path
+  struct Case {
+    int T, chunk;
+  };
+  // Vectorised whole rows; vectorised rows ending at their query chunk's end; the scalar path with chunks.
+  for (const Case c : {Case{64, 64}, Case{64, 16}, Case{12, 4}}) {
+    const int T = c.T;
     const std::size_t rows = 2 * 3 * static_cast<std::size_t>(T), n = rows * static_cast<std::size_t>(T);
     const auto scores = random_bf16_values(n, 0.0, 3.0, 12);
     const auto dp = random_bf16_values(n, 0.0, 1.0, 13);
     Device<bf16> s_d(n), g_d(n);
     upload(s_d, scores);
     upload(g_d, dp);
-    k::causal_softmax_forward(stream_, s_d.get(), rows, T);
+    k::causal_softmax_forward(stream_, s_d.get(), rows, T, c.chunk);
     sync();
     const auto p_gpu = download(s_d);
-    k::causal_softmax_backward(stream_, s_d.get(), g_d.get(), rows, T);
+    k::causal_softmax_backward(stream_, s_d.get(), g_d.get(), rows, T, c.chunk);
     sync();
     const auto ds_gpu = download(g_d);
 
-    std::vector<double> p(n, 0.0), ds(n, 0.0);
-    std::size_t above = 0;
+    // Within j < end(i) the kernels' outputs; past the chunk's end the inputs must be left untouched.
+    std::vector<double> p, p_want, ds, ds_want;
+    std::size_t zero_violations = 0, touched = 0;
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t i = r % static_cast<std::size_t>(T);
-      const double* s = scores.data() + r * T;
-      const double m = *std::max_element(s, s + i + 1);
-      double sum = 0;
-      for (std::size_t j = 0; j <= i; ++j) sum += std::exp(s[j] - m);
-      for (std::size_t j = 0; j <= i; ++j) p[r * T + j] = std::exp(s[j] - m) / sum;
-      double dot = 0;  // backward from the GPU's own probabilities
-      for (std::size_t j = 0; j <= i; ++j) dot += p_gpu[r * T + j] * dp[r * T + j];
-      for (std::size_t j = 0; j <= i; ++j) ds[r * T + j] = p_gpu[r * T + j] * (dp[r * T + j] - dot);
-      for (std::size_t j = i + 1; j < static_cast<std::size_t>(T); ++j)
-        above += p_gpu[r * T + j] != 0.0 || ds_gpu[r * T + j] != 0.0;
+      const std::size_t end = std::min<std::size_t>(T, (i / c.chunk + 1) * c.chunk);
+      const double* sr = scores.data() + r * T;
+      const double m = *std::max_element(sr, sr + i + 1);
+      double sum = 0, dot = 0;
+      for (std::size_t j = 0; j <= i; ++j) sum += std::exp(sr[j] - m);
+      for (std::size_t j = 0; j <= i; ++j) dot += p_gpu[r * T + j] * dp[r * T + j];  // from the GPU's probabilities
+      for (std::size_t j = 0; j < static_cast<std::size_t>(T); ++j) {
+        const std::size_t at = r * T + j;
+        if (j <= i) {
+          p.push_back(p_gpu[at]);
+          p_want.push_back(std::exp(sr[j] - m) / sum);
+          ds.push_back(ds_gpu[at]);
+          ds_want.push_back(p_gpu[at] * (dp[at] - dot));
+        } else if (j < end) {
+          zero_violations += p_gpu[at] != 0.0 || ds_gpu[at] != 0.0;
+        } else {
+          touched += p_gpu[at] != scores[at] || ds_gpu[at] != dp[at];
+        }
+      }
     }
-    EXPECT_EQ(above, 0u) << "T " << T << ": non-zero above the diagonal";
-    EXPECT_LT(relative_error(p_gpu, p), 5e-3) << "T " << T;
-    EXPECT_LT(relative_error(ds_gpu, ds), 1e-2) << "T " << T;
+    EXPECT_EQ(zero_violations, 0u) << "T " << T << " chunk " << c.chunk << ": non-zero above the diagonal";
+    EXPECT_EQ(touched, 0u) << "T " << T << " chunk " << c.chunk << ": written past the chunk's end";
+    EXPECT_LT(relative_error(p, p_want), 5e-3) << "T " << T << " chunk " << c.chunk;
+    EXPECT_LT(relative_error(ds, ds_want), 1e-2) << "T " << T << " chunk " << c.chunk;
   }
 }
 
@@ -394,11 +410,12 @@ TEST_F(GptCudaTest, HeadRelayoutRoundTripsAndPadsWithZeros) {
 
 TEST_F(GptCudaTest, AttentionForwardAndBackwardMatchCpu) {
   struct Case {
-    int B, T, d, H;
+    int B, T, d, H, chunk;
   };
-  for (const Case c : {Case{2, 16, 48, 3}, Case{2, 12, 40, 4}}) {  // head width 16; 10 padded to 16, odd T
+  // Head width 16 with whole rows and with 4 query chunks; head width 10 (padded to 16) with odd T and chunks.
+  for (const Case c : {Case{2, 16, 48, 3, 16}, Case{2, 64, 48, 3, 16}, Case{2, 12, 40, 4, 4}}) {
     const int hd = c.d / c.H, hdp = (hd + 7) / 8 * 8;
-    const k::AttentionShape shape{c.B, c.T, c.H, hd, hdp};
+    const k::AttentionShape shape{c.B, c.T, c.H, hd, hdp, c.chunk};
     const std::size_t R = static_cast<std::size_t>(c.B) * c.T;
     const auto qkv = random_bf16_values(R * 3 * c.d, 0.0, 1.0, 15);
     const auto dy = random_bf16_values(R * c.d, 0.0, 1.0, 16);
@@ -407,6 +424,9 @@ TEST_F(GptCudaTest, AttentionForwardAndBackwardMatchCpu) {
     Device<bf16> dqkvh_d(3 * shape.head_elements()), dqkv_d(qkv.size());
     upload(qkv_d, qkv);
     upload(dy_d, dy);
+    // NaN in the score buffers: a GEMM reading past a chunk's end would poison y or dqkv.
+    ASSERT_EQ(cudaMemset(probs_d.get(), 0xFF, probs_d.size() * sizeof(bf16)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(ds_d.get(), 0xFF, ds_d.size() * sizeof(bf16)), cudaSuccess);
     scalescope::train::cuda::LtMatmul gemm;
     k::attention_forward(stream_, gemm, qkv_d.get(), shape, qkvh_d.get(), probs_d.get(), heads_d.get(), y_d.get());
     k::attention_backward(stream_, gemm, dy_d.get(), qkvh_d.get(), probs_d.get(), shape, heads_d.get(), ds_d.get(),
@@ -415,9 +435,17 @@ TEST_F(GptCudaTest, AttentionForwardAndBackwardMatchCpu) {
     std::vector<double> probs(shape.score_elements()), y(R * c.d), dqkv(qkv.size());
     gpt_ops::attention_forward(qkv.data(), c.B, c.T, c.d, c.H, probs.data(), y.data());
     gpt_ops::attention_backward(dy.data(), qkv.data(), probs.data(), c.B, c.T, c.d, c.H, dqkv.data());
-    EXPECT_LT(relative_error(download(probs_d), probs), 2e-2) << "T " << c.T;
-    EXPECT_LT(relative_error(download(y_d), y), 2e-2) << "T " << c.T;
-    EXPECT_LT(relative_error(download(dqkv_d), dqkv), 5e-2) << "T " << c.T;
+    const auto probs_gpu = download(probs_d);
+    std::vector<double> lower_gpu, lower_cpu;  // j ≤ i: what every chunking writes
+    for (std::size_t r = 0; r < probs.size() / static_cast<std::size_t>(c.T); ++r)
+      for (std::size_t j = 0; j <= r % static_cast<std::size_t>(c.T); ++j) {
+        lower_gpu.push_back(probs_gpu[r * c.T + j]);
+        lower_cpu.push_back(probs[r * c.T + j]);
+      }
+    const std::string what = "T " + std::to_string(c.T) + " chunk " + std::to_string(c.chunk);
+    EXPECT_LT(relative_error(lower_gpu, lower_cpu), 2e-2) << what;
+    EXPECT_LT(relative_error(download(y_d), y), 2e-2) << what;
+    EXPECT_LT(relative_error(download(dqkv_d), dqkv), 5e-2) << what;
   }
 }
 
@@ -508,6 +536,11 @@ TEST_F(GptCudaTest, OddShapesAndUnalignedGradientRangesMatchCpu) {
   // Head width 10 (padded to 16), T = 12 (scalar softmax), vocab 101 (logits padded to 104), fp32 GEMM outputs
   // only 4-byte aligned.
   compare_step(make_config(2, 40, 4, 72, 101, 12), 3, 3);
+}
+
+TEST_F(GptCudaTest, LongSequencesUseQueryChunksAndMatchCpu) {
+  // T = 320 > 256: the model's attention runs in query chunks [0, 256) and [256, 320).
+  compare_step(make_config(2, 32, 2, 64, 128, 320), 2, 64);
 }
 
 TEST_F(GptCudaTest, AdamWMatchesCpuForTheSameGradients) {

@@ -27,6 +27,8 @@ namespace k = gpt_kernels;
 constexpr std::size_t kLossSlots = 1u << 16;        // losses kept on the device between take_losses()
 constexpr std::size_t kShadowAlignElements = 128;   // bf16 weight copies start on 256-byte boundaries
 constexpr std::size_t kArenaAlignBytes = 256;
+// Attention queries per chunk for long sequences: 4 chunks at T = 1024 skip 3/8 of the T×T score work.
+constexpr int kQueryChunk = 256;
 
 std::size_t z(int v) { return static_cast<std::size_t>(v); }
 int round_up(int v, int m) { return (v + m - 1) / m * m; }
@@ -236,6 +238,9 @@ void GptCuda::State::ensure_rows(int needed) {
   arena.resize(sizing.bytes());
   ArenaLayout placing(arena.get());
   place(placing);
+  // NaN everywhere: a kernel or GEMM that reads a region nothing wrote (e.g. past a query chunk's end in the
+  // attention probabilities) poisons the loss instead of reading stale values.
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(arena.get(), 0xFF, arena.bytes(), stream));
   staging.resize(B * (T + 1));
   capacity_rows = needed;
 }
@@ -326,7 +331,8 @@ void GptCuda::stage_batch(const TokenBatchView& batch) {
   SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.tokens, s.staging.get(), bytes, cudaMemcpyHostToDevice, s.stream));
   SCALESCOPE_CUDA_CHECK(cudaEventRecord(s.staged, s.stream));
   s.rows = batch.rows;
-  s.attention = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim(), s.hdp};
+  s.attention = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim(), s.hdp,
+                 s.config.seq > kQueryChunk ? kQueryChunk : s.config.seq};
   s.forward_done = false;
 }
 

@@ -414,14 +414,19 @@ __global__ void rows_from_heads_kernel(const bf16* src, int nb, int batch, int s
 // -------------------------------------------------------------------------------------------------------------
 // Causal softmax, one warp per row of T scores; only keys j ≤ i are read. VEC = 8 when T % 8 == 0.
 
+/// End of query i's chunk (exclusive): the last key column any chunked attention GEMM reads for row i.
+__device__ __forceinline__ int chunk_end(int i, int seq, int chunk) { return min(seq, (i / chunk + 1) * chunk); }
+
 template <int VEC>
-__global__ void __launch_bounds__(kThreads) causal_softmax_forward_kernel(bf16* scores, std::size_t rows, int seq) {
+__global__ void __launch_bounds__(kThreads) causal_softmax_forward_kernel(bf16* scores, std::size_t rows, int seq,
+                                                                          int chunk) {
   const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
   const int i = static_cast<int>(row % seq);
   Pack<VEC>* s = reinterpret_cast<Pack<VEC>*>(scores + row * seq);
-  const int valid = (i + VEC) / VEC, packs = seq / VEC;  // packs holding some j ≤ i
+  // Packs holding some j ≤ i, and packs up to the chunk's end (VEC divides chunk and seq).
+  const int valid = (i + VEC) / VEC, packs = chunk_end(i, seq, chunk) / VEC;
   float m = -CUDART_INF_F, sum = 0.0f;
   for (int k = lane; k < valid; k += kWarp) {
     const Pack<VEC> p = s[k];
@@ -443,14 +448,14 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_forward_kernel(bf16* 
 
 template <int VEC>
 __global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(const bf16* probs, bf16* grad, std::size_t rows,
-                                                                           int seq) {
+                                                                           int seq, int chunk) {
   const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
   const int i = static_cast<int>(row % seq);
   const Pack<VEC>* pr = reinterpret_cast<const Pack<VEC>*>(probs + row * seq);
   Pack<VEC>* g = reinterpret_cast<Pack<VEC>*>(grad + row * seq);
-  const int valid = (i + VEC) / VEC, packs = seq / VEC;
+  const int valid = (i + VEC) / VEC, packs = chunk_end(i, seq, chunk) / VEC;
   float dot = 0.0f;
   for (int k = lane; k < valid; k += kWarp) {
     const Pack<VEC> p = pr[k], q = g[k];
@@ -664,23 +669,25 @@ void rows_from_heads(cudaStream_t stream, const bf16* src, int nb, int batch, in
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
 
-void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq) {
-  if (seq % 8 == 0) {
+void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq, int chunk) {
+  chunk = chunk <= 0 || chunk > seq ? seq : chunk;
+  if (seq % 8 == 0 && chunk % 8 == 0) {
     require_aligned(scores, "scores");
-    causal_softmax_forward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq);
+    causal_softmax_forward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq, chunk);
   } else {
-    causal_softmax_forward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq);
+    causal_softmax_forward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq, chunk);
   }
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
 
-void causal_softmax_backward(cudaStream_t stream, const bf16* probs, bf16* grad, std::size_t rows, int seq) {
-  if (seq % 8 == 0) {
+void causal_softmax_backward(cudaStream_t stream, const bf16* probs, bf16* grad, std::size_t rows, int seq, int chunk) {
+  chunk = chunk <= 0 || chunk > seq ? seq : chunk;
+  if (seq % 8 == 0 && chunk % 8 == 0) {
     require_aligned(probs, "probs");
     require_aligned(grad, "grad");
-    causal_softmax_backward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, grad, rows, seq);
+    causal_softmax_backward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, grad, rows, seq, chunk);
   } else {
-    causal_softmax_backward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, grad, rows, seq);
+    causal_softmax_backward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, grad, rows, seq, chunk);
   }
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
@@ -717,30 +724,50 @@ void attention_gemm(cudaStream_t stream, cuda::LtMatmul& gemm, const AttentionSh
 
 void attention_forward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* qkv, const AttentionShape& s, bf16* qkvh,
                        bf16* probs, bf16* heads, bf16* y) {
-  const int T = s.seq, hdp = s.head_dim_padded;
-  const std::size_t he = s.head_elements();
+  const int T = s.seq, hdp = s.head_dim_padded, C = s.query_chunk <= 0 || s.query_chunk > T ? T : s.query_chunk;
+  const std::size_t he = s.head_elements(), t = static_cast<std::size_t>(T), h = static_cast<std::size_t>(hdp);
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   heads_from_rows(stream, qkv, 3, s.batch, T, s.heads, s.head_dim, hdp, qkvh);
   const bf16 *q = qkvh, *k = qkvh + he, *v = qkvh + 2 * he;
-  attention_gemm(stream, gemm, s, false, true, T, T, hdp, q, hdp, k, hdp, probs, T, scale);  // scores = q·kᵀ/√hd
-  causal_softmax_forward(stream, probs, static_cast<std::size_t>(s.batch) * s.heads * T, T);
-  attention_gemm(stream, gemm, s, false, false, T, hdp, T, probs, T, v, hdp, heads, hdp, 1.0f);  // P·v
+  for (int r0 = 0; r0 < T; r0 += C) {  // queries [r0, r1) see keys [0, r1)
+    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    const std::size_t o = static_cast<std::size_t>(r0);
+    attention_gemm(stream, gemm, s, false, true, m, r1, hdp, q + o * h, hdp, k, hdp, probs + o * t, T, scale);  // q·kᵀ/√hd
+  }
+  causal_softmax_forward(stream, probs, static_cast<std::size_t>(s.batch) * s.heads * T, T, C);
+  for (int r0 = 0; r0 < T; r0 += C) {
+    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    const std::size_t o = static_cast<std::size_t>(r0);
+    attention_gemm(stream, gemm, s, false, false, m, hdp, r1, probs + o * t, T, v, hdp, heads + o * h, hdp, 1.0f);  // P·v
+  }
   rows_from_heads(stream, heads, 1, s.batch, T, s.heads, s.head_dim, hdp, y);
 }
 
 void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* dy, const bf16* qkvh, const bf16* probs,
                         const AttentionShape& s, bf16* heads, bf16* dscores, bf16* dqkvh, bf16* dqkv) {
-  const int T = s.seq, hdp = s.head_dim_padded;
-  const std::size_t he = s.head_elements();
+  const int T = s.seq, hdp = s.head_dim_padded, C = s.query_chunk <= 0 || s.query_chunk > T ? T : s.query_chunk;
+  const std::size_t he = s.head_elements(), t = static_cast<std::size_t>(T), h = static_cast<std::size_t>(hdp);
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   heads_from_rows(stream, dy, 1, s.batch, T, s.heads, s.head_dim, hdp, heads);
   const bf16 *q = qkvh, *k = qkvh + he, *v = qkvh + 2 * he;
   bf16 *dq = dqkvh, *dk = dqkvh + he, *dv = dqkvh + 2 * he;
-  attention_gemm(stream, gemm, s, false, true, T, T, hdp, heads, hdp, v, hdp, dscores, T, 1.0f);  // dP = dy·vᵀ
-  causal_softmax_backward(stream, probs, dscores, static_cast<std::size_t>(s.batch) * s.heads * T, T);
-  attention_gemm(stream, gemm, s, false, false, T, hdp, T, dscores, T, k, hdp, dq, hdp, scale);  // dq = dS·k/√hd
-  attention_gemm(stream, gemm, s, true, false, T, hdp, T, dscores, T, q, hdp, dk, hdp, scale);   // dk = dSᵀ·q/√hd
-  attention_gemm(stream, gemm, s, true, false, T, hdp, T, probs, T, heads, hdp, dv, hdp, 1.0f);  // dv = Pᵀ·dy
+  for (int r0 = 0; r0 < T; r0 += C) {  // dP for queries [r0, r1), keys [0, r1)
+    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    const std::size_t o = static_cast<std::size_t>(r0);
+    attention_gemm(stream, gemm, s, false, true, m, r1, hdp, heads + o * h, hdp, v, hdp, dscores + o * t, T, 1.0f);
+  }
+  causal_softmax_backward(stream, probs, dscores, static_cast<std::size_t>(s.batch) * s.heads * T, T, C);
+  for (int r0 = 0; r0 < T; r0 += C) {
+    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    const std::size_t o = static_cast<std::size_t>(r0);
+    // dq for queries [r0, r1) from keys [0, r1): dS·k/√hd.
+    attention_gemm(stream, gemm, s, false, false, m, hdp, r1, dscores + o * t, T, k, hdp, dq + o * h, hdp, scale);
+    // dk and dv for keys [r0, r1) from the queries that see them, [r0, T): dSᵀ·q/√hd and Pᵀ·dy.
+    attention_gemm(stream, gemm, s, true, false, m, hdp, T - r0, dscores + o * t + o, T, q + o * h, hdp, dk + o * h, hdp,
+                   scale);
+    attention_gemm(stream, gemm, s, true, false, m, hdp, T - r0, probs + o * t + o, T, heads + o * h, hdp, dv + o * h, hdp,
+                   1.0f);
+  }
   rows_from_heads(stream, dqkvh, 3, s.batch, T, s.heads, s.head_dim, hdp, dqkv);
 }
 

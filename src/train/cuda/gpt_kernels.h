@@ -92,15 +92,21 @@ void rows_from_heads(cudaStream_t stream, const bf16* src, int nb, int batch, in
                      int head_dim_padded, bf16* dst);
 
 /// In place on scores [rows, T] bf16 (rows = B·H·T, row r is query i = r mod T, already scaled by 1/√hd):
-/// p[i, j] = exp(s[i, j] − m)/Σ_{j' ≤ i} exp(s[i, j'] − m) for j ≤ i and 0 for j > i (Vaswani et al. 2017).
-void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq);
+/// p[i, j] = exp(s[i, j] − m)/Σ_{j' ≤ i} exp(s[i, j'] − m) for j ≤ i and 0 for i < j < end(i) (Vaswani et al.
+/// 2017), where queries come in chunks of `chunk` rows and end(i) = min(T, (⌊i/chunk⌋ + 1)·chunk) is the end of
+/// i's chunk: the chunked attention GEMMs never read past it, so the rest of the row is left as it was.
+/// chunk ≥ T: whole rows.
+void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq, int chunk);
 
-/// In place on grad [rows, T]: dP in, dS = P ⊙ (dP − Σ_{j ≤ i} P·dP) out, 0 above the diagonal.
-void causal_softmax_backward(cudaStream_t stream, const bf16* probs, bf16* grad, std::size_t rows, int seq);
+/// In place on grad [rows, T]: dP in, dS = P ⊙ (dP − Σ_{j ≤ i} P·dP) out for j ≤ i, 0 for i < j < end(i).
+void causal_softmax_backward(cudaStream_t stream, const bf16* probs, bf16* grad, std::size_t rows, int seq, int chunk);
 
-/// Sizes of one causal self-attention call: hd = d/H, hdp = hd rounded up to a multiple of 8.
+/// Sizes of one causal self-attention call: hd = d/H, hdp = hd rounded up to a multiple of 8. Queries are
+/// processed in chunks of `query_chunk` rows (≥ T: one chunk): chunk j only needs keys before its end, so the
+/// score and probability GEMMs skip the blocks above the diagonal — (c + 1)/(2c) of the full T×T work for c
+/// chunks. A multiple of 8 keeps the softmax vectorised.
 struct AttentionShape {
-  int batch = 0, seq = 0, heads = 0, head_dim = 0, head_dim_padded = 0;
+  int batch = 0, seq = 0, heads = 0, head_dim = 0, head_dim_padded = 0, query_chunk = 0;
   std::size_t head_elements() const {  ///< elements of one of q, k, v in head layout [B, H, T, hdp]
     return static_cast<std::size_t>(batch) * heads * seq * head_dim_padded;
   }
@@ -110,9 +116,10 @@ struct AttentionShape {
 };
 
 /// Causal multi-head attention forward (formula in gpt_ops::attention_forward) through cuBLASLt
-/// strided-batched GEMMs over the B·H heads: qkv [B, T, 3d] → qkvh [3, B, H, T, hdp] (kept for backward),
-/// probs = causal_softmax(q·kᵀ/√hd) [B, H, T, T] bf16 (kept), heads = P·v [B, H, T, hdp] (scratch),
-/// y [B, T, d]. The score scale is applied by the GEMM.
+/// strided-batched GEMMs over the B·H heads, one set per query chunk: qkv [B, T, 3d] → qkvh [3, B, H, T, hdp]
+/// (kept for backward), probs = causal_softmax(q·kᵀ/√hd) [B, H, T, T] bf16 (kept; only the lower triangle
+/// and the diagonal blocks of each chunk are written), heads = P·v [B, H, T, hdp] (scratch), y [B, T, d]. The
+/// score scale is applied by the GEMM.
 void attention_forward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* qkv, const AttentionShape& shape,
                        bf16* qkvh, bf16* probs, bf16* heads, bf16* y);
 
