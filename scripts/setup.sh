@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Installs what scalescope needs on a fresh Debian 12 or Ubuntu 24.04 machine (as root, or with sudo).
-# Packages already present are left alone; on a machine without apt-get it only checks and reports.
+# Packages already present are left alone. apt's own output goes to build/setup.log and is shown only on failure.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config
   libopenmpi-dev openmpi-bin          # CPU ranks (MPI) and multi-node GPU bootstrap
-  libopenblas-dev                     # CPU GEMMs of the fp32 reference model
-  libcli11-dev libfmt-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libhwloc-dev zlib1g-dev libsimdjson-dev
+  libopenblas-dev                     # CPU GEMMs of the fp32 reference models
+  libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
+  libhwloc-dev                        # scalescope topo: NUMA nodes, CPU sets, PCI tree
   fortunes                            # the default training text: /usr/share/games/fortunes
 )
 
@@ -23,19 +23,31 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
+command="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: apt-get is not available; please install: ${missing[*]}" >&2
+  echo "setup: apt-get is not available; install these packages by other means: ${missing[*]}" >&2
   exit 1
 fi
-
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null 2>&1 || { echo "setup: run as root or install sudo" >&2; exit 1; }
-  sudo="sudo"
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo="sudo"
+  else
+    echo "setup: these packages are missing: ${missing[*]}" >&2
+    echo "setup: run as root (or ask an administrator):  $command" >&2
+    echo "setup: without 'fortunes', pass your own text with --data FILE|DIR or set SCALESCOPE_DATA;" >&2
+    echo "       with every library present, scripts/build.sh builds without root." >&2
+    exit 1
+  fi
 fi
 
-echo "setup: installing ${missing[*]}"
+mkdir -p build
+echo "setup: installing ${missing[*]} (log: build/setup.log)"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } \
+     > build/setup.log 2>&1; then
+  tail -30 build/setup.log >&2
+  echo "setup: apt-get failed (full log: build/setup.log)" >&2
+  exit 1
+fi
 echo "setup: done"

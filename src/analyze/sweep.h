@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "comm/collectives.h"
 
 namespace scalescope::analyze {
@@ -33,6 +35,10 @@ struct SweepRow {
   std::optional<int> root;
   SweepTiming out_of_place;
   SweepTiming in_place;
+  /// The type / reduction as printed when scalescope does not model it ("uint8", "f8e4m3", "mulsum"), so a
+  /// parsed row keeps it; empty when `type` / `redop` holds the value or the column is absent.
+  std::string type_name;
+  std::string redop_name;
 };
 
 /// A whole sweep of one collective.
@@ -46,5 +52,16 @@ struct Sweep {
   std::optional<double> reported_avg_busbw_gbps;  ///< nccl-tests' "# Avg bus bandwidth" footer, if present
   std::vector<std::string> warnings;   ///< what could not be read, each naming the line
 };
+
+/// JSON objects with one key per field, named as the fields; absent values are null (never 0).
+/// Enums as their nccl-tests names (comm::to_string). Time µs, bandwidth GB/s (1e9 B/s), sizes bytes.
+void to_json(nlohmann::json& j, const SweepTiming& t);
+void to_json(nlohmann::json& j, const SweepRow& r);
+void to_json(nlohmann::json& j, const Sweep& s);
+/// The inverse of to_json (for hand-overs between scalescope processes). Throws nlohmann::json::exception
+/// on a malformed object and core::Error on an unknown collective, type or operation name.
+void from_json(const nlohmann::json& j, SweepTiming& t);
+void from_json(const nlohmann::json& j, SweepRow& r);
+void from_json(const nlohmann::json& j, Sweep& s);
 
 }  // namespace scalescope::analyze

@@ -22,6 +22,10 @@ struct BenchCase {
   bool in_place = false;
 };
 
+/// Test hook: when this environment variable is set, backends add 1 to the first result element after every
+/// call, so tests can prove that the data check counts real corruption (scalescope's own tests set it).
+inline constexpr const char* kEnvCorruptResult = "SCALESCOPE_TEST_CORRUPT_RESULT";
+
 class BenchBackend {
  public:
   virtual ~BenchBackend() = default;

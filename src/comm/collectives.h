@@ -28,7 +28,7 @@ std::vector<Collective> all_collectives();
 std::string_view to_string(DataType t);
 /// Accepts nccl-tests' names and aliases ("fp32", "f32", "float32", "fp16", "bf16", "fp64", "int", "char"…).
 std::optional<DataType> parse_data_type(std::string_view text);
-/// Bytes per element: 4, 2, 2, 8, 4, 1.
+/// Bytes per element: 4, 2, 2, 8, 4, 1. Throws core::Error for a value outside the enum.
 std::size_t element_size(DataType t);
 
 /// nccl-tests' op names: "sum", "prod", "max", "min", "avg".
@@ -48,6 +48,16 @@ double bus_bandwidth_factor(Collective c, int n);
 /// Bytes that nccl-tests' "size" column counts for one rank (its algbw = size / time): for all-gather the
 /// receive buffer (count × n elements), for reduce-scatter the send buffer, for the rest the buffer. This
 /// helper returns the per-rank element count nccl-tests calls "count" for a given size.
+/// As nccl-tests computes it (src/<collective>.cu, GetCollByteCount): size / element_size for all-reduce,
+/// broadcast, reduce and send/recv; for all-gather, reduce-scatter and all-to-all the per-rank share
+/// size / element_size / n rounded down to whole 16-byte units, which is why small sizes print as 0 bytes.
+/// For a value read from a "size" column it returns exactly that row's "count". Throws core::Error when n < 1.
 std::size_t element_count(Collective c, std::size_t size_bytes, DataType t, int n);
+
+/// The "size" column nccl-tests prints (bytes) for a requested size (its -b/-e sweep value, bytes):
+/// element_count × element_size, times n for all-gather, reduce-scatter and all-to-all (their size is the
+/// whole n-rank buffer). Scalescope's addition for the live benchmark, so its sizes match nccl-tests' rows.
+/// Throws core::Error when n < 1.
+std::size_t size_column_bytes(Collective c, std::size_t requested_bytes, DataType t, int n);
 
 }  // namespace scalescope::comm

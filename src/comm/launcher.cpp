@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -56,6 +57,31 @@ std::string find_on_path(const std::string& name) {
   return {};
 }
 
+volatile sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+/// While the ranks run, SIGINT, SIGTERM and SIGHUP stop them instead of killing this process alone, which
+/// left mpirun and the ranks running (for ever with --timeout 0) and the hand-over directory behind.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~StopSignals() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
+
 }  // namespace
 
 std::optional<RankInfo> rank_from_launcher_environment() {
@@ -100,6 +126,7 @@ ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv)
 }
 
 void run_processes(const std::vector<ProcessSpec>& processes, double timeout_seconds) {
+  StopSignals stop_signals;
   std::vector<pid_t> pids;
   auto stop_all = [&](int sig) {
     for (pid_t p : pids)
@@ -132,7 +159,7 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
 
   const auto start = std::chrono::steady_clock::now();
   std::size_t running = pids.size();
-  std::string failure;
+  std::string failure, remedy;
   bool stopping = false;
   std::chrono::steady_clock::time_point kill_at{};
   while (running > 0) {
@@ -158,10 +185,19 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
       continue;
     }
     auto now = std::chrono::steady_clock::now();
+    if (!stopping && g_stop_signal != 0) {
+      failure = fmt::format("interrupted by signal {} ({})", static_cast<int>(g_stop_signal),
+                            strsignal(g_stop_signal));
+      remedy = "the run was stopped before it finished";
+      stopping = true;
+      stop_all(SIGTERM);
+      kill_at = now + std::chrono::seconds(5);
+    }
     if (!stopping && timeout_seconds > 0 &&
         std::chrono::duration<double>(now - start).count() > timeout_seconds) {
       failure = fmt::format("the ranks did not finish within the {:.0f} s timeout (a hang: a rank may be stuck in "
                             "a collective)", timeout_seconds);
+      remedy = "if the run is only slow, raise --timeout (0: never)";
       stopping = true;
       stop_all(SIGTERM);
       kill_at = now + std::chrono::seconds(5);
@@ -171,9 +207,10 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
   }
   if (!failure.empty())
     throw core::Error(failure + (processes.size() > 1 ? "; the other ranks were stopped" : ""),
-                      processes.size() == 1 && processes[0].label.find("mpirun") != std::string::npos
-                          ? "mpirun's message above names the failed rank; nothing was written to --out"
-                          : "read the failed rank's own messages above; nothing was written to --out");
+                      !remedy.empty() ? remedy
+                      : processes.size() == 1 && processes[0].label.find("mpirun") != std::string::npos
+                          ? "mpirun's message above names the failed rank"
+                          : "read the failed rank's own messages above");
 }
 
 }  // namespace scalescope::comm

@@ -34,7 +34,8 @@ struct ProcessSpec {
 /// Starts every process (they inherit stdout/stderr), waits for all of them and returns when all exited
 /// with status 0. When one exits non-zero or is killed, the others are sent SIGTERM (SIGKILL 5 s later)
 /// and core::Error names the first failure: "rank 1 was killed by signal 9 (Killed)". When
-/// `timeout_seconds` > 0 elapses first, all are killed and core::Error says so.
+/// `timeout_seconds` > 0 elapses first, all are killed and core::Error says so. SIGINT, SIGTERM or SIGHUP
+/// received meanwhile stops them the same way and core::Error names the signal.
 void run_processes(const std::vector<ProcessSpec>& processes, double timeout_seconds);
 
 /// The `mpirun` command line that starts `argv` as `world_size` CPU ranks on this node: oversubscription

@@ -44,6 +44,7 @@ class MpiBenchBackend final : public BenchBackend {
   std::vector<unsigned char> send_, result_;
   std::vector<std::chrono::steady_clock::time_point> stamps_;
   std::map<std::pair<int, int>, MPI_Op> user_ops_;
+  bool corrupt_;  // kEnvCorruptResult test hook
 };
 
 }  // namespace scalescope::comm

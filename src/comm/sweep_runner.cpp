@@ -11,8 +11,9 @@
 namespace scalescope::comm {
 namespace {
 
-bool splits_over_ranks(Collective c) {
-  return c == Collective::all_gather || c == Collective::reduce_scatter || c == Collective::all_to_all;
+/// nccl-tests' size → (per-rank count, the size its "size" column prints) — collectives.h.
+std::pair<std::uint64_t, std::uint64_t> count_for_size(Collective c, DataType t, std::uint64_t size_bytes, int n) {
+  return {element_count(c, size_bytes, t, n), size_column_bytes(c, size_bytes, t, n)};
 }
 
 std::string describe(const BenchCase& c) {
@@ -24,6 +25,7 @@ std::string describe(const BenchCase& c) {
 /// Times one case: the nccl-tests pass (span of `iters` back-to-back calls / iters) and, if asked, a pass
 /// with a marker between calls. Returns {mean seconds, per-iteration seconds}.
 std::pair<double, std::vector<double>> time_case(BenchBackend& b, const BenchCase& c, const SweepConfig& cfg) {
+  for (int i = 0; i < cfg.warmup_iters; ++i) b.launch(c);  // warm-up at this size (nccl-tests warms only min/max)
   b.launch(c);  // one untimed call, as nccl-tests' "sync" call
   b.synchronize();
   b.barrier();
@@ -74,13 +76,6 @@ std::vector<std::uint64_t> SweepConfig::sizes() const {
     s = next;
   }
   return out;
-}
-
-std::pair<std::uint64_t, std::uint64_t> count_for_size(Collective c, DataType t, std::uint64_t size_bytes, int n) {
-  std::uint64_t count = size_bytes / element_size(t);
-  if (splits_over_ranks(c)) count /= static_cast<std::uint64_t>(n);
-  const std::uint64_t measured = count * element_size(t) * (splits_over_ranks(c) ? static_cast<std::uint64_t>(n) : 1);
-  return {count, measured};
 }
 
 std::vector<analyze::Sweep> run_sweeps(BenchBackend& b, const SweepConfig& cfg,

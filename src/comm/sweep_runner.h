@@ -1,6 +1,6 @@
 #pragma once
 // The collective sweep, the same on every backend: nccl-tests' method (warm-up at the smallest and largest
-// size, then per size one untimed call, `iters` timed calls back to back, time = span / iters averaged over
+// size, then per size warm-up calls, `iters` timed calls back to back, time = span / iters averaged over
 // ranks, algbw = size / time, busbw = algbw × bus factor, then a data check), plus what nccl-tests lacks:
 // a second pass timing every iteration (median, p95, coefficient of variation) and the spread of the ranks'
 // mean times.
@@ -23,7 +23,8 @@ struct SweepConfig {
   std::uint64_t step_bytes = 1u << 20;   ///< [-i] increment when step_factor == 1
   std::uint64_t step_factor = 1;         ///< [-f] multiplicative step (> 1) — nccl-tests' default is 1 (+1 MiB)
   int iters = 20;                        ///< [-n] timed iterations per size
-  int warmup_iters = 5;                  ///< [-w] warm-up iterations at the smallest and the largest size
+  int warmup_iters = 1;                  ///< [-w] warm-up calls: at the smallest and largest size before the
+                                         ///< sweep (nccl-tests), and before every size (scalescope); nccl-tests' default 1
   int check = 1;                         ///< [-c] data-check iterations per size (0: none, #wrong is N/A)
   std::vector<Collective> collectives = {Collective::all_reduce};
   std::vector<DataType> types = {DataType::f32};  ///< [-d]
@@ -42,10 +43,5 @@ struct SweepConfig {
 /// rank 0. Throws core::Error on backend failure.
 std::vector<analyze::Sweep> run_sweeps(BenchBackend& backend, const SweepConfig& config,
                                        const std::function<void(const std::string&)>& progress);
-
-/// nccl-tests' size → (per-rank count, size actually measured) for a collective and type: count =
-/// size / element size, divided by n for all-gather/reduce-scatter/all-to-all (their size is the whole
-/// n-chunk buffer); the measured size is count × element size (× n), i.e. rounded down. 0 → 0.
-std::pair<std::uint64_t, std::uint64_t> count_for_size(Collective c, DataType t, std::uint64_t size_bytes, int n);
 
 }  // namespace scalescope::comm

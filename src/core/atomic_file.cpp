@@ -26,6 +26,10 @@ void check_output_path_writable(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error("output path '" + path + "' is a directory", "pass a file name inside it, e.g. " + path + "/result.json");
+  // rename() would replace a device, FIFO or socket by the result file (as root even /dev/null).
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error("output path '" + path + "' is not a regular file (a device, FIFO or socket)",
+                "pass the name of a regular file, e.g. --out result.json");
   const std::string dir = directory_of(path);
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error("output directory '" + dir + "' does not exist", "create it first (mkdir -p " + dir + ")");

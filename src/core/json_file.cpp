@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,13 +23,16 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what) 
 }
 
 TemporaryDirectory::TemporaryDirectory() {
+  const std::string remedy = "point TMPDIR at an existing, writable directory (or unset it)";
   std::error_code ec;
-  auto base = std::filesystem::temp_directory_path(ec);
-  if (ec) base = "/tmp";
-  std::string tmpl = (base / "scalescope-XXXXXX").string();
+  const auto base = std::filesystem::temp_directory_path(ec);  // TMPDIR, else /tmp
+  if (ec)
+    throw Error(std::string("the temporary directory (TMPDIR='") + (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "") +
+                    "') is not usable: " + ec.message(),
+                remedy);
+  std::string tmpl = (base / "scalescope-job-XXXXXX").string();
   if (!mkdtemp(tmpl.data()))
-    throw Error("cannot create a temporary directory in '" + base.string() + "': " + std::strerror(errno),
-                "set TMPDIR to a writable directory");
+    throw Error("cannot create a temporary directory in '" + base.string() + "': " + std::strerror(errno), remedy);
   path_ = tmpl;
 }
 

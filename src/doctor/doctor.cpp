@@ -63,6 +63,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     train::TrainJobConfig job = config.job;
     job.world_size = n;
     job.validate();
+    train::check_cpu_memory(job);
   }
 
   std::vector<std::pair<int, diagnose::VerdictFinding>> verdicts;
@@ -89,6 +90,12 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     report.points.push_back(std::move(point));
   }
   if (!verdicts.empty()) report.verdict = diagnose::judge_overall(verdicts);
+  if (config.job.backend == train::BackendKind::cpu)
+    for (const auto& p : report.points)
+      if (p.result.config.world_size > devices)
+        report.notes.push_back(fmt::format("N={} runs {} CPU ranks on {} cores: oversubscribed, so its figures measure "
+                                           "contention for cores rather than scaling",
+                                           p.result.config.world_size, p.result.config.world_size, devices));
   if (sizes.size() == 1)
     report.notes.push_back(fmt::format("{}: there is no scaling to judge, only the single-rank baseline (and its "
                                        "all-reduce cost)",
@@ -103,7 +110,12 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
 void to_json(nlohmann::json& j, const DoctorReport& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : r.points) {
-    nlohmann::json x = {{"world_size", p.result.config.world_size}, {"metrics", p.metrics},
+    nlohmann::json metrics = p.metrics;
+    if (p.result.config.world_size == 1) {  // a 1-rank "all-reduce" is a local copy: nothing to judge
+      metrics["comm_ratio"] = nullptr;
+      metrics["overlap_fraction"] = nullptr;
+    }
+    nlohmann::json x = {{"world_size", p.result.config.world_size}, {"metrics", metrics},
                         {"scaling_loss", p.loss}, {"result", p.result}};
     if (p.verdict) x["verdict"] = *p.verdict;
     points.push_back(std::move(x));

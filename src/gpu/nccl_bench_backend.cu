@@ -4,6 +4,8 @@
 #include <cuda_fp16.h>
 #include <mpi.h>
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "comm/check_pattern.h"
@@ -47,6 +49,11 @@ __global__ void check_kernel(const T* got, std::uint64_t n, pattern::Case c, dou
     if (!(fabs(v - want) <= tolerance * fabs(want))) ++local;
   }
   if (local) atomicAdd(wrong, local);
+}
+
+template <typename T>
+__global__ void corrupt_kernel(T* x) {  // the kEnvCorruptResult test hook: first element + 1
+  x[0] = from_double<T>(to_double(x[0]) + 1.0);
 }
 
 constexpr int kThreads = 256;
@@ -101,7 +108,8 @@ void NcclBenchBackend::check(ncclResult_t r, const char* call) {
                     "rerun with NCCL_DEBUG=INFO to see NCCL's own log");
 }
 
-NcclBenchBackend::NcclBenchBackend(const RankBootstrap& boot) : info_(boot.info), mpi_initialised_(boot.mpi_initialised) {
+NcclBenchBackend::NcclBenchBackend(const RankBootstrap& boot)
+    : info_(boot.info), mpi_initialised_(boot.mpi_initialised), corrupt_(std::getenv(comm::kEnvCorruptResult) != nullptr) {
   cudaDeviceProp prop{};
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, info_.local_rank));
   char bus[32] = {0};
@@ -193,6 +201,15 @@ void NcclBenchBackend::launch(const comm::BenchCase& c) {
       check(ncclRecv(out, c.count, t, (info_.rank + n - 1) % n, comm_, stream_), "ncclRecv");
       check(ncclGroupEnd(), "ncclGroupEnd");
       break;
+  }
+  if (corrupt_ && c.count > 0) {
+    dispatch(c.type, [&](auto zero) {
+      using T = decltype(zero);
+      T* first = reinterpret_cast<T*>(result_);
+      if (c.in_place && c.collective == Collective::reduce_scatter) first += info_.rank * c.count;
+      corrupt_kernel<T><<<1, 1, 0, stream_>>>(first);
+      SCALESCOPE_CUDA_CHECK_LAUNCH();
+    });
   }
 }
 

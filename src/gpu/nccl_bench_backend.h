@@ -52,7 +52,8 @@ class NcclBenchBackend final : public comm::BenchBackend {
   std::size_t scratch_elems_ = 0;
   std::vector<cudaEvent_t> events_;
   std::size_t used_events_ = 0;
-  bool mpi_initialised_ = false;  // under mpirun the bootstrap initialised MPI: finalise it last
+  bool mpi_initialised_ = false;
+  bool corrupt_ = false;  // kEnvCorruptResult test hook  // under mpirun the bootstrap initialised MPI: finalise it last
 };
 
 }  // namespace scalescope::gpu

@@ -1,5 +1,7 @@
 #include "report/reports.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "report/table.h"
@@ -17,12 +19,18 @@ std::string si(double x) {
   return fmt::format("{:.0f}", x);
 }
 
-std::string workload_line(const train::TrainResult& r) {
+std::string workload_line(const train::TrainResult& r, bool sweep) {
   const auto& c = r.config;
-  return fmt::format("model {} ({} parameters, {} FLOP/token), {} scaling, batch {} rows/rank × {} rank{} = {} rows, "
+  const std::string batch =
+      !sweep ? fmt::format("batch {} rows per rank × {} rank{} = {} rows", c.rows_per_rank(), c.world_size,
+                           c.world_size == 1 ? "" : "s", c.global_rows())
+      : c.mode == core::ScalingMode::weak
+          ? fmt::format("batch {} rows per rank (global = {} × world size)", c.rows_per_rank(), c.rows_per_rank())
+          : fmt::format("global batch {} rows split over the ranks", c.global_rows());
+  return fmt::format("model {} ({} parameters, {} FLOP/token), {} scaling, {}, "
                      "{} bucket{} ({} MiB first, {} MiB cap), overlap {}",
                      c.model, si(static_cast<double>(r.parameters)), si(r.flops_per_token), core::to_string(c.mode),
-                     c.rows_per_rank(), c.world_size, c.world_size == 1 ? "" : "s", c.global_rows(),
+                     batch,
                      r.bucket_bytes.size(), r.bucket_bytes.size() == 1 ? "" : "s",
                      c.engine.buckets.first_bucket_bytes / double(1 << 20), c.engine.buckets.bucket_cap_bytes / double(1 << 20),
                      c.engine.overlap ? "on" : "off");
@@ -36,7 +44,7 @@ std::string render_train_result(const train::TrainResult& r) {
   std::string out;
   out += fmt::format("scalescope train: world size {}, {} backend ({}), {}\n", c.world_size, train::to_string(c.backend),
                      r.communicator, r.device);
-  out += workload_line(r) + "\n";
+  out += workload_line(r, false) + "\n";
   out += fmt::format("data: {}; libraries: {}; phase timing: {}\n\n", r.data_description, r.library_versions,
                      r.timing_source);
 
@@ -65,12 +73,18 @@ std::string render_train_result(const train::TrainResult& r) {
   out += fmt::format("throughput: {} tokens/s ({} tokens per step), {:.2f} TFLOP/s per rank\n",
                      si(r.tokens_per_second()), r.tokens_per_step,
                      r.flops_per_token * r.tokens_per_second() / c.world_size / 1e12);
-  out += fmt::format(
-      "gradient all-reduce: {} per step, {:.1f} MB, {} ms in total (algbw {:.2f} GB/s, busbw {:.2f} GB/s), "
-      "exposed {} ms ({} hidden behind backward)\n",
-      p.all_reduce_count, p.all_reduce_bytes / 1e6, ms(p.all_reduce_seconds), r.all_reduce_algbw_gbps(),
-      r.all_reduce_busbw_gbps(), ms(p.exposed_comm),
-      p.all_reduce_seconds > 0 ? pct(std::max(0.0, 1.0 - p.exposed_comm / p.all_reduce_seconds)) : std::string("n/a"));
+  if (c.world_size > 1) {
+    out += fmt::format(
+        "gradient all-reduce: {} per step, {:.1f} MB, {} ms in total (algbw {:.2f} GB/s, busbw {:.2f} GB/s), "
+        "exposed {} ms ({} hidden behind backward)\n",
+        p.all_reduce_count, p.all_reduce_bytes / 1e6, ms(p.all_reduce_seconds), r.all_reduce_algbw_gbps(),
+        r.all_reduce_busbw_gbps(), ms(p.exposed_comm),
+        p.all_reduce_seconds > 0 ? pct(std::max(0.0, 1.0 - p.exposed_comm / p.all_reduce_seconds)) : std::string("n/a"));
+  } else {
+    out += fmt::format("gradient all-reduce: {} per step over {:.1f} MB; at world size 1 it is a local operation "
+                       "({} ms), not communication\n",
+                       p.all_reduce_count, p.all_reduce_bytes / 1e6, ms(p.all_reduce_seconds));
+  }
   if (r.ranks.size() > 1) {
     out += "\n";
     TextTable ranks({"rank", "compute ms", "all-reduce ms", "exposed ms", "data wait ms", "wall step ms"});
@@ -84,8 +98,8 @@ std::string render_train_result(const train::TrainResult& r) {
                          100 * (r.max_rank_compute / r.min_rank_compute - 1));
   }
   if (!r.losses.empty())
-    out += fmt::format("loss: {:.4f} at step 0 → {:.4f} at step {}\n", r.losses.front(), r.losses.back(),
-                       r.losses.size() - 1);
+    out += fmt::format("loss: {:.4f} at step 0 → {:.4f} at step {}{}\n", r.losses.front(), r.losses.back(),
+                       r.losses.size() - 1, std::isfinite(r.losses.back()) ? "" : " (training diverged: lower --lr)");
   return out;
 }
 
@@ -97,7 +111,7 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
                        d.devices,
                        d.backend == "gpu" ? (d.devices == 1 ? "GPU" : "GPUs") : (d.devices == 1 ? "core" : "cores"),
                        d.max_world_size, core::to_string(d.mode));
-    out += workload_line(first) + "\n";
+    out += workload_line(first, true) + "\n";
     out += fmt::format("data: {}; device per rank: {}; timing: {}\n\n", first.data_description, first.device,
                        first.timing_source);
     TextTable t({"world size", "step ms", "tokens/s", "speedup", "efficiency", "comm ratio", "all-reduce ms",

@@ -6,7 +6,8 @@ namespace scalescope::train {
 
 void BucketConfig::validate() const {
   if (first_bucket_bytes == 0 || bucket_cap_bytes == 0)
-    throw core::UsageError("bucket sizes must be positive", "e.g. --first-bucket-mb 1 --bucket-cap-mb 25");
+    throw core::UsageError("bucket sizes must be at least one byte (a size in MiB that rounds to 0 bytes)",
+                           "e.g. --first-bucket-mb 1 --bucket-cap-mb 25");
 }
 
 BucketPlan BucketPlan::build(const std::vector<ParameterInfo>& parameters, const BucketConfig& config,

@@ -3,11 +3,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -116,6 +120,13 @@ core::Summary summary_from_json(const nlohmann::json& j) {
   return s;
 }
 
+/// A list of numbers that may hold NaN or inf (a diverged loss), which JSON writes as null.
+std::vector<double> doubles_from_json(const nlohmann::json& j) {
+  std::vector<double> v;
+  for (const auto& x : j) v.push_back(x.is_null() ? std::numeric_limits<double>::quiet_NaN() : x.get<double>());
+  return v;
+}
+
 }  // namespace
 
 void to_json(nlohmann::json& j, const StepTiming& t) {
@@ -149,8 +160,15 @@ void TrainJobConfig::validate() const {
   mlp.validate();
   engine.buckets.validate();
   protocol.validate();
-  if (timeout_seconds < 0) throw core::UsageError("timeout must be ≥ 0 seconds (0 = none)");
-  if (!(adamw.learning_rate > 0)) throw core::UsageError("learning rate must be positive");
+  if (mode == core::ScalingMode::weak && static_cast<std::int64_t>(batch) * world_size > INT_MAX)
+    throw core::UsageError(fmt::format("global batch {} rows × {} ranks is too large", batch, world_size),
+                           "use a smaller --batch");
+  if (!(timeout_seconds >= 0))  // NaN too
+    throw core::UsageError(fmt::format("timeout {} must be ≥ 0 seconds (0 = none)", timeout_seconds));
+  // A float: --lr 1e30 overflows to inf, which JSON cannot carry to the ranks and back.
+  if (!(adamw.learning_rate > 0) || !std::isfinite(adamw.learning_rate))
+    throw core::UsageError(fmt::format("learning rate {} must be a positive finite number", adamw.learning_rate),
+                           "e.g. --lr 0.001");
   parse_fault(fault);
 }
 
@@ -261,8 +279,9 @@ void to_json(nlohmann::json& j, const TrainResult& r) {
        {"tokens_per_s", r.tokens_per_second()},
        {"phases", r.phases},
        {"rank_compute_s", {{"min", r.min_rank_compute}, {"max", r.max_rank_compute}}},
-       {"all_reduce_algbw_GBps", r.all_reduce_algbw_gbps()},
-       {"all_reduce_busbw_GBps", r.all_reduce_busbw_gbps()},
+       // At world size 1 the "all-reduce" is a local copy: no bandwidth to report.
+       {"all_reduce_algbw_GBps", r.config.world_size > 1 ? nlohmann::json(r.all_reduce_algbw_gbps()) : nlohmann::json()},
+       {"all_reduce_busbw_GBps", r.config.world_size > 1 ? nlohmann::json(r.all_reduce_busbw_gbps()) : nlohmann::json()},
        {"ranks", ranks},
        {"losses", r.losses},
        {"gradient_norms", r.gradient_norms},
@@ -292,8 +311,8 @@ void from_json(const nlohmann::json& j, TrainResult& r) {
     rs.wall_step_seconds = x.at("wall_step_s");
     r.ranks.push_back(rs);
   }
-  r.losses = j.at("losses").get<std::vector<double>>();
-  r.gradient_norms = j.at("gradient_norms").get<std::vector<double>>();
+  r.losses = doubles_from_json(j.at("losses"));
+  r.gradient_norms = doubles_from_json(j.at("gradient_norms"));
   r.replica_gradient_spread = j.at("replica_gradient_spread");
 }
 
@@ -350,7 +369,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
       timed_steps.insert(timed_steps.end(), timings.begin(), timings.end());
     }
     if (report)
-      std::fprintf(stderr, "  [%s ws=%d] round %d/%d %s: %.2f ms/step, loss %.4f\n", to_string(config.backend).c_str(),
+      std::fprintf(stderr, "  [%s ws=%d] round %d/%d %s: %.2f ms/step, rank 0 loss %.4f\n", to_string(config.backend).c_str(),
                    config.world_size, round + 1, rounds, timed ? "timed  " : "warm-up", 1e3 * wall / proto.steps_per_round,
                    losses.empty() ? 0.0 : losses.back());
   }
@@ -414,6 +433,29 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   return r;
 }
 
+// ---------------------------------------------------------------------------------------------- memory
+
+double cpu_rank_memory_bytes(const TrainJobConfig& config) {
+  const auto& m = config.mlp;
+  const double params = static_cast<double>(m.parameter_count());
+  const double rows = config.rows_per_rank();
+  const double activations_per_row = 2.0 * m.input_width() + 2.0 * m.layers * m.hidden + 2.0 * m.hidden + 2.0 * m.vocab;
+  const double tokens_per_row = (m.context + 1) * 4.0;  // staged, current and prefetched batches
+  return 4.0 * (5.0 * params + rows * (activations_per_row + tokens_per_row));
+}
+
+void check_cpu_memory(const TrainJobConfig& config) {
+  if (config.backend != BackendKind::cpu) return;
+  const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  const double need = cpu_rank_memory_bytes(config) * config.world_size;
+  if (physical > 0 && need > physical)
+    throw core::UsageError(
+        fmt::format("{} CPU rank{} of this model and batch need{} about {:.1f} GiB of memory; this machine has {:.1f} GiB",
+                    config.world_size, config.world_size == 1 ? "" : "s", config.world_size == 1 ? "s" : "",
+                    need / (1 << 30), physical / (1 << 30)),
+        "use a smaller --batch, --hidden, --layers, --context or --embed, a smaller --model, or fewer ranks");
+}
+
 // ---------------------------------------------------------------------------------------------- launcher
 
 void require_devices(BackendKind backend, int world_size) {
@@ -452,6 +494,7 @@ TrainResult launch_job(const TrainJobConfig& config) {
   config.validate();
   // Pre-flight in this process, so a bad input gives one message instead of one per rank.
   require_devices(config.backend, config.world_size);
+  check_cpu_memory(config);
   load_corpus(config, config.mlp.context + 1);
   core::TemporaryDirectory dir;
   const std::string job_path = dir.path() + "/job.json";

@@ -25,15 +25,27 @@ std::uint64_t mix64(std::uint64_t x) {  // splitmix64 finaliser (Steele, Lea & F
   return x ^ (x >> 31);
 }
 
-bool read_file(const fs::path& path, std::vector<std::uint8_t>& out, bool& is_text) {
+/// Reads `path` (a regular file) into `out` when its first 4 KiB hold no NUL byte, at most `limit` bytes.
+/// The probe comes first, so a large binary file (a sparse image, a model checkpoint) is never read whole.
+bool read_file(const fs::path& path, std::vector<std::uint8_t>& out, bool& is_text, std::size_t limit) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
-  std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<char> probe(4096);
+  in.read(probe.data(), static_cast<std::streamsize>(probe.size()));
   if (in.bad()) return false;
-  std::size_t probe = std::min<std::size_t>(data.size(), 4096);
-  is_text = std::find(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(probe), 0) ==
-            data.begin() + static_cast<std::ptrdiff_t>(probe);
-  if (is_text) out.insert(out.end(), data.begin(), data.end());
+  probe.resize(static_cast<std::size_t>(in.gcount()));
+  is_text = std::find(probe.begin(), probe.end(), '\0') == probe.end();
+  if (!is_text) return true;
+  const std::size_t keep = std::min(probe.size(), limit);
+  out.insert(out.end(), probe.begin(), probe.begin() + static_cast<std::ptrdiff_t>(keep));
+  std::vector<char> chunk(1 << 20);
+  for (std::size_t left = limit - keep; left > 0 && in;) {
+    in.read(chunk.data(), static_cast<std::streamsize>(std::min(chunk.size(), left)));
+    if (in.bad()) return false;
+    const auto n = static_cast<std::size_t>(in.gcount());
+    out.insert(out.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
+    left -= n;
+  }
   return true;
 }
 
@@ -57,8 +69,12 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
     }
     if (ec) throw core::Error(fmt::format("cannot list data directory '{}': {}", path, ec.message()), remedy);
     std::sort(files.begin(), files.end());
-  } else {
+  } else if (fs::is_regular_file(status)) {
     files.push_back(path);
+  } else {  // a FIFO would block for ever, /dev/zero or /dev/urandom would be read until memory runs out
+    throw core::Error(fmt::format("data path '{}' is not a regular file or a directory (a device, FIFO or socket)",
+                                  path),
+                      remedy);
   }
   std::set<std::pair<dev_t, ino_t>> seen;  // fortunes has name.u8 → name links: read each file once
   std::size_t unreadable = 0;
@@ -68,7 +84,8 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
     if (stat(f.c_str(), &st) != 0) continue;
     if (!seen.insert({st.st_dev, st.st_ino}).second) continue;
     bool is_text = false;
-    if (!read_file(f, corpus.bytes_, is_text)) {
+    if (corpus.bytes_.size() >= kMaxCorpusBytes) break;
+    if (!read_file(f, corpus.bytes_, is_text, kMaxCorpusBytes - corpus.bytes_.size())) {
       ++unreadable;
       if (first_error.empty()) first_error = fmt::format("{}: {}", f.string(), std::strerror(errno));
       continue;
@@ -81,8 +98,9 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
     throw core::Error(fmt::format("data '{}' holds {} bytes of text in {} file(s); at least {} are needed", path,
                                   corpus.bytes_.size(), corpus.file_count_, min_bytes),
                       remedy);
-  corpus.description_ = fmt::format("text: {} ({} file{}, {:.2f} MB)", path, corpus.file_count_,
-                                    corpus.file_count_ == 1 ? "" : "s", corpus.bytes_.size() / 1e6);
+  corpus.description_ = fmt::format("text: {} ({} file{}, {:.2f} MB{})", path, corpus.file_count_,
+                                    corpus.file_count_ == 1 ? "" : "s", corpus.bytes_.size() / 1e6,
+                                    corpus.bytes_.size() >= kMaxCorpusBytes ? ", the first 1 GiB" : "");
   return corpus;
 }
 

@@ -21,13 +21,17 @@ namespace scalescope::train {
 /// (installed by scripts/setup.sh; `apt-get install fortunes`), about 2.5 MB of plain text.
 inline constexpr const char* kDefaultTextDirectory = "/usr/share/games/fortunes";
 
+/// Every rank holds the whole corpus in memory: text beyond this many bytes is not read.
+inline constexpr std::size_t kMaxCorpusBytes = std::size_t{1} << 30;
+
 /// The bytes of a text corpus, concatenated in file-name order.
 class TextCorpus {
  public:
   /// Reads `path`: a text file, or a directory whose regular text files are read (sorted by name,
   /// each file once even when reached through several links; files containing NUL bytes in their first
-  /// 4 KiB, such as fortune's .dat indexes, are skipped as binary). Throws core::Error naming the path
-  /// when it does not exist, cannot be read, or holds fewer than `min_bytes` bytes of text.
+  /// 4 KiB, such as fortune's .dat indexes, are skipped as binary; at most kMaxCorpusBytes are read).
+  /// Throws core::Error naming the path when it does not exist, is not a regular file or directory
+  /// (a FIFO, a device), cannot be read, or holds fewer than `min_bytes` bytes of text.
   static TextCorpus load(const std::string& path, std::size_t min_bytes);
   /// A corpus of `bytes` uniformly random bytes from `seed` (the `--data synthetic` source).
   static TextCorpus synthetic(std::size_t bytes, std::uint64_t seed);

@@ -57,3 +57,19 @@ TEST(AtomicFile, DirectoryAsPathIsRejected) {
   EXPECT_THROW(write_file_atomically(dir.string(), "x"), Error);
   fs::remove_all(dir);
 }
+
+TEST(AtomicFile, DeviceOrFifoAsPathIsRejectedAndKept) {
+  // rename() would replace the node by a regular file (run as root, --out /dev/null destroyed /dev/null).
+  auto dir = fresh_dir("atomicfifo");
+  auto fifo = dir / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    write_file_atomically(fifo.string(), "x");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_THROW(scalescope::core::check_output_path_writable("/dev/null"), Error);
+  fs::remove_all(dir);
+}

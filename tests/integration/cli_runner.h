@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,10 +28,14 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
   return d;
 }
 
-/// Runs `SCALESCOPE_EXE args` through /bin/sh (args are pasted as written: quote them yourself).
-inline CliRun run_cli(const std::string& args) {
+/// Runs `SCALESCOPE_EXE args` through /bin/sh (args are pasted as written: quote them yourself), with
+/// `environment` added (NAME, value pairs; values must not need quoting).
+inline CliRun run_cli(const std::string& args,
+                      const std::vector<std::pair<std::string, std::string>>& environment = {}) {
   auto log = scratch_dir("log") / "out.txt";
-  std::string cmd = std::string(SCALESCOPE_EXE) + " " + args + " > " + log.string() + " 2>&1";
+  std::string env;
+  for (const auto& [k, v] : environment) env += k + "=" + v + " ";
+  std::string cmd = env + std::string(SCALESCOPE_EXE) + " " + args + " > " + log.string() + " 2>&1";
   int raw = std::system(cmd.c_str());
   CliRun r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);

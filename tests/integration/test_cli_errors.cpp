@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "cli_runner.h"
 
 using scalescope::testing::run_cli;
@@ -28,7 +33,13 @@ TEST(CliErrors, MissingCommandIsAUsageError) {
 }
 
 TEST(CliErrors, BadValuesAreUsageErrors) {
-  EXPECT_EQ(run_cli("train --world-size 0").status, 2);
+  auto zero = run_cli("train --world-size 0");
+  EXPECT_EQ(zero.status, 2);
+  expect_mentions(zero.output, "--world-size: 0 must be positive");  // not "not in range 0.000000 to 1797…"
+  EXPECT_LT(zero.output.size(), 200u) << zero.output;
+  auto both = run_cli("doctor --world-sizes 1,2 --max-world-size 1" + kQuick);  // --max-world-size was ignored
+  EXPECT_EQ(both.status, 2) << both.output;
+  expect_mentions(both.output, "excludes");
   EXPECT_EQ(run_cli("train --backend tpu").status, 2);
   auto r = run_cli("train --backend cpu --model mlp-7t");
   EXPECT_EQ(r.status, 2);
@@ -39,6 +50,40 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   r = run_cli("doctor --world-sizes 2,4" + kQuick);
   EXPECT_EQ(r.status, 2);
   expect_mentions(r.output, "start at 1");
+}
+
+TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {
+  for (const char* flag : {"--timeout nan", "--bucket-cap-mb nan", "--bucket-cap-mb 1e30", "--lr 1e39"}) {
+    auto r = run_cli(std::string("train ") + flag + kQuick);
+    EXPECT_EQ(r.status, 2) << flag << "\n" << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << flag << "\n" << r.output;
+  }
+}
+
+TEST(CliErrors, DivergedTrainingKeepsItsResult) {
+  // A loss of NaN travels as JSON null from rank 0 to the launcher; the measurement must not be lost.
+  auto dir = scratch_dir("diverged");
+  auto out = dir / "r.json";
+  auto r = run_cli("train --lr 1e30 --out " + out.string() + kQuick);
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_mentions(r.output, "diverged");
+  ASSERT_TRUE(fs::exists(out));
+  EXPECT_TRUE(scalescope::testing::read_json(out).at("losses").back().is_null());
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, ModelOrBatchBeyondMemoryIsRefusedBeforeStarting) {
+  // These died of std::bad_alloc in the ranks (abort and MPI noise) or as "internal error".
+  const std::string quick = " --backend cpu --warmup-rounds 0 --rounds 1 --steps-per-round 2 -q";
+  for (const char* flags : {"--model mlp-1m --batch 1000000000", "--batch 4 --hidden 65536 --layers 1024"}) {
+    auto r = run_cli(std::string("train ") + flags + quick);
+    EXPECT_EQ(r.status, 2) << flags << "\n" << r.output;
+    expect_mentions(r.output, "GiB of memory");
+    EXPECT_EQ(r.output.find("bad_alloc"), std::string::npos) << r.output;
+  }
+  auto r = run_cli("doctor --world-sizes 1,2 --batch 4 --hidden 65536 --layers 1024" + quick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "GiB of memory");
 }
 
 TEST(CliErrors, UnreadableDataNamesThePath) {
@@ -64,11 +109,54 @@ TEST(CliErrors, BinaryOnlyDirectoryIsRejected) {
   fs::remove_all(dir);
 }
 
+TEST(CliErrors, DataThatIsNotAFileIsRejectedAtOnce) {
+  // A FIFO would block the read for ever; /dev/zero would be read until memory runs out.
+  auto dir = scratch_dir("fifo");
+  ASSERT_EQ(mkfifo((dir / "fifo").c_str(), 0600), 0);
+  for (const std::string& data : {(dir / "fifo").string(), std::string("/dev/zero")}) {
+    auto r = run_cli("train --data " + data + kQuick);
+    EXPECT_EQ(r.status, 1) << r.output;
+    expect_mentions(r.output, "not a regular file");
+    expect_mentions(r.output, data);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, LargeBinaryFileIsNotReadWhole) {
+  // A sparse 64 GiB file of zeros: the binary probe must reject it without reading it into memory.
+  auto dir = scratch_dir("sparse");
+  { std::ofstream(dir / "disk.img"); }
+  fs::resize_file(dir / "disk.img", std::uintmax_t{64} << 30);
+  auto r = run_cli("train --data " + (dir / "disk.img").string() + kQuick);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "0 bytes of text");
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, OutputInMissingDirectoryFailsBeforeTraining) {
   auto r = run_cli("train --out /nonexistent-dir/r.json" + kQuick);
   EXPECT_EQ(r.status, 1);
   expect_mentions(r.output, "does not exist");
   EXPECT_EQ(r.output.find("round"), std::string::npos) << "must fail before measuring";
+}
+
+TEST(CliErrors, OutputThatWouldReplaceSomethingElseIsRejected) {
+  auto dir = scratch_dir("outkind");
+  auto text = dir / "corpus.txt";
+  std::ofstream(text) << std::string(4096, 'a');
+  auto r = run_cli("train --data " + text.string() + " --out " + text.string() + kQuick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "training data");
+  EXPECT_EQ(fs::file_size(text), 4096u) << "the data must be kept";
+  // A FIFO stands for any device here (a regression must not replace /dev/null on a machine run as root).
+  auto fifo = dir / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  r = run_cli("doctor --world-sizes 1 --out " + fifo.string() + kQuick);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "not a regular file");
+  EXPECT_EQ(r.output.find("world size 1 ("), std::string::npos) << "must fail before measuring";
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  fs::remove_all(dir);
 }
 
 TEST(CliErrors, GpuBackendWithoutEnoughGpus) {
@@ -97,7 +185,73 @@ TEST(CliErrors, HangingRankIsStoppedByTheTimeout) {
   auto r = run_cli("train --world-size 2 --internal-fault 0:1:hang --timeout 5 --out " + out.string() + kQuick);
   EXPECT_EQ(r.status, 1) << r.output;
   expect_mentions(r.output, "timeout");
+  expect_mentions(r.output, "raise --timeout");  // not "mpirun's message above names the failed rank"
   EXPECT_FALSE(fs::exists(out));
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
+  // SIGTERM to scalescope alone left mpirun and the ranks running (for ever with --timeout 0) and the
+  // hand-over directory in TMPDIR behind.
+  auto tmp = scratch_dir("sigterm");
+  auto log = tmp / "log.txt";
+  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 1000000 " +
+                          "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
+                          log.string() + " 2>&1";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("TMPDIR", tmp.c_str(), 1);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto job_dir_exists = [&] {
+    for (const auto& e : fs::directory_iterator(tmp))
+      if (e.path().filename().string().starts_with("scalescope-job-")) return true;
+    return false;
+  };
+  for (int i = 0; i < 100 && !job_dir_exists(); ++i) usleep(100000);
+  sleep(2);  // let mpirun start the ranks
+  kill(pid, SIGTERM);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 300 && done == 0; ++i, usleep(100000)) done = waitpid(pid, &status, WNOHANG);
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "scalescope did not exit within 30 s of SIGTERM";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(log);
+  std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  expect_mentions(output, "interrupted by signal");
+  EXPECT_FALSE(job_dir_exists()) << "the hand-over directory was left behind";
+  for (const auto& e : fs::directory_iterator("/proc")) {  // no rank (its job file is under tmp) survives
+    std::ifstream cmdline(e.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find(tmp.string()), std::string::npos) << "left running: pid " << e.path().filename();
+  }
+  fs::remove_all(tmp);
+}
+
+TEST(CliErrors, UnusableTmpdirIsNamed) {
+  auto r = run_cli("train" + kQuick, {{"TMPDIR", "/nonexistent-scalescope-tmp"}});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "TMPDIR");
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+}
+
+TEST(CliErrors, BadInternalJobFileIsAnError) {
+  auto dir = scratch_dir("job");
+  std::ofstream(dir / "truncated.json") << "{";
+  std::ofstream(dir / "wrong.json") << R"({"config": 5})";
+  for (const auto& job : {dir / "truncated.json", dir / "wrong.json", dir}) {
+    auto r = run_cli("train --internal-job " + job.string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    expect_mentions(r.output, "is not a scalescope job");
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  }
   fs::remove_all(dir);
 }
 

@@ -27,7 +27,7 @@ struct DoctorFlags {
 int run(const DoctorFlags& f) {
   doctor::DoctorConfig config;
   config.job = f.workload.resolve(1);
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  if (!f.out.empty()) check_output_path(f.out, config.job);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;
   int devices = gpu ? train::visible_gpu_count(&why) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -58,9 +58,9 @@ Action add_doctor_command(CLI::App& app) {
       "doctor", "Measure data-parallel scaling at world size 1, 2, 4 … and give the verdict (healthy/watch/investigate)");
   add_workload_options(*cmd, flags->workload);
   cmd->add_option("--world-sizes", flags->world_sizes, "world sizes to run, ascending from 1 (default: 1, 2, 4 … all)")
-      ->delimiter(',')->check(CLI::PositiveNumber);
+      ->delimiter(',')->check(number_check(false));
   cmd->add_option("--max-world-size", flags->max_world_size, "largest world size of the default sweep")
-      ->check(CLI::PositiveNumber);
+      ->check(number_check(false))->excludes("--world-sizes");  // it would be silently ignored
   cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)");
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }

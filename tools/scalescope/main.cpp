@@ -1,6 +1,7 @@
 // scalescope: why is training on N GPUs not N times faster?
 
 #include <cstdio>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -8,13 +9,14 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"scalescope: measures, explains and predicts the scaling of data-parallel training"};
+  CLI::App app{"scalescope: measures and explains the scaling of data-parallel training"};
   app.set_version_flag("--version", std::string("scalescope ") + SCALESCOPE_VERSION +
                                         (SCALESCOPE_BUILT_WITH_CUDA ? " (CUDA/NCCL and CPU/MPI backends)"
                                                                     : " (CPU/MPI backend only; built without CUDA)"));
   app.require_subcommand(1);
   std::vector<scalescope::cli::Action> actions = {scalescope::cli::add_train_command(app),
-                                                  scalescope::cli::add_doctor_command(app)};
+                                                  scalescope::cli::add_doctor_command(app),
+                                                  scalescope::cli::add_comm_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -40,6 +42,9 @@ int main(int argc, char** argv) {
   } catch (const scalescope::core::Error& e) {
     std::fprintf(stderr, "scalescope: error: %s\n", e.what());
     if (!e.remedy().empty()) std::fprintf(stderr, "  what to do: %s\n", e.remedy().c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "scalescope: error: out of memory\n  what to do: use a smaller --batch or model, or fewer ranks\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "scalescope: internal error: %s\n", e.what());

@@ -34,21 +34,37 @@ void finish(const train::TrainResult& result, const std::string& out) {
 
 int run(const TrainFlags& f) {
   if (!f.internal_job.empty()) {  // a rank started by launch_job: config and hand-over path come from the file
-    std::ifstream in(f.internal_job);
-    if (!in) throw core::Error("cannot read the job file '" + f.internal_job + "'");
-    auto job = nlohmann::json::parse(in);
-    auto result = train::run_rank(job.at("config").get<train::TrainJobConfig>());
-    if (result) train::write_result_file(job.at("result").get<std::string>(), *result);
+    const std::string remedy = "--internal-job is how scalescope starts its own ranks; run 'scalescope train' without it";
+    train::TrainJobConfig config;
+    std::string result_path;
+    try {
+      std::ifstream in(f.internal_job);
+      if (!in) throw core::Error("cannot read the job file '" + f.internal_job + "'", remedy);
+      auto job = nlohmann::json::parse(in);
+      config = job.at("config").get<train::TrainJobConfig>();
+      result_path = job.at("result").get<std::string>();
+    } catch (const std::exception& e) {  // not JSON, a directory, a missing or mistyped field
+      if (dynamic_cast<const core::Error*>(&e)) throw;
+      throw core::Error("job file '" + f.internal_job + "' is not a scalescope job: " + e.what(), remedy);
+    }
+    if (auto result = train::run_rank(config)) train::write_result_file(result_path, *result);
     return 0;
   }
   const train::TrainJobConfig config = f.workload.resolve(f.world_size);
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  if (!f.out.empty()) check_output_path(f.out, config);
   if (comm::rank_from_launcher_environment() || comm::started_by_mpi_launcher()) {
     // Started by mpirun/srun (e.g. across nodes): this process is one rank; rank 0 reports.
     if (auto result = train::run_rank(config)) finish(*result, f.out);
     return 0;
   }
-  finish(train::launch_job(config), f.out);
+  try {
+    finish(train::launch_job(config), f.out);
+  } catch (const core::UsageError&) {
+    throw;
+  } catch (const core::Error& e) {  // a failed run measured nothing whole: say that --out was left alone
+    if (f.out.empty()) throw;
+    throw core::Error(e.what(), (e.remedy().empty() ? "" : e.remedy() + "; ") + "nothing was written to " + f.out);
+  }
   return 0;
 }
 
@@ -58,7 +74,7 @@ Action add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   auto* cmd = app.add_subcommand("train", "Train one configuration and print its per-phase step breakdown");
   cmd->add_option("-n,--world-size", flags->world_size, "number of ranks (GPUs or CPU cores)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(number_check(false))->capture_default_str();
   add_workload_options(*cmd, flags->workload);
   cmd->add_option("-o,--out", flags->out, "write the result as JSON to this file (atomically)");
   cmd->add_option("--internal-job", flags->internal_job, "")->group("");

@@ -2,11 +2,36 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
+#include <fmt/format.h>
+
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "train/backend.h"
 
 namespace scalescope::cli {
+
+CLI::Validator number_check(bool zero_allowed) {
+  // CLI11's PositiveNumber says "Value 0 not in range 0.000000 to 1797693134862315708145…" (309 digits).
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        double x = 0;
+        if (!CLI::detail::lexical_cast(text, x)) return "'" + text + "' is not a number";
+        if (zero_allowed ? !(x >= 0) : !(x > 0)) return text + (zero_allowed ? " must be ≥ 0" : " must be positive");
+        return {};
+      },
+      zero_allowed ? "NONNEGATIVE" : "POSITIVE");
+}
+
+void check_output_path(const std::string& out, const train::TrainJobConfig& config) {
+  core::check_output_path_writable(out);
+  std::error_code ec;
+  if (!config.data.empty() && config.data != "synthetic" && std::filesystem::equivalent(out, config.data, ec))
+    throw core::UsageError(fmt::format("--out '{}' is the training data '{}': the result would replace it", out,
+                                       config.data),
+                           "write the result to another file");
+}
 
 void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--backend", f.backend, "cpu (MPI ranks, one core each), gpu (NCCL, one GPU per rank) or auto")
@@ -15,31 +40,36 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   for (const auto& n : train::MlpLmConfig::preset_names()) presets += (presets.empty() ? "" : ", ") + n;
   app.add_option("--model", f.model, "MLP language-model preset: auto (mlp-10m on CPU, mlp-100m on GPU), " + presets)
       ->capture_default_str();
-  app.add_option("--context", f.context, "override: bytes of context per example")->check(CLI::PositiveNumber);
-  app.add_option("--embed", f.embed, "override: embedding width per context byte")->check(CLI::PositiveNumber);
-  app.add_option("--hidden", f.hidden, "override: hidden layer width")->check(CLI::PositiveNumber);
-  app.add_option("--layers", f.layers, "override: number of hidden layers")->check(CLI::PositiveNumber);
+  app.add_option("--context", f.context, "override: bytes of context per example")
+      ->check(number_check(false));
+  app.add_option("--embed", f.embed, "override: embedding width per context byte")
+      ->check(number_check(false));
+  app.add_option("--hidden", f.hidden, "override: hidden layer width")
+      ->check(number_check(false));
+  app.add_option("--layers", f.layers, "override: number of hidden layers")
+      ->check(number_check(false));
   app.add_option("--batch", f.batch,
                  "batch rows: per rank (weak scaling) or global (--strong); default 64 on CPU, 8192 on GPU")
-      ->check(CLI::PositiveNumber);
+      ->check(number_check(false));
   app.add_flag("--strong", f.strong, "strong scaling: fixed global batch split over the ranks (default: weak)");
   app.add_option("--first-bucket-mb", f.first_bucket_mib, "first gradient bucket size, MiB (DDP default 1)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(number_check(false))->capture_default_str();
   app.add_option("--bucket-cap-mb", f.bucket_cap_mib, "gradient bucket cap, MiB (DDP's bucket_cap_mb, default 25)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(number_check(false))->capture_default_str();
   app.add_flag("--no-overlap", f.no_overlap, "start the all-reduces only after the whole backward");
   app.add_option("--data", f.data,
                  "training text: a file or directory of text files, or 'synthetic' for random bytes "
                  "(default: $SCALESCOPE_DATA, else /usr/share/games/fortunes from the Debian package 'fortunes')");
   app.add_option("--warmup-rounds", f.warmup_rounds, "rounds run and discarded before timing (seed: ≥ 3)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(number_check(true))->capture_default_str();
   app.add_option("--rounds", f.timed_rounds, "timed rounds (seed: 5; headline = mean of the middle 3)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(number_check(false))->capture_default_str();
   app.add_option("--steps-per-round", f.steps_per_round, "training steps per round")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--lr", f.learning_rate, "AdamW learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(number_check(false))->capture_default_str();
+  app.add_option("--lr", f.learning_rate, "AdamW learning rate")
+      ->check(number_check(false))->capture_default_str();
   app.add_option("--timeout", f.timeout_seconds, "stop a run whose ranks take longer than this, seconds (0: never)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(number_check(true))->capture_default_str();
   app.add_flag("-q,--quiet", f.quiet, "no progress messages on stderr");
   // Test hooks, hidden from --help: prove that rank failures and wrong averages are caught.
   app.add_option("--internal-fault", f.fault, "")->group("");
@@ -61,9 +91,13 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   if (layers) c.mlp.layers = layers;
   c.batch = batch ? batch : (gpu ? 8192 : 64);
   c.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;
-  auto mib = [](double x) { return static_cast<std::size_t>(std::llround(x * (1 << 20))); };
-  c.engine.buckets.first_bucket_bytes = mib(first_bucket_mib);
-  c.engine.buckets.bucket_cap_bytes = mib(bucket_cap_mib);
+  auto mib = [](double x, const char* flag) {
+    if (!(x >= 0 && x <= 1 << 20))  // NaN too; beyond 1 TiB llround would overflow
+      throw core::UsageError(fmt::format("{} {} must be between 0 and 1048576 MiB", flag, x), "e.g. 1 or 25");
+    return static_cast<std::size_t>(std::llround(x * (1 << 20)));
+  };
+  c.engine.buckets.first_bucket_bytes = mib(first_bucket_mib, "--first-bucket-mb");
+  c.engine.buckets.bucket_cap_bytes = mib(bucket_cap_mib, "--bucket-cap-mb");
   c.engine.overlap = !no_overlap;
   c.engine.gradient_reduction = gradient_reduction == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
   // SCALESCOPE_DATA names the default text where /usr/share/games/fortunes cannot be installed.

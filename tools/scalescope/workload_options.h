@@ -32,6 +32,13 @@ struct WorkloadFlags {
   train::TrainJobConfig resolve(int world_size) const;
 };
 
+/// Checks `--out` before a run: writable (core::check_output_path_writable) and not the training data
+/// file, which the result would replace. Throws core::Error / core::UsageError.
+void check_output_path(const std::string& out, const train::TrainJobConfig& config);
+
+/// A flag's number check: positive (or ≥ 0 when `zero_allowed`), with a one-line message.
+CLI::Validator number_check(bool zero_allowed);
+
 /// Registers the workload flags on `app`.
 void add_workload_options(CLI::App& app, WorkloadFlags& flags);
 

@@ -1,0 +1,72 @@
+// `scalescope comm --from FILE` as a user runs it: table on stdout, warnings on stderr, JSON written
+// atomically, exit 1 with a clear message for a file that is not an nccl-tests output.
+
+#include <gtest/gtest.h>
+
+#include "cli_runner.h"
+
+using scalescope::testing::read_json;
+using scalescope::testing::run_cli;
+using scalescope::testing::scratch_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kOutput =
+    "mpirun -np 8 ./build/all_reduce_perf -b 8 -e 128M -f 16 -g 1\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+    "           8             2     float     sum      -1    12.90    0.00    0.00      0    12.87    0.00    0.00      0\n"
+    "         128            32     float     sum      -1    15.47    0.01    0.01      0    15.27    0.01    0.01      0\n"
+    "        2048           512     float     sum      -1    16.62    0.12    0.22      0    15.90    0.13    0.23      0\n"
+    "       32768          8192     float     sum      -1    18.78    1.74    3.05      0    18.09    1.81    3.17      0\n"
+    "      524288        131072     float     sum      -1    21.17   24.77   43.35      0    20.96   25.01   43.77      0\n"
+    "     8388608       2097152     float     sum      -1    84.29   99.52  174.16      0    83.22  100.80  176.40      0\n"
+    "   134217728      33554432     float     sum      -1    592.8  226.39  396.19      0    592.1  226.69  396.71      0\n"
+    "# Out of bounds values : 0 OK\n"
+    "# Avg bus bandwidth    : 89.6\n";
+
+void expect_mentions(const std::string& output, const std::string& what) {
+  EXPECT_NE(output.find(what), std::string::npos) << "expected '" << what << "' in:\n" << output;
+}
+
+}  // namespace
+
+TEST(CommCli, ReadsAnNcclTestsOutputAndWritesJson) {
+  auto dir = scratch_dir("comm");
+  std::ofstream(dir / "ar.txt") << kOutput;
+  auto r = run_cli("comm --from " + (dir / "ar.txt").string() + " --expect 450 --out " + (dir / "r.json").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_mentions(r.output, "#       size         count      type   redop    root     time   algbw   busbw  #wrong");
+  // nccl-tests 2.19+ layout: a time fills its 7 columns with 2 decimals (older versions printed "592.8").
+  expect_mentions(r.output, "   134217728      33554432     float     sum      -1   592.80  226.39  396.19       0");
+  expect_mentions(r.output, "# Avg bus bandwidth    : 89.6");
+  expect_mentions(r.output, "busbw plateau  : 396.19 GB/s");
+  expect_mentions(r.output, "grade          : good");
+  auto j = read_json(dir / "r.json");
+  EXPECT_EQ(j["schema"], "scalescope.comm/1");
+  EXPECT_EQ(j["sweep"]["collective"], "all_reduce");
+  EXPECT_EQ(j["sweep"]["ranks"], 8);
+  EXPECT_EQ(j["sweep"]["rows"].size(), 7u);
+  EXPECT_EQ(j["analysis"]["grade"]["label"], "good");
+  EXPECT_GT(j["analysis"]["fit"]["beta_bus_gbps"].get<double>(), 300);
+  fs::remove_all(dir);
+}
+
+TEST(CommCli, ForeignOrMissingFilesFailWithTheReason) {
+  auto dir = scratch_dir("comm_bad");
+  std::ofstream(dir / "notes.txt") << "GPU0 X NV18\nsome text\n";
+  auto r = run_cli("comm --from " + (dir / "notes.txt").string() + " --out " + (dir / "r.json").string());
+  EXPECT_EQ(r.status, 1);
+  expect_mentions(r.output, "is not an nccl-tests output");
+  expect_mentions(r.output, "what to do:");
+  EXPECT_FALSE(fs::exists(dir / "r.json"));
+  r = run_cli("comm --from " + (dir / "missing.txt").string());
+  EXPECT_EQ(r.status, 1);
+  expect_mentions(r.output, "missing.txt");
+  r = run_cli("comm --from " + (dir / "notes.txt").string() + " --collective allgatherv");
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "unknown collective 'allgatherv'");
+  EXPECT_EQ(run_cli("comm --from x --expect -3").status, 2);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,97 @@
+// `scalescope comm` live on CPU ranks (MPI): every collective, type, operation and root verified exactly;
+// the check catches corruption; bandwidths follow nccl-tests' definitions; bad flags are usage errors.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "cli_runner.h"
+
+using scalescope::testing::read_json;
+using scalescope::testing::run_cli;
+using scalescope::testing::scratch_dir;
+
+namespace {
+
+nlohmann::json sweep_all(int ranks, const std::string& extra = "") {
+  auto dir = scratch_dir("comm" + std::to_string(ranks));
+  auto out = dir / "c.json";
+  auto r = run_cli("comm --backend cpu -g " + std::to_string(ranks) +
+                   " --collective all -d all -o all -r all -b 8 -e 64K -f 8 -n 2 -w 0 -c 1 -q --out " + out.string() +
+                   " " + extra);
+  EXPECT_EQ(r.status, 0) << r.output.substr(0, 4000);
+  if (r.status != 0) return {};
+  auto j = read_json(out);
+  std::filesystem::remove_all(dir);
+  return j;
+}
+
+}  // namespace
+
+TEST(CommLive, EveryCollectiveTypeOpAndRootIsExactOnTwoAndThreeRanks) {
+  for (int ranks : {2, 3}) {
+    auto j = sweep_all(ranks, "--no-per-iteration");
+    ASSERT_FALSE(j.is_null());
+    EXPECT_EQ(j["schema"], "scalescope.comm/1");
+    // 2 × 6 types × 5 ops × n roots for reduce; 6 × 5 all-reduce and reduce-scatter; 6 × n broadcast; 6 × 3 others.
+    const std::size_t expected = 6 * 5 * 2 + 6 * 5 * ranks + 6 * ranks + 6 * 3;
+    EXPECT_EQ(j["reports"].size(), expected) << ranks;
+    std::size_t checked = 0;
+    for (const auto& rep : j["reports"]) {
+      const auto& s = rep["sweep"];
+      ASSERT_EQ(s["rows"].size(), 5u) << s["collective"];  // 8 B, 64 B, 512 B, 4 KiB, 32 KiB (×8 up to 64 KiB)
+      for (const auto& row : s["rows"])
+        for (const char* dir : {"out_of_place", "in_place"}) {
+          const auto& w = row[dir]["wrong"];
+          if (w.is_null()) continue;  // in-place all-to-all / send-recv: undefined, not checked (as nccl-tests)
+          EXPECT_EQ(w.get<double>(), 0.0) << s["collective"] << " " << row["type"] << " " << row["redop"] << " root "
+                                          << row["root"] << " " << row["size_bytes"] << " " << dir;
+          ++checked;
+        }
+    }
+    EXPECT_GT(checked, expected * 4);  // most cells were checked, both directions
+  }
+}
+
+TEST(CommLive, BusBandwidthFollowsNcclTestsFactors) {
+  auto dir = scratch_dir("commbw");
+  auto out = dir / "c.json";
+  auto r = run_cli("comm --backend cpu -g 3 --collective all -b 1M -e 1M -n 3 -w 1 -q --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto j = read_json(out);
+  for (const auto& rep : j["reports"]) {
+    const std::string coll = rep["sweep"]["collective"];
+    const auto& t = rep["sweep"]["rows"][0]["out_of_place"];
+    const double algbw = t["algbw_gbps"], busbw = t["busbw_gbps"];
+    const double factor = coll == "all_reduce" ? 4.0 / 3 : (coll == "all_gather" || coll == "reduce_scatter" ||
+                                                            coll == "all_to_all") ? 2.0 / 3 : 1.0;
+    EXPECT_NEAR(busbw, algbw * factor, 1e-9 + 1e-9 * busbw) << coll;
+    EXPECT_NEAR(algbw, rep["sweep"]["rows"][0]["size_bytes"].get<double>() / t["time_us"].get<double>() / 1e3,
+                1e-6 * algbw) << coll;
+    EXPECT_FALSE(t["median_us"].is_null()) << "per-iteration statistics";
+    EXPECT_FALSE(t["rank_skew_us"].is_null());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CommLive, CorruptionIsCountedAndFailsTheRun) {
+  auto dir = scratch_dir("commbad");
+  auto out = dir / "c.json";
+  auto r = run_cli("comm --backend cpu -g 2 -b 8 -e 64 -f 2 -q --no-per-iteration --out " + out.string(),
+                   {{"SCALESCOPE_TEST_CORRUPT_RESULT", "1"}});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("wrong element"), std::string::npos) << r.output;
+  auto j = read_json(out);  // the measurement is kept
+  EXPECT_EQ(j["reports"][0]["sweep"]["rows"][0]["out_of_place"]["wrong"].get<double>(), 2.0);  // one per rank
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CommLive, BadFlagsAreUsageErrors) {
+  EXPECT_EQ(run_cli("comm --backend cpu -b 1X").status, 2);
+  EXPECT_EQ(run_cli("comm --backend cpu -g 2 -r 5").status, 2);
+  EXPECT_EQ(run_cli("comm --backend cpu -d float17").status, 2);
+  EXPECT_EQ(run_cli("comm --backend cpu --collective allreduce2").status, 2);
+  EXPECT_EQ(run_cli("comm --backend cpu -b 1M -e 8").status, 2);
+  EXPECT_EQ(run_cli("comm --backend gpu -g 64").status, 2);
+}
