@@ -26,17 +26,21 @@ cat "$LOGS/machine.txt"
 log "build (GPT targets only)"
 BUILD=build-device
 if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$LOGS/build.log" 2>&1 &&
-       timeout 420 cmake --build "$BUILD" -j "$(nproc)" --target test_gpt_cpu test_gpt_cuda test_mlp_lm_cuda bench_gpt_speed \
+       timeout 360 cmake --build "$BUILD" -j "$(nproc)" --target test_gpt_cpu test_gpt_cuda bench_gpt_speed \
          >> "$LOGS/build.log" 2>&1; }; then
   tail -60 "$LOGS/build.log"
   tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
   exit 1
 fi
 grep -iE "warning" "$LOGS/build.log" | grep -E "gpt|lt_matmul|gpt_speed" | head -20
+# The MLP's GPU test links the whole CUDA library (NCCL code included); its failure to build is reported, not fatal.
+timeout 240 cmake --build "$BUILD" -j "$(nproc)" --target test_mlp_lm_cuda > "$LOGS/build-mlp.log" 2>&1 ||
+  { echo "test_mlp_lm_cuda did not build:"; grep -E "error" "$LOGS/build-mlp.log" | head -5; }
 
 log "tests"
 : > "$OUT/tests.txt"
 for t in test_gpt_cuda test_gpt_cpu test_mlp_lm_cuda; do
+  [ -x "$BUILD/tests/$t" ] || { echo "$t: not built" | tee -a "$OUT/tests.txt"; continue; }
   timeout 300 "$BUILD/tests/$t" > "$LOGS/$t.log" 2>&1
   rc=$?
   { echo "$t: exit $rc"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|error|Expected|Which is|actual|cpu |held " "$LOGS/$t.log" | head -60; } \
