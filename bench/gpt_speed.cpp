@@ -111,6 +111,11 @@ nlohmann::json run(const Options& o) {
   if (o.batch < 1) throw core::UsageError("--batch must be ≥ 1");
   if (o.rounds < 3) throw core::UsageError("--rounds must be ≥ 3 (the middle rounds are averaged)");
 
+  const auto memory = config.memory_per_rank(o.batch);
+  fmt::print("{}: {:.2f} M parameters, {:.3f} GFLOP per token (6N + 12LTd), memory per rank at batch {}: {:.2f} GiB "
+             "(weights, gradients, AdamW, bf16 copies {:.2f} GiB; activations {:.2f} GiB)\n",
+             config.describe(), static_cast<double>(config.parameter_count()) / 1e6, config.flops_per_token() / 1e9,
+             o.batch, gib(memory.total()), gib(memory.total() - memory.activations), gib(memory.activations));
   cudaDeviceProp prop{};
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t stream = nullptr;
@@ -176,7 +181,7 @@ nlohmann::json run(const Options& o) {
   const double achieved = config.flops_per_token() * tokens_per_s;
   const double held = static_cast<double>(model.device_bytes());
   const double device_used = static_cast<double>(free_before - free_low);
-  const double estimate = config.memory_per_rank(o.batch).total();
+  const double estimate = memory.total();
 
   const bool finite = std::all_of(losses.begin(), losses.end(), [](float x) { return std::isfinite(x); });
   fmt::print("{} (layers {}) batch {}: {:.1f} k tokens/s, step {:.2f} ms, {:.1f} TFLOP/s, MFU {:.1f} % of measured bf16 GEMM "
