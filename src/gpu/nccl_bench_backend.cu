@@ -5,8 +5,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
-
-#include <fmt/format.h>
+#include <string>
 
 #include "comm/check_pattern.h"
 #include "core/error.h"
@@ -30,6 +29,8 @@ template <> __device__ double to_double<__half>(__half x) { return static_cast<d
 template <> __device__ double to_double<__nv_bfloat16>(__nv_bfloat16 x) {
   return static_cast<double>(__bfloat162float(x));
 }
+
+// No {fmt} in this file: its headers do not compile under nvcc with --expt-relaxed-constexpr.
 
 // Writes the case's send values at dst[offset + i]; `poison` instead writes 101 (no pattern value).
 template <typename T>
@@ -103,8 +104,8 @@ pattern::Case pattern_case(const comm::BenchCase& c, const comm::RankInfo& info)
 void NcclBenchBackend::check(ncclResult_t r, const char* call) {
   if (r == ncclSuccess) return;
   const char* last = ncclGetLastError(comm_);
-  throw core::Error(fmt::format("NCCL error in {} on rank {}: {}{}{}", call, info_.rank, ncclGetErrorString(r),
-                                last && *last ? ": " : "", last ? last : ""),
+  throw core::Error(std::string("NCCL error in ") + call + " on rank " + std::to_string(info_.rank) + ": " +
+                        ncclGetErrorString(r) + (last && *last ? std::string(": ") + last : std::string()),
                     "rerun with NCCL_DEBUG=INFO to see NCCL's own log");
 }
 
@@ -114,7 +115,7 @@ NcclBenchBackend::NcclBenchBackend(const RankBootstrap& boot)
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, info_.local_rank));
   char bus[32] = {0};
   cudaDeviceGetPCIBusId(bus, sizeof(bus), info_.local_rank);
-  device_ = fmt::format("cuda:{} {} [{}]", info_.local_rank, prop.name, bus);
+  device_ = "cuda:" + std::to_string(info_.local_rank) + " " + prop.name + " [" + bus + "]";
   SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   SCALESCOPE_CUDA_CHECK(cudaMalloc(&wrong_, sizeof(unsigned long long)));
   check(ncclCommInitRank(&comm_, info_.world_size, boot.id, info_.rank), "ncclCommInitRank");
@@ -139,8 +140,8 @@ void NcclBenchBackend::reserve(std::uint64_t max_send_bytes, std::uint64_t max_r
   if (cudaMalloc(&send_, std::max<std::uint64_t>(max_send_bytes, 256)) != cudaSuccess ||
       cudaMalloc(&result_, std::max<std::uint64_t>(max_result_bytes, 256)) != cudaSuccess) {
     cudaGetLastError();
-    throw core::Error(fmt::format("cannot allocate {} + {} bytes of GPU memory for the benchmark buffers",
-                                  max_send_bytes, max_result_bytes),
+    throw core::Error("cannot allocate " + std::to_string(max_send_bytes) + " + " + std::to_string(max_result_bytes) +
+                          " bytes of GPU memory for the benchmark buffers",
                       "use a smaller -e");
   }
   send_bytes_ = max_send_bytes;

@@ -13,5 +13,6 @@ using Action = std::function<int()>;
 Action add_train_command(CLI::App& app);
 Action add_doctor_command(CLI::App& app);
 Action add_comm_command(CLI::App& app);
+Action add_topo_command(CLI::App& app);
 
 }  // namespace scalescope::cli

@@ -11,6 +11,9 @@
 #include "core/error.h"
 #include "doctor/doctor.h"
 #include "report/reports.h"
+#include "report/topo_report.h"
+#include "topo/analysis.h"
+#include "topo/live.h"
 #include "train/backend.h"
 #include "workload_options.h"
 
@@ -38,13 +41,19 @@ int run(const DoctorFlags& f) {
   if (!config.world_sizes.empty() && gpu && config.world_sizes.back() > devices)
     throw core::UsageError(fmt::format("world size {} needs more GPUs than the {} visible", config.world_sizes.back(), devices),
                            "drop it from --world-sizes");
+  // The topology first (issue #3): whether NCCL can reach the GPUs over a fast path explains much of what follows.
+  const auto topology = topo::analyse(topo::discover_live());
+  std::fputs((report::render_topo_summary(topology) + "\n").c_str(), stdout);
+  std::fflush(stdout);
   auto progress = [&](const std::string& line) {
     if (config.job.progress) std::fprintf(stderr, "%s\n", line.c_str());
   };
   const auto report = doctor::run_doctor(config, devices, max_world_size, progress);
   std::fputs(report::render_doctor_report(report).c_str(), stdout);
   if (!f.out.empty()) {  // written even when a world size failed: what was measured is kept
-    core::write_file_atomically(f.out, nlohmann::json(report).dump(1) + "\n");
+    nlohmann::json j = report;
+    j["topology"] = topology;
+    core::write_file_atomically(f.out, j.dump(1) + "\n");
     std::fprintf(stderr, "wrote %s%s\n", f.out.c_str(), report.complete() ? "" : " (incomplete)");
   }
   return report.complete() ? 0 : 1;

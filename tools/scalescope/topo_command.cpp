@@ -1,0 +1,64 @@
+// `scalescope topo`: the GPU interconnect (live, or from a saved `nvidia-smi topo -m`), expected bandwidth per
+// pair and what is wrong with it.
+
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "report/topo_report.h"
+#include "topo/analysis.h"
+#include "topo/live.h"
+#include "topo/smi_topo_parser.h"
+
+namespace scalescope::cli {
+namespace {
+
+struct TopoFlags {
+  std::string from;
+  std::string compare;
+  std::string out;
+};
+
+int run(const TopoFlags& f) {
+  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  // Read --compare first: a bad file is an error before any discovery runs.
+  std::optional<topo::TopologyReading> other;
+  if (!f.compare.empty()) other = topo::parse_smi_topo_file(f.compare);
+  const auto report = topo::analyse(f.from.empty() ? topo::discover_live() : topo::parse_smi_topo_file(f.from));
+  std::fputs(report::render_topo_report(report).c_str(), stdout);
+  int status = 0;
+  nlohmann::json j = report;
+  if (other) {
+    int compared = 0;
+    const auto mismatches = topo::compare_link_classes(report.topology, other->topology, &compared);
+    std::fputs(("\n" + report::render_link_comparison(mismatches, compared, report.topology.source,
+                                                      other->topology.source)).c_str(), stdout);
+    auto& c = j["comparison"] = {{"with", other->topology.source}, {"pairs_compared", compared}, {"mismatches", nlohmann::json::array()}};
+    for (const auto& m : mismatches) c["mismatches"].push_back({{"a", m.a}, {"b", m.b}, {"first", m.first}, {"second", m.second}});
+    if (!mismatches.empty()) status = 1;
+  }
+  if (!f.out.empty()) {
+    core::write_file_atomically(f.out, j.dump(1) + "\n");
+    std::fprintf(stderr, "wrote %s\n", f.out.c_str());
+  }
+  return status;
+}
+
+}  // namespace
+
+Action add_topo_command(CLI::App& app) {
+  auto flags = std::make_shared<TopoFlags>();
+  auto* cmd = app.add_subcommand(
+      "topo", "Show the GPU interconnect (like nvidia-smi topo -m), the expected bandwidth of every GPU pair and what is "
+              "wrong with it; live, or from a saved `nvidia-smi topo -m` with --from");
+  // No CLI11 ExistingFile check: an unreadable or foreign file is a failed run (exit 1) with the parser's message.
+  cmd->add_option("--from", flags->from, "read a saved `nvidia-smi topo -m` output instead of this machine");
+  cmd->add_option("--compare", flags->compare,
+                  "also compare the link classes with a saved `nvidia-smi topo -m`; exit 1 when they differ");
+  cmd->add_option("-o,--out", flags->out, "write the result as JSON (schema scalescope.topo/1) to this file (atomically)");
+  return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
+}
+
+}  // namespace scalescope::cli
