@@ -15,14 +15,21 @@ the middle 3 rounds / 10. Memory: torch.cuda.max_memory_allocated (peak of live 
 max_memory_reserved (what the caching allocator took from the device).
 
     python3 bench/peers/gpt_pytorch.py --model gpt2-124m --batch 16 --json out.json
+    torchrun --standalone --nproc_per_node 4 bench/peers/gpt_pytorch.py --model gpt2-124m --batch 16   # DDP
+
+Under torchrun it trains with PyTorch DDP (NCCL, default buckets), --batch rows per rank (weak scaling), and
+reports the slowest rank's step time and the global tokens/s.
 
 Needs only torch.
 """
 import argparse
+import os
 import json
 import math
 
 import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -94,15 +101,26 @@ def main():
 
     layers, d, heads, ffn, vocab, seq = PRESETS[a.model]
     layers = a.layers or layers
-    dev = torch.device("cuda")
+    # Under torchrun (RANK/WORLD_SIZE/LOCAL_RANK set): PyTorch DDP, one process per GPU, default buckets
+    # (first 1 MiB, cap 25 MiB), gradients in fp32 as the parameters — the same gradient dtype as scalescope's.
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if world > 1 or "RANK" in os.environ:
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl")
+    dev = torch.device("cuda", local_rank)
     torch.manual_seed(1234)
     model = GPT(layers, d, heads, ffn, vocab, seq).to(dev)
     params = sum(p.numel() for p in model.parameters())
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith("blocks.")]
-    no_decay = [p for n, p in model.named_parameters() if not (p.dim() == 2 and n.startswith("blocks."))]
+    if dist.is_initialized():
+        model = DDP(model, device_ids=[local_rank])
+    named = list((n.removeprefix("module."), p) for n, p in model.named_parameters())
+    decay = [p for n, p in named if p.dim() == 2 and n.startswith("blocks.")]
+    no_decay = [p for n, p in named if not (p.dim() == 2 and n.startswith("blocks."))]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-4, betas=(0.9, 0.999), eps=1e-8, fused=True)
-    gen = torch.Generator().manual_seed(42)
+    gen = torch.Generator().manual_seed(42 + rank)
     batches = [torch.randint(0, vocab, (a.batch, seq + 1), generator=gen, dtype=torch.int64).pin_memory()
                for _ in range(4)]
 
@@ -130,12 +148,19 @@ def main():
         if r >= a.warmup_rounds:
             round_ms.append(start.elapsed_time(stop) / a.steps_per_round)
         losses += [float(x) for x in round_losses]
+    if dist.is_initialized():  # the job's step is the slowest rank's
+        t = torch.tensor(round_ms, device=dev)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        round_ms = t.tolist()
     middle = sorted(round_ms)[1:-1]
     step_ms = sum(middle) / len(middle)
-    tokens_per_s = a.batch * seq / (step_ms / 1e3)
+    tokens_per_s = world * a.batch * seq / (step_ms / 1e3)
     allocated, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
     gib = 1024 ** 3
-    print(f"pytorch {a.model} (layers {layers}) batch {a.batch}: {tokens_per_s / 1e3:.1f} k tokens/s, step {step_ms:.2f} ms, "
+    if rank != 0:
+        dist.destroy_process_group()
+        return
+    print(f"pytorch {a.model} (layers {layers}) world size {world}, batch {a.batch} per rank: {tokens_per_s / 1e3:.1f} k tokens/s, step {step_ms:.2f} ms, "
           f"max allocated {allocated / gib:.2f} GiB, reserved {reserved / gib:.2f} GiB; "
           f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; torch {torch.__version__}, SDPA flash "
           f"{torch.backends.cuda.flash_sdp_enabled()}")
@@ -143,7 +168,7 @@ def main():
         "schema": "scalescope.gpt_speed/1",
         "implementation": f"pytorch {torch.__version__} eager, autocast bf16, SDPA, fused AdamW",
         "device": torch.cuda.get_device_name(),
-        "model": a.model, "layers": layers, "batch": a.batch, "seq": seq, "parameters": params,
+        "model": a.model, "layers": layers, "batch": a.batch, "seq": seq, "parameters": params, "world_size": world,
         "protocol": {"warmup_rounds": a.warmup_rounds, "rounds": a.rounds, "steps_per_round": a.steps_per_round},
         "round_step_ms": round_ms, "step_ms": step_ms, "tokens_per_s": tokens_per_s,
         "memory": {"max_allocated_bytes": allocated, "max_reserved_bytes": reserved},
@@ -152,6 +177,8 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=2)
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
