@@ -202,6 +202,9 @@ SweepAnalysis analyze_sweep(const Sweep& sweep, const AnalysisOptions& o) {
   const char* dir = o.direction == Direction::out_of_place ? "out-of-place" : "in-place";
 
   a.plateau = find_plateau(pts, o);
+  if (sweep.ranks && *sweep.ranks == 1 && comm::bus_bandwidth_factor(sweep.collective, 1) == 0)
+    a.notes.push_back("one rank: busbw is 0 by definition (bus factor (n−1)/n or 2(n−1)/n); the time and algbw "
+                      "measure a local copy, not communication");
   if (!a.plateau) a.notes.push_back(fmt::format("no plateau: no row with a size above 0 has an {} busbw", dir));
   else if (!a.plateau->saturated)
     a.notes.push_back(fmt::format("plateau from {} size(s) only: the sweep may end before the bandwidth levels off, "

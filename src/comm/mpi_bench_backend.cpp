@@ -10,6 +10,7 @@
 
 #include "comm/check_pattern.h"
 #include "comm/half_float.h"
+#include "comm/mpi_communicator.h"
 #include "core/error.h"
 
 namespace scalescope::comm {
@@ -99,17 +100,8 @@ MpiBenchBackend::MpiBenchBackend() : corrupt_(std::getenv(kEnvCorruptResult) != 
   int provided = 0;
   check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(MPI_COMM_WORLD, &info_.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &info_.world_size);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, info_.rank, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &info_.local_rank);
-  MPI_Comm_free(&node);
-  char v[MPI_MAX_LIBRARY_VERSION_STRING];
-  int len = 0;
-  MPI_Get_library_version(v, &len);
-  version_ = std::string(v, static_cast<std::size_t>(len));
-  if (auto cut = version_.find_first_of(",\n"); cut != std::string::npos) version_.resize(cut);
+  info_ = mpi_world_rank_info();
+  version_ = mpi_library_version();
 }
 
 MpiBenchBackend::~MpiBenchBackend() {

@@ -35,6 +35,27 @@ bool started_by_mpi_launcher() {
   return env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK") || env("PMI_RANK") || env("MPI_LOCALNRANKS");
 }
 
+RankInfo mpi_world_rank_info() {
+  RankInfo info;
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &info.rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &info.world_size), "MPI_Comm_size");
+  MPI_Comm node;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, info.rank, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  MPI_Comm_rank(node, &info.local_rank);
+  MPI_Comm_free(&node);
+  return info;
+}
+
+std::string mpi_library_version() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  std::string text(version, static_cast<std::size_t>(len));
+  if (auto cut = text.find_first_of("\n,"); cut != std::string::npos) text.resize(cut);
+  return text;
+}
+
 MpiCommunicator::MpiCommunicator() {
   std::promise<void> ready;
   auto started = ready.get_future();
@@ -44,18 +65,8 @@ MpiCommunicator::MpiCommunicator() {
       int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
       if (rc != MPI_SUCCESS) throw core::Error("MPI_Init_thread failed: " + mpi_error_text(rc));
       MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-      check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &info_.rank), "MPI_Comm_rank");
-      check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &info_.world_size), "MPI_Comm_size");
-      MPI_Comm node;
-      check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, info_.rank, MPI_INFO_NULL, &node),
-                "MPI_Comm_split_type");
-      MPI_Comm_rank(node, &info_.local_rank);
-      MPI_Comm_free(&node);
-      char version[MPI_MAX_LIBRARY_VERSION_STRING];
-      int len = 0;
-      MPI_Get_library_version(version, &len);
-      library_version_ = std::string(version, static_cast<std::size_t>(len));
-      if (auto nl = library_version_.find_first_of("\n,"); nl != std::string::npos) library_version_.resize(nl);
+      info_ = mpi_world_rank_info();
+      library_version_ = mpi_library_version();
       ready.set_value();
     } catch (...) {
       ready.set_exception(std::current_exception());

@@ -19,6 +19,13 @@ namespace scalescope::comm {
 /// judged from the launchers' environment variables; then MPI assigns rank and world size.
 bool started_by_mpi_launcher();
 
+/// Rank, world size and node-local rank of this process in MPI_COMM_WORLD (local rank from a shared-memory
+/// split, so it works under any launcher). MPI must be initialised. Throws core::Error on an MPI failure.
+RankInfo mpi_world_rank_info();
+
+/// The first line of MPI_Get_library_version, e.g. "Open MPI v4.1.4". MPI must be initialised.
+std::string mpi_library_version();
+
 class MpiCommunicator final : public Communicator {
  public:
   /// Initialises MPI on the progress thread and reads rank, world size and the node-local rank.

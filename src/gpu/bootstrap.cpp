@@ -48,12 +48,7 @@ RankBootstrap bootstrap_gpu_rank() {
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
       throw core::Error("MPI_Init_thread failed while bootstrapping NCCL");
     b.mpi_initialised = true;
-    MPI_Comm_rank(MPI_COMM_WORLD, &b.info.rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &b.info.world_size);
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, b.info.rank, MPI_INFO_NULL, &node);
-    MPI_Comm_rank(node, &b.info.local_rank);
-    MPI_Comm_free(&node);
+    b.info = comm::mpi_world_rank_info();
     if (b.info.rank == 0 && ncclGetUniqueId(&b.id) != ncclSuccess) MPI_Abort(MPI_COMM_WORLD, 1);
     MPI_Bcast(&b.id, sizeof(b.id), MPI_BYTE, 0, MPI_COMM_WORLD);
   } else {
