@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "train/adamw.h"
 #include "train/cpu/gpt_ops.h"
 
 namespace scalescope::train {
@@ -260,20 +261,6 @@ void cross_entropy_backward(const T* probs, const std::int32_t* tokens, int batc
     }
 }
 
-template <typename T>
-void adamw_update(T* p, const T* g, T* m, T* v, std::size_t n, const AdamWConfig& c, std::int64_t t, bool decay) {
-  const double step = static_cast<double>(t);
-  const T step_size = static_cast<T>(c.learning_rate / (1.0 - std::pow(static_cast<double>(c.beta1), step)));
-  const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - std::pow(static_cast<double>(c.beta2), step)));
-  const T keep = decay ? T(1) - static_cast<T>(c.learning_rate) * static_cast<T>(c.weight_decay) : T(1);
-  const T b1 = c.beta1, b2 = c.beta2, eps = c.epsilon;
-  for (std::size_t e = 0; e < n; ++e) {
-    m[e] = b1 * m[e] + (T(1) - b1) * g[e];
-    v[e] = b2 * v[e] + (T(1) - b2) * g[e] * g[e];
-    p[e] = p[e] * keep - step_size * m[e] / (std::sqrt(v[e]) / bc2_sqrt + eps);
-  }
-}
-
 #define SCALESCOPE_GPT_OPS_INSTANTIATE(T)                                                                         \
   template void embedding_forward<T>(const std::int32_t*, int, int, const T*, const T*, int, T*);                \
   template void embedding_backward<T>(const std::int32_t*, int, int, const T*, int, T*, T*);                     \
@@ -290,8 +277,7 @@ void adamw_update(T* p, const T* g, T* m, T* v, std::size_t n, const AdamWConfig
   template void gelu_backward<T>(const T*, const T*, std::size_t, T*);                                           \
   template void residual_forward<T>(const T*, const T*, std::size_t, T*);                                        \
   template void cross_entropy_forward<T>(const T*, const std::int32_t*, int, int, int, T*, T*);                  \
-  template void cross_entropy_backward<T>(const T*, const std::int32_t*, int, int, int, T, T*);                  \
-  template void adamw_update<T>(T*, const T*, T*, T*, std::size_t, const AdamWConfig&, std::int64_t, bool);
+  template void cross_entropy_backward<T>(const T*, const std::int32_t*, int, int, int, T, T*);
 SCALESCOPE_GPT_OPS_INSTANTIATE(float)
 SCALESCOPE_GPT_OPS_INSTANTIATE(double)
 #undef SCALESCOPE_GPT_OPS_INSTANTIATE
@@ -502,10 +488,11 @@ void GptCpu::backward(const std::function<void(std::size_t)>& on_gradient_ready)
 void GptCpu::optimizer_step(const AdamWConfig& c) {
   if (grad_offsets_.empty()) throw std::logic_error("GptCpu::optimizer_step before allocate_gradients");
   ++step_;
+  const AdamWStep step = adamw_step(c, step_);
   for (std::size_t i = 0; i < layout_.size(); ++i) {
     const std::size_t at = param_offsets_[i];
-    gpt_ops::adamw_update(params_.data() + at, grads_.data() + grad_offsets_[i], adam_m_.data() + at,
-                          adam_v_.data() + at, layout_[i].numel, c, step_, gpt_decays(layout_[i].name));
+    adamw_update(params_.data() + at, grads_.data() + grad_offsets_[i], adam_m_.data() + at, adam_v_.data() + at,
+                 layout_[i].numel, step, gpt_decays(layout_[i].name));
   }
 }
 

@@ -56,7 +56,7 @@ class GptCpu final : public Model {
   void forward() override;
   /// Throws std::logic_error before allocate_gradients() or forward().
   void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) override;
-  /// gpt_ops::adamw_update on every parameter (decay per gpt_decays). Throws std::logic_error before
+  /// adamw_update (train/adamw.h) on every parameter (decay per gpt_decays). Throws std::logic_error before
   /// allocate_gradients().
   void optimizer_step(const AdamWConfig& config) override;
   std::vector<float> take_losses() override;

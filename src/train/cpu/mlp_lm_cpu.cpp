@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "train/adamw.h"
 
 namespace scalescope::train {
 namespace {
@@ -242,21 +243,11 @@ void MlpLmCpu::backward(const std::function<void(std::size_t)>& on_gradient_read
 void MlpLmCpu::optimizer_step(const AdamWConfig& c) {
   if (grad_offsets_.empty()) throw std::logic_error("MlpLmCpu::optimizer_step before allocate_gradients");
   ++step_;
-  // Bias corrections in double, as PyTorch computes them on the host.
-  const double t = static_cast<double>(step_);
-  const float step_size = static_cast<float>(c.learning_rate / (1.0 - std::pow(static_cast<double>(c.beta1), t)));
-  const float bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(c.beta2), t)));
+  const AdamWStep step = adamw_step(c, step_);
   for (std::size_t i = 0; i < layout_.size(); ++i) {
-    const float decay = mlp_lm_decays(layout_[i].name) ? 1.0f - c.learning_rate * c.weight_decay : 1.0f;
-    float* p = params_.data() + param_offsets_[i];
-    float* m = adam_m_.data() + param_offsets_[i];
-    float* v = adam_v_.data() + param_offsets_[i];
-    const float* g = grads_.data() + grad_offsets_[i];
-    for (std::size_t e = 0; e < layout_[i].numel; ++e) {
-      m[e] = c.beta1 * m[e] + (1.0f - c.beta1) * g[e];
-      v[e] = c.beta2 * v[e] + (1.0f - c.beta2) * g[e] * g[e];
-      p[e] = p[e] * decay - step_size * m[e] / (std::sqrt(v[e]) / bc2_sqrt + c.epsilon);
-    }
+    const std::size_t at = param_offsets_[i];
+    adamw_update(params_.data() + at, grads_.data() + grad_offsets_[i], adam_m_.data() + at, adam_v_.data() + at,
+                 layout_[i].numel, step, mlp_lm_decays(layout_[i].name));
   }
 }
 

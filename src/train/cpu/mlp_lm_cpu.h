@@ -54,10 +54,7 @@ class MlpLmCpu final : public Model {
   void forward() override;
   /// Throws std::logic_error before allocate_gradients() or forward().
   void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) override;
-  /// torch.optim.AdamW (Loshchilov & Hutter 2019): per element, with step t counted by the model,
-  ///   p ← p·(1 − lr·wd)  (weight matrices only, see mlp_lm_decays)
-  ///   m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
-  ///   p ← p − (lr / (1−β1^t)) · m / (√v / √(1−β2^t) + ε)
+  /// adamw_update (train/adamw.h) on every parameter (decay per mlp_lm_decays: weight matrices only).
   /// Throws std::logic_error before allocate_gradients().
   void optimizer_step(const AdamWConfig& config) override;
   std::vector<float> take_losses() override;

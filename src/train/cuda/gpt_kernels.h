@@ -155,7 +155,7 @@ struct TensorChunk {
 /// Elements per chunk of a multi-tensor launch.
 inline constexpr std::size_t kChunkElements = 1u << 16;
 
-/// Per-step AdamW constants computed on the host (torch.optim.AdamW; formula in gpt_ops::adamw_update).
+/// Per-step AdamW constants computed on the host (torch.optim.AdamW; formula in train/adamw.h).
 struct AdamWStep {
   float beta1, beta2, epsilon;
   float decay;      ///< 1 − lr·wd, applied to tensors with decay set

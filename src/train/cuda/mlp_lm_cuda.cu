@@ -358,7 +358,7 @@ __global__ void embedding_backward_kernel(const std::int32_t* tokens, const bf16
   }
 }
 
-/// Per-step AdamW constants computed on the host (see MlpLmCpu::optimizer_step for the formula).
+/// Per-step AdamW constants computed on the host (formula in train/adamw.h).
 struct AdamWStep {
   float beta1, beta2, epsilon;
   float decay;      // 1 − lr·wd for decayed weights, else 1
