@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "core/error.h"
-#include "train/adamw.h"
 
 namespace scalescope::train {
 namespace {
@@ -44,16 +43,6 @@ template <typename T>
 T gelu_derivative(T x) {
   const T t = std::tanh(kGeluScale<T> * (x + kGeluCubic<T> * x * x * x));
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * kGeluScale<T> * (T(1) + T(3) * kGeluCubic<T> * x * x);
-}
-
-std::vector<std::size_t> forward_offsets(const std::vector<ParameterInfo>& layout) {
-  std::vector<std::size_t> offsets;
-  std::size_t at = 0;
-  for (const auto& p : layout) {
-    offsets.push_back(at);
-    at += p.numel;
-  }
-  return offsets;
 }
 
 }  // namespace
@@ -195,63 +184,26 @@ class MlpLmHostMath {
 };
 
 MlpLmCpu::MlpLmCpu(const MlpLmConfig& config)
-    : config_(config),
-      layout_(config.parameter_layout()),
-      param_offsets_(forward_offsets(layout_)),
-      params_(mlp_lm_initial_parameters(config)),
-      adam_m_(params_.size(), 0.0f),
-      adam_v_(params_.size(), 0.0f),
+    : HostModel("MlpLmCpu", config.parameter_layout(), mlp_lm_initial_parameters(config)),
+      config_(config),
       math_(std::make_unique<MlpLmHostMath<float>>(config)) {}
 
 MlpLmCpu::~MlpLmCpu() = default;
 
 std::string MlpLmCpu::describe() const { return config_.describe() + " (fp32, CPU)"; }
 
-float* MlpLmCpu::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
-  if (offsets.size() != layout_.size())
-    throw std::invalid_argument("allocate_gradients: expected one offset per parameter");
-  for (std::size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] > total_elements || layout_[i].numel > total_elements - offsets[i])
-      throw std::invalid_argument("allocate_gradients: range of " + layout_[i].name + " exceeds the buffer");
-  grad_offsets_ = offsets;
-  grads_.assign(total_elements, 0.0f);
-  return grads_.data();
+void MlpLmCpu::check_batch(const TokenBatchView& batch) const { check_mlp_lm_batch(config_, batch); }
+
+float MlpLmCpu::forward_math(const float* params, const std::int32_t* tokens, int rows) {
+  return math_->forward(params, tokens, rows);
 }
 
-void MlpLmCpu::stage_batch(const TokenBatchView& batch) {
-  check_mlp_lm_batch(config_, batch);
-  staged_rows_ = batch.rows;
-  forward_done_ = false;  // the kept activations belong to the previous batch
-  staged_tokens_.assign(batch.tokens,
-                        batch.tokens + static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens));
+void MlpLmCpu::backward_math(const float* params, const std::vector<float*>& grads,
+                             const std::function<void(std::size_t)>& ready) {
+  math_->backward(params, grads, ready);
 }
 
-void MlpLmCpu::forward() {
-  if (staged_rows_ == 0) throw std::logic_error("MlpLmCpu::forward before stage_batch");
-  losses_.push_back(math_->forward(params_.data(), staged_tokens_.data(), staged_rows_));
-  forward_done_ = true;
-}
-
-void MlpLmCpu::backward(const std::function<void(std::size_t)>& on_gradient_ready) {
-  if (grad_offsets_.empty()) throw std::logic_error("MlpLmCpu::backward before allocate_gradients");
-  if (!forward_done_) throw std::logic_error("MlpLmCpu::backward before forward");
-  std::vector<float*> grads;
-  for (std::size_t off : grad_offsets_) grads.push_back(grads_.data() + off);
-  math_->backward(params_.data(), grads, on_gradient_ready);
-}
-
-void MlpLmCpu::optimizer_step(const AdamWConfig& c) {
-  if (grad_offsets_.empty()) throw std::logic_error("MlpLmCpu::optimizer_step before allocate_gradients");
-  ++step_;
-  const AdamWStep step = adamw_step(c, step_);
-  for (std::size_t i = 0; i < layout_.size(); ++i) {
-    const std::size_t at = param_offsets_[i];
-    adamw_update(params_.data() + at, grads_.data() + grad_offsets_[i], adam_m_.data() + at, adam_v_.data() + at,
-                 layout_[i].numel, step, mlp_lm_decays(layout_[i].name));
-  }
-}
-
-std::vector<float> MlpLmCpu::take_losses() { return std::exchange(losses_, {}); }
+bool MlpLmCpu::decays(std::size_t parameter_index) const { return mlp_lm_decays(parameters()[parameter_index].name); }
 
 double mlp_lm_reference_loss(const MlpLmConfig& config, const std::vector<double>& parameters,
                              const TokenBatchView& batch, std::vector<double>* gradient) {
@@ -260,14 +212,7 @@ double mlp_lm_reference_loss(const MlpLmConfig& config, const std::vector<double
   if (parameters.size() != config.parameter_count())
     throw std::invalid_argument("mlp_lm_reference_loss: parameter vector has the wrong size");
   MlpLmHostMath<double> math(config);
-  const double loss = math.forward(parameters.data(), batch.tokens, batch.rows);
-  if (gradient != nullptr) {
-    gradient->assign(parameters.size(), 0.0);
-    std::vector<double*> grads;
-    for (std::size_t off : math.offsets()) grads.push_back(gradient->data() + off);
-    math.backward(parameters.data(), grads, [](std::size_t) {});
-  }
-  return loss;
+  return host_reference_loss(math, parameters, batch, gradient);
 }
 
 }  // namespace scalescope::train
