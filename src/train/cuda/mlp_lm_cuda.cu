@@ -14,11 +14,14 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "train/cuda/device_buffer.h"
 
 namespace scalescope::train {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using cuda::DeviceArray;
+using cuda::PinnedArray;
 
 constexpr int kThreads = 256;                        // element-wise kernels and row reductions
 constexpr std::size_t kMaxBlocks = 4096;              // grid-stride loops cover the rest
@@ -29,60 +32,6 @@ constexpr std::size_t kShadowAlignElements = 128;     // bf16 weight copies star
 unsigned blocks_for(std::size_t n) {
   return static_cast<unsigned>(std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
-
-// ---------------------------------------------------------------------------------------------------
-// Owned memory.
-
-/// A device array of `size()` elements of T; resize() drops the contents.
-template <typename T>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  ~DeviceArray() {
-    if (ptr_ != nullptr) cudaFree(ptr_);  // no throw from a destructor
-  }
-  DeviceArray(DeviceArray&& other) noexcept
-      : ptr_(std::exchange(other.ptr_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  DeviceArray& operator=(DeviceArray&& other) noexcept {
-    std::swap(ptr_, other.ptr_);
-    std::swap(size_, other.size_);
-    return *this;
-  }
-  void resize(std::size_t n) {
-    if (ptr_ != nullptr) SCALESCOPE_CUDA_CHECK(cudaFree(ptr_));
-    ptr_ = nullptr;
-    size_ = 0;
-    if (n > 0) SCALESCOPE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(T)));
-    size_ = n;
-  }
-  T* get() const { return ptr_; }
-  std::size_t size() const { return size_; }
-
- private:
-  T* ptr_ = nullptr;
-  std::size_t size_ = 0;
-};
-
-/// Page-locked host memory, so that host→device copies are truly asynchronous.
-template <typename T>
-class PinnedArray {
- public:
-  PinnedArray() = default;
-  ~PinnedArray() {
-    if (ptr_ != nullptr) cudaFreeHost(ptr_);
-  }
-  PinnedArray(const PinnedArray&) = delete;
-  PinnedArray& operator=(const PinnedArray&) = delete;
-  void resize(std::size_t n) {
-    if (ptr_ != nullptr) SCALESCOPE_CUDA_CHECK(cudaFreeHost(ptr_));
-    ptr_ = nullptr;
-    if (n > 0) SCALESCOPE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n * sizeof(T)));
-  }
-  T* get() const { return ptr_; }
-
- private:
-  T* ptr_ = nullptr;
-};
 
 // ---------------------------------------------------------------------------------------------------
 // Row-major GEMMs through cuBLASLt.
