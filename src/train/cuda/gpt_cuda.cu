@@ -3,7 +3,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -11,6 +10,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "train/adamw.h"
 #include "train/cuda/device_buffer.h"
 #include "train/cuda/gpt_kernels.h"
 #include "train/cuda/lt_matmul.h"
@@ -467,10 +467,7 @@ void GptCuda::optimizer_step(const AdamWConfig& config) {
   State& s = *s_;
   if (s.grad_offsets.empty()) throw std::logic_error("GptCuda::optimizer_step before allocate_gradients");
   ++s.step;
-  const double t = static_cast<double>(s.step);
-  const k::AdamWStep step{config.beta1, config.beta2, config.epsilon, 1.0f - config.learning_rate * config.weight_decay,
-                          static_cast<float>(config.learning_rate / (1.0 - std::pow(static_cast<double>(config.beta1), t))),
-                          static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(config.beta2), t)))};
+  const AdamWStep step = adamw_step(config, s.step);
   k::adamw(s.stream, s.tensor_slots_device.get(), s.chunks_device.get(), static_cast<int>(s.chunks.size()), s.params.get(),
            s.grads.get(), s.adam_m.get(), s.adam_v.get(), s.shadow.get(), step);
 }

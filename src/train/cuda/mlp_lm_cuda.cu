@@ -5,7 +5,6 @@
 #include <math_constants.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -14,6 +13,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "train/adamw.h"
 #include "train/cuda/device_buffer.h"
 
 namespace scalescope::train {
@@ -307,15 +307,8 @@ __global__ void embedding_backward_kernel(const std::int32_t* tokens, const bf16
   }
 }
 
-/// Per-step AdamW constants computed on the host (formula in train/adamw.h).
-struct AdamWStep {
-  float beta1, beta2, epsilon;
-  float decay;      // 1 − lr·wd for decayed weights, else 1
-  float step_size;  // lr / (1 − β1^t)
-  float bc2_sqrt;   // √(1 − β2^t)
-};
-
-/// Fused AdamW over one parameter: fp32 master p, gradient g, moments m and v; writes the bf16 copy too.
+/// Fused AdamW over one parameter (formula in train/adamw.h): fp32 master p, gradient g, moments m and v;
+/// writes the bf16 copy too. s.decay multiplies every element: the caller sets it to 1 where there is no decay.
 __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, bf16* shadow, std::size_t n, AdamWStep s) {
   GRID_STRIDE_LOOP(i, n) {
     const float grad = g[i];
@@ -579,15 +572,14 @@ void MlpLmCuda::optimizer_step(const AdamWConfig& config) {
   State& s = *s_;
   if (s.grad_offsets.empty()) throw std::logic_error("MlpLmCuda::optimizer_step before allocate_gradients");
   ++s.step;
-  const double t = static_cast<double>(s.step);
-  AdamWStep step{config.beta1, config.beta2, config.epsilon, 1.0f,
-                 static_cast<float>(config.learning_rate / (1.0 - std::pow(static_cast<double>(config.beta1), t))),
-                 static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(config.beta2), t)))};
+  const AdamWStep step = adamw_step(config, s.step);
   for (std::size_t i = 0; i < s.layout.size(); ++i) {
-    step.decay = mlp_lm_decays(s.layout[i].name) ? 1.0f - config.learning_rate * config.weight_decay : 1.0f;
+    AdamWStep tensor_step = step;
+    if (!mlp_lm_decays(s.layout[i].name)) tensor_step.decay = 1.0f;
     const std::size_t n = s.layout[i].numel, off = s.param_offsets[i];
     adamw_kernel<<<blocks_for(n), kThreads, 0, s.stream>>>(s.params.get() + off, s.grad(i), s.adam_m.get() + off,
-                                                          s.adam_v.get() + off, s.shadow.get() + s.shadow_offsets[i], n, step);
+                                                          s.adam_v.get() + off, s.shadow.get() + s.shadow_offsets[i], n,
+                                                          tensor_step);
     SCALESCOPE_CUDA_CHECK_LAUNCH();
   }
 }
