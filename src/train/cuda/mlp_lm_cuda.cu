@@ -5,7 +5,6 @@
 #include <math_constants.h>
 
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -447,10 +446,7 @@ float* MlpLmCuda::flat_parameters() { return s_->params.get(); }
 
 float* MlpLmCuda::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
   State& s = *s_;
-  if (offsets.size() != s.layout.size()) throw std::invalid_argument("allocate_gradients: expected one offset per parameter");
-  for (std::size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] > total_elements || s.layout[i].numel > total_elements - offsets[i])
-      throw std::invalid_argument("allocate_gradients: range of " + s.layout[i].name + " exceeds the buffer");
+  check_gradient_offsets(s.layout, offsets, total_elements);
   s.grad_offsets = offsets;
   s.grads.resize(total_elements);
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.grads.get(), 0, total_elements * sizeof(float), s.stream));
@@ -470,11 +466,8 @@ void MlpLmCuda::stage_batch(const TokenBatchView& batch) {
   State& s = *s_;
   check_mlp_lm_batch(s.config, batch);
   s.ensure_rows(batch.rows);
-  SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(s.staged));  // the previous copy out of `staging` has finished
-  const std::size_t bytes = static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens) * sizeof(std::int32_t);
-  std::memcpy(s.staging.get(), batch.tokens, bytes);
-  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.tokens.get(), s.staging.get(), bytes, cudaMemcpyHostToDevice, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaEventRecord(s.staged, s.stream));
+  cuda::stage_tokens(batch.tokens, static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens),
+                     s.staging, s.tokens.get(), s.staged, s.stream);
   s.rows = batch.rows;
   s.forward_done = false;
 }
@@ -586,29 +579,19 @@ void MlpLmCuda::optimizer_step(const AdamWConfig& config) {
 
 std::vector<float> MlpLmCuda::take_losses() {
   State& s = *s_;
-  std::vector<float> out(s.loss_count);
-  if (!out.empty())
-    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.losses.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  std::vector<float> out = cuda::copy_to_host(s.losses.get(), s.loss_count, s.stream);
   s.loss_count = 0;
   return out;
 }
 
 std::vector<float> MlpLmCuda::parameters_to_host() {
-  State& s = *s_;
-  std::vector<float> out(s.params.size());
-  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.params.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  return out;
+  const State& s = *s_;
+  return cuda::copy_to_host(s.params.get(), s.params.size(), s.stream);
 }
 
 std::vector<float> MlpLmCuda::gradients_to_host() {
-  State& s = *s_;
-  std::vector<float> out(s.grads.size());
-  if (!out.empty())
-    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.grads.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  return out;
+  const State& s = *s_;
+  return cuda::copy_to_host(s.grads.get(), s.grads.size(), s.stream);
 }
 
 }  // namespace scalescope::train
