@@ -1,19 +1,17 @@
 #include "train/cuda/mlp_lm_cuda.h"
 
-#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <math_constants.h>
 
 #include <algorithm>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
-#include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "train/adamw.h"
 #include "train/cuda/device_buffer.h"
+#include "train/cuda/lt_matmul.h"
 
 namespace scalescope::train {
 namespace {
@@ -24,136 +22,12 @@ using cuda::PinnedArray;
 
 constexpr int kThreads = 256;                        // element-wise kernels and row reductions
 constexpr std::size_t kMaxBlocks = 4096;              // grid-stride loops cover the rest
-constexpr std::size_t kWorkspaceBytes = 32u << 20;    // cuBLASLt workspace, as recommended for Hopper
 constexpr std::size_t kLossSlots = 1u << 16;          // losses kept on the device between take_losses()
 constexpr std::size_t kShadowAlignElements = 128;     // bf16 weight copies start on 256-byte boundaries
 
 unsigned blocks_for(std::size_t n) {
   return static_cast<unsigned>(std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
-
-// ---------------------------------------------------------------------------------------------------
-// Row-major GEMMs through cuBLASLt.
-
-/// Largest power of two ≤ 256 dividing the address: what cuBLASLt's heuristic must assume about a pointer
-/// (it assumes 256 bytes unless told otherwise, and gradient ranges sit wherever the engine put them).
-std::uint32_t alignment_of(const void* p) {
-  const auto address = reinterpret_cast<std::uintptr_t>(p);
-  std::uint32_t a = 256;
-  while (a > 1 && address % a != 0) a /= 2;
-  return a;
-}
-
-/// Row-major D[m, n] = op(A)·op(B) with bf16 A and B, fp32 accumulation and scale, D in bf16 or fp32,
-/// beta = 0 (D is overwritten and never read). op(A) is [m, k]: A is stored [m, k] (lda ≥ k), or [k, m]
-/// (lda ≥ m) when trans_a; likewise op(B) is [k, n] from B stored [k, n] or, when trans_b, [n, k].
-///
-/// cuBLASLt is column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
-/// leading dimension, i.e. its transpose. So the row-major product is computed as the column-major
-/// Dᵀ[n, m] = op(B)ᵀ·op(A)ᵀ: cuBLASLt's A is our B with our trans_b, its B is our A with our trans_a.
-/// Descriptors and the heuristic's algorithm are cached per shape, type and pointer alignment.
-class LtMatmul {
- public:
-  LtMatmul() {
-    SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
-    workspace_.resize(kWorkspaceBytes);
-  }
-  ~LtMatmul() {
-    plans_.clear();  // destroys the descriptors before the handle
-    cublasLtDestroy(handle_);
-  }
-  LtMatmul(const LtMatmul&) = delete;
-  LtMatmul& operator=(const LtMatmul&) = delete;
-
-  void run(cudaStream_t stream, bool trans_a, bool trans_b, int m, int n, int k, const bf16* a, int lda,
-           const bf16* b, int ldb, void* d, cudaDataType_t d_type, int ldd) {
-    const Key key{trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, alignment_of(a), alignment_of(b), alignment_of(d)};
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan(key)).first;
-    const Plan& p = it->second;
-    const float alpha = 1.0f, beta = 0.0f;
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &alpha, b, p.layout_a, a, p.layout_b, &beta, d, p.layout_d,
-                                           d, p.layout_d, &p.algo, workspace_.get(), kWorkspaceBytes, stream));
-  }
-
- private:
-  struct Key {
-    bool trans_a, trans_b;
-    int m, n, k, lda, ldb, ldd;
-    cudaDataType_t d_type;
-    std::uint32_t align_a, align_b, align_d;
-    auto operator<=>(const Key&) const = default;
-  };
-  /// Descriptors and algorithm of one GEMM; owns the descriptors.
-  struct Plan {
-    Plan() = default;
-    Plan(Plan&& o) noexcept
-        : desc(std::exchange(o.desc, nullptr)),
-          layout_a(std::exchange(o.layout_a, nullptr)),
-          layout_b(std::exchange(o.layout_b, nullptr)),
-          layout_d(std::exchange(o.layout_d, nullptr)),
-          algo(o.algo) {}
-    Plan& operator=(Plan&&) = delete;
-    ~Plan() {
-      if (layout_a != nullptr) cublasLtMatrixLayoutDestroy(layout_a);
-      if (layout_b != nullptr) cublasLtMatrixLayoutDestroy(layout_b);
-      if (layout_d != nullptr) cublasLtMatrixLayoutDestroy(layout_d);
-      if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
-    }
-    cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_d = nullptr;  // cuBLASLt's A, B, C = D
-    cublasLtMatmulAlgo_t algo{};
-  };
-
-  Plan make_plan(const Key& key) {
-    Plan p;
-    const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
-    const cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-    // Column-major shapes of the stored matrices: our B is [k, n] row-major = [n, k] column-major (or [k, n]
-    // when transposed); our A is [m, k] row-major = [k, m] column-major (or [m, k]); D is [n, m].
-    const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
-    SCALESCOPE_CUBLAS_CHECK(key.trans_b ? cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, u(key.k), u(key.n), key.ldb)
-                                        : cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, u(key.n), u(key.k), key.ldb));
-    SCALESCOPE_CUBLAS_CHECK(key.trans_a ? cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, u(key.m), u(key.k), key.lda)
-                                        : cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, u(key.k), u(key.m), key.lda));
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.layout_d, key.d_type, u(key.n), u(key.m), key.ldd));
-
-    cublasLtMatmulPreference_t pref = nullptr;
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    const std::uint64_t workspace = kWorkspaceBytes;
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                                             sizeof(workspace));
-    // cuBLASLt's A/B are our B/A; C and D are the same buffer.
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
-    for (const auto& [attribute, bytes] : alignments)
-      if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof(bytes));
-    if (st == CUBLAS_STATUS_SUCCESS)
-      st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.layout_a, p.layout_b, p.layout_d, p.layout_d, pref, 1,
-                                          &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-      throw core::Error("cuBLASLt has no algorithm for the row-major GEMM [" + std::to_string(key.m) + ", " +
-                            std::to_string(key.k) + "]·[" + std::to_string(key.k) + ", " + std::to_string(key.n) +
-                            "] (transposes " + std::to_string(key.trans_a) + std::to_string(key.trans_b) +
-                            ", status " + std::to_string(static_cast<int>(st)) + ")",
-                        "this is a bug or an unsupported shape; report it with the model size");
-    p.algo = result.algo;
-    return p;
-  }
-
-  cublasLtHandle_t handle_ = nullptr;
-  DeviceArray<unsigned char> workspace_;
-  std::map<Key, Plan> plans_;
-};
 
 // ---------------------------------------------------------------------------------------------------
 // Kernels. Element-wise kernels move VEC bf16 values (16 bytes for VEC = 8) per load when the row width
@@ -356,6 +230,26 @@ struct MlpLmCuda::State {
   void ensure_rows(int rows);
   void bias_grad(const bf16* dz, int rows, int n, float* db) const;
 
+  // Row-major D[m, n] = op(A)·op(B), bf16 A and B, fp32 accumulation, D (bf16 or fp32) overwritten: a
+  // cuda::GemmSpec with alpha 1, beta 0, no bias and batch 1.
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, const bf16* a, int lda, const bf16* b, int ldb, void* d,
+              cudaDataType_t d_type, int ldd) {
+    cuda::GemmSpec g;
+    g.trans_a = trans_a;
+    g.trans_b = trans_b;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.a = a;
+    g.lda = lda;
+    g.b = b;
+    g.ldb = ldb;
+    g.d = d;
+    g.d_type = d_type;
+    g.ldd = ldd;
+    gemm.run(stream, g);
+  }
+
   MlpLmConfig config;
   std::vector<ParameterInfo> layout;
   cudaStream_t stream;
@@ -364,7 +258,7 @@ struct MlpLmCuda::State {
   DeviceArray<float> params, adam_m, adam_v;  // forward order, parameter_count()
   DeviceArray<bf16> shadow;                   // bf16 copies, each parameter on a 256-byte boundary
   DeviceArray<float> grads;                   // engine layout
-  LtMatmul gemm;
+  cuda::LtMatmul gemm;
 
   int capacity_rows = 0, rows = 0;
   PinnedArray<std::int32_t> staging;
@@ -492,8 +386,8 @@ void MlpLmCuda::forward() {
   for (int l = 0; l < c.layers; ++l) {
     bf16* z = s.z[static_cast<std::size_t>(l)].get();
     bf16* h = s.h[static_cast<std::size_t>(l)].get();
-    s.gemm.run(s.stream, false, false, n, c.hidden, in_width, in, in_width, s.weights(State::weight(l)), c.hidden, z,
-               CUDA_R_16BF, c.hidden);
+    s.matmul(false, false, n, c.hidden, in_width, in, in_width, s.weights(State::weight(l)), c.hidden, z,
+             CUDA_R_16BF, c.hidden);
     if (c.hidden % 8 == 0)
       bias_gelu_kernel<8><<<blocks_for(hidden_elements / 8), kThreads, 0, s.stream>>>(z, s.master(State::bias(l)), h, hidden_elements, c.hidden);
     else
@@ -503,8 +397,8 @@ void MlpLmCuda::forward() {
     in_width = c.hidden;
   }
 
-  s.gemm.run(s.stream, false, false, n, c.vocab, c.hidden, in, c.hidden, s.weights(s.output_weight()), c.vocab,
-             s.logits.get(), CUDA_R_16BF, c.vocab);
+  s.matmul(false, false, n, c.vocab, c.hidden, in, c.hidden, s.weights(s.output_weight()), c.vocab,
+           s.logits.get(), CUDA_R_16BF, c.vocab);
   softmax_xent_kernel<<<static_cast<unsigned>(n), kThreads, 0, s.stream>>>(
       s.logits.get(), s.master(s.output_bias()), s.tokens.get(), c.context + 1, c.vocab, 1.0f / static_cast<float>(n),
       s.row_loss.get(), s.dlogits.get());
@@ -526,11 +420,11 @@ void MlpLmCuda::backward(const std::function<void(std::size_t)>& on_gradient_rea
 
   s.bias_grad(dlogits, n, c.vocab, s.grad(s.output_bias()));
   on_gradient_ready(s.output_bias());
-  s.gemm.run(s.stream, true, false, c.hidden, c.vocab, n, s.h[static_cast<std::size_t>(c.layers - 1)].get(), c.hidden,
-             dlogits, c.vocab, s.grad(s.output_weight()), CUDA_R_32F, c.vocab);
+  s.matmul(true, false, c.hidden, c.vocab, n, s.h[static_cast<std::size_t>(c.layers - 1)].get(), c.hidden,
+           dlogits, c.vocab, s.grad(s.output_weight()), CUDA_R_32F, c.vocab);
   on_gradient_ready(s.output_weight());
-  s.gemm.run(s.stream, false, true, n, c.hidden, c.vocab, dlogits, c.vocab, s.weights(s.output_weight()), c.vocab,
-             s.dh.get(), CUDA_R_16BF, c.hidden);
+  s.matmul(false, true, n, c.hidden, c.vocab, dlogits, c.vocab, s.weights(s.output_weight()), c.vocab,
+           s.dh.get(), CUDA_R_16BF, c.hidden);
 
   for (int l = c.layers - 1; l >= 0; --l) {
     if (hidden_elements % 8 == 0)
@@ -543,12 +437,12 @@ void MlpLmCuda::backward(const std::function<void(std::size_t)>& on_gradient_rea
 
     const bf16* in = l > 0 ? s.h[static_cast<std::size_t>(l - 1)].get() : s.x.get();
     const int in_width = l > 0 ? c.hidden : in0;
-    s.gemm.run(s.stream, true, false, in_width, c.hidden, n, in, in_width, s.dh.get(), c.hidden, s.grad(State::weight(l)),
-               CUDA_R_32F, c.hidden);
+    s.matmul(true, false, in_width, c.hidden, n, in, in_width, s.dh.get(), c.hidden, s.grad(State::weight(l)),
+             CUDA_R_32F, c.hidden);
     on_gradient_ready(State::weight(l));
     bf16* d_in = l > 0 ? s.dscratch.get() : s.dx.get();
-    s.gemm.run(s.stream, false, true, n, in_width, c.hidden, s.dh.get(), c.hidden, s.weights(State::weight(l)), c.hidden,
-               d_in, CUDA_R_16BF, in_width);
+    s.matmul(false, true, n, in_width, c.hidden, s.dh.get(), c.hidden, s.weights(State::weight(l)), c.hidden,
+             d_in, CUDA_R_16BF, in_width);
     if (l > 0) std::swap(s.dh, s.dscratch);
   }
 
