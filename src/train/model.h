@@ -98,6 +98,12 @@ class Model {
 void check_gradient_offsets(const std::vector<ParameterInfo>& layout, const std::vector<std::size_t>& offsets,
                             std::size_t total_elements);
 
+/// The batch check behind check_mlp_lm_batch and check_gpt_batch: rows ≥ 1, batch.row_tokens equal to
+/// `row_tokens` (spelt `row_tokens_formula` in the message, e.g. "seq + 1"), tokens not null, every token in
+/// [0, vocab). Throws core::Error naming the first problem, with `remedy` as its hint.
+void check_token_batch(const TokenBatchView& batch, int row_tokens, const std::string& row_tokens_formula, int vocab,
+                       const std::string& remedy);
+
 inline std::size_t Model::parameter_count() const {
   std::size_t n = 0;
   for (const auto& p : parameters()) n += p.numel;
