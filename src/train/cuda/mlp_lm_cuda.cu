@@ -234,20 +234,8 @@ struct MlpLmCuda::State {
   // cuda::GemmSpec with alpha 1, beta 0, no bias and batch 1.
   void matmul(bool trans_a, bool trans_b, int m, int n, int k, const bf16* a, int lda, const bf16* b, int ldb, void* d,
               cudaDataType_t d_type, int ldd) {
-    cuda::GemmSpec g;
-    g.trans_a = trans_a;
-    g.trans_b = trans_b;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.a = a;
-    g.lda = lda;
-    g.b = b;
-    g.ldb = ldb;
-    g.d = d;
-    g.d_type = d_type;
-    g.ldd = ldd;
-    gemm.run(stream, g);
+    gemm.run(stream, {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .a = a, .lda = lda, .b = b,
+                      .ldb = ldb, .d = d, .d_type = d_type, .ldd = ldd});
   }
 
   MlpLmConfig config;
