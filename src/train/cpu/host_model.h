@@ -36,7 +36,7 @@ double host_reference_loss(Math& math, const std::vector<double>& parameters, co
 }
 
 /// A Model whose parameters, moments and gradients are fp32 host vectors. Work is synchronous: every
-/// method has finished when it returns. Not copyable (derived models own their math's activations).
+/// method has finished when it returns. Not copyable: a model owns its buffers and its math's activations.
 class HostModel : public Model {
  public:
   ~HostModel() override = default;
