@@ -5,25 +5,19 @@
 #
 #   bench/device-doctor.sh            # on the GPU machine, from the repository root
 #
-# The machine has no package registry: when /usr/share/games/fortunes is absent, the Debian packages
-# `fortunes` and `fortunes-min` carried in .device/debs are unpacked under /tmp (never into /).
+# The machine has no package registry: bench/device-env.sh unpacks what it lacks (the default text, simdjson)
+# from the Debian packages carried in .device/debs, under /tmp (never into /).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
-export PATH=/usr/local/cuda/bin:$PATH
+source bench/device-env.sh  # carried libraries and data, no NVLink multicast, nvcc on PATH
 log() { echo "== $*" | tee -a "$OUT/steps.log"; }
 
 log "machine"
 { date -u; uname -r; nproc; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv;
   nvidia-smi topo -m; nvcc --version | tail -1; cmake --version | head -1; git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-
-if [ ! -d /usr/share/games/fortunes ]; then
-  for deb in .device/debs/fortunes*.deb; do dpkg -x "$deb" /tmp/scalescope-data; done
-  export SCALESCOPE_DATA=/tmp/scalescope-data/usr/share/games/fortunes  # the default --data, tests included
-fi
 
 log "build"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 &&

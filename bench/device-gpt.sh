@@ -12,8 +12,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 LOGS="$OUT/logs"
 mkdir -p "$LOGS"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
-export PATH=/usr/local/cuda/bin:$PATH
+source bench/device-env.sh  # carried libraries and data, no NVLink multicast, nvcc on PATH
 SECONDS=0
 log() { echo "== [${SECONDS}s] $*" | tee -a "$LOGS/steps.log"; }
 

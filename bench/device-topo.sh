@@ -10,7 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-export PATH=/usr/local/cuda/bin:$PATH
+source bench/device-env.sh  # carried libraries and data, no NVLink multicast, nvcc on PATH
 
 echo "== build"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 &&
