@@ -186,12 +186,36 @@ bool is_nccl_plugin_category(std::string_view cat) {
          cat == "P2P" || cat == "COLL" || cat == "NET";
 }
 
+/// Newlines in [b, e): eight bytes at a time (an exact zero-byte test on word ^ 0x0a0a…, then a byte sum), as every
+/// byte of a multi-GB file passes through here to keep line numbers for error messages.
+std::uint64_t count_newlines(const char* b, const char* e) {
+  constexpr std::uint64_t kNl = 0x0a0a0a0a0a0a0a0aULL, kLow7 = 0x7f7f7f7f7f7f7f7fULL;
+  std::uint64_t n = 0;
+  for (; e - b >= 8; b += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, b, 8);
+    w ^= kNl;  // newline bytes become zero
+    const std::uint64_t t = ~(((w & kLow7) + kLow7) | w | kLow7);  // high bit set exactly for zero bytes
+    n += ((t >> 7) * 0x0101010101010101ULL) >> 56;  // sum of the 0/1 bytes (no popcnt instruction needed)
+  }
+  for (; b < e; ++b) n += *b == '\n';
+  return n;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // The sliding-window scanner.
 
 struct Span {
   std::size_t begin = 0;  // indices into the window
   std::size_t end = 0;
+};
+
+/// What a scanned value is, for messages: a text, or the 1-based index of an event (formatted only on error, so
+/// that the hot loop builds no string per event).
+struct What {
+  std::string_view text;
+  std::uint64_t event = 0;
+  std::string str() const { return event ? fmt::format("event {} of the event array", event) : std::string(text); }
 };
 
 class Scanner {
@@ -220,7 +244,7 @@ class Scanner {
   /// Scans the JSON value that starts at the current position. With `keep`, the value's bytes stay in the
   /// window and the returned span is valid until the next call; without, they are discarded as the scan goes
   /// (any size). Throws core::Error on an invalid byte or the end of input inside the value.
-  Span scan_value(bool keep, std::string_view what) {
+  Span scan_value(bool keep, const What& what) {
     std::size_t start = pos_;
     std::size_t p = pos_;
     // Called with p == end_: reads more input, keeping the value's bytes when `keep`. False at the end.
@@ -231,7 +255,7 @@ class Scanner {
       p -= shift;
       if (p < end_) return true;
       if (!eof_)
-        fail(start, fmt::format("{} is larger than the {} MiB limit", what, max_value_ >> 20),
+        fail(start, fmt::format("{} is larger than the {} MiB limit", what.str(), max_value_ >> 20),
              "this is not a Kineto trace event; if it is, raise TraceReadOptions::max_value_bytes");
       return false;
     };
@@ -241,9 +265,23 @@ class Scanner {
       for (;;) {
         if (p >= end_ && !more()) truncated(p, what);
         const char* b = buf_.data();
-        const auto* q = static_cast<const char*>(std::memchr(b + p, '"', end_ - p));
-        const std::size_t limit = q ? static_cast<std::size_t>(q - b) : end_;
-        const auto* bsl = static_cast<const char*>(std::memchr(b + p, '\\', limit - p));
+        // Most strings in a trace are short keys and names: look at up to 32 bytes inline before calling memchr.
+        const std::size_t inline_end = std::min(end_, p + 32);
+        std::size_t q = p;
+        while (q < inline_end && b[q] != '"' && b[q] != '\\') ++q;
+        if (q < inline_end && b[q] == '"') {
+          p = q + 1;
+          return;
+        }
+        const char* quote = nullptr;
+        const char* bsl = nullptr;
+        if (q < inline_end) {
+          bsl = b + q;
+        } else {
+          quote = static_cast<const char*>(std::memchr(b + q, '"', end_ - q));
+          const std::size_t limit = quote ? static_cast<std::size_t>(quote - b) : end_;
+          bsl = static_cast<const char*>(std::memchr(b + q, '\\', limit - q));
+        }
         if (bsl != nullptr) {
           p = static_cast<std::size_t>(bsl - b) + 2;  // the escaped byte is skipped, whatever it is
           if (p > end_) {                             // the backslash ended the window
@@ -253,8 +291,8 @@ class Scanner {
           }
           continue;
         }
-        if (q != nullptr) {
-          p = limit + 1;
+        if (quote != nullptr) {
+          p = static_cast<std::size_t>(quote - b) + 1;
           return;
         }
         p = end_;
@@ -299,14 +337,14 @@ class Scanner {
           break;
         case kOpen:
           if (stack_.size() >= kMaxDepth)
-            fail(p, fmt::format("JSON nested deeper than {} levels in {}", kMaxDepth, what),
+            fail(p, fmt::format("JSON nested deeper than {} levels in {}", kMaxDepth, what.str()),
                  "this is not a profiler trace");
           stack_.push_back(static_cast<char>(c));
           ++p;
           break;
         case kClose:
           if ((c == '}') != (stack_.back() == '{'))
-            fail(p, fmt::format("'{}' closes a '{}' in {}", static_cast<char>(c), stack_.back(), what),
+            fail(p, fmt::format("'{}' closes a '{}' in {}", static_cast<char>(c), stack_.back(), what.str()),
                  "the JSON is damaged: regenerate or re-download the trace");
           stack_.pop_back();
           ++p;
@@ -315,7 +353,7 @@ class Scanner {
           invalid(p, what);
       }
       if (keep && p - start > max_value_)
-        fail(start, fmt::format("{} is larger than the {} MiB limit", what, max_value_ >> 20),
+        fail(start, fmt::format("{} is larger than the {} MiB limit", what.str(), max_value_ >> 20),
              "this is not a Kineto trace event; if it is, raise TraceReadOptions::max_value_bytes");
     }
     pos_ = p;
@@ -325,7 +363,7 @@ class Scanner {
   /// Reads a JSON string (the current byte is its opening quote) and returns it unescaped (\" \\ \/ and
   /// \uXXXX below U+0080 are decoded; other escapes are kept as written). For keys: at most 4 KiB.
   std::string read_key() {
-    const Span s = scan_value(true, "a key");
+    const Span s = scan_value(true, What{"a key"});
     std::string out;
     for (std::size_t i = s.begin + 1; i + 1 < s.end; ++i) {
       char c = buf_[i];
@@ -361,7 +399,7 @@ class Scanner {
   /// "byte N (line L, column C)" for window index i; bytes count from 0, lines and columns (bytes) from 1.
   std::string where(std::size_t i) const {
     const char* b = buf_.data();
-    const std::uint64_t line = base_lines_ + static_cast<std::uint64_t>(std::count(b, b + i, '\n')) + 1;
+    const std::uint64_t line = base_lines_ + count_newlines(b, b + i) + 1;
     std::size_t col_start = i;
     while (col_start > 0 && b[col_start - 1] != '\n') --col_start;
     const std::uint64_t column = (col_start == 0 ? base_column_ : 0) + (i - col_start) + 1;
@@ -369,7 +407,7 @@ class Scanner {
   }
 
   /// Describes and throws for the invalid byte at index p (the start of the offending token when it is a word).
-  [[noreturn]] void invalid(std::size_t p, std::string_view what) const {
+  [[noreturn]] void invalid(std::size_t p, const What& what) const {
     const char* b = buf_.data();
     std::size_t s = p;
     while (s > 0 && is_word_char(static_cast<unsigned char>(b[s - 1])) && p - s < 64) --s;
@@ -397,7 +435,7 @@ class Scanner {
       looks = fmt::format("unexpected byte 0x{:02x}", c);
     }
     if (s == p || !std::isalnum(c)) s = p;
-    std::string cause = fmt::format("{} at {} in {}", looks, where(s), what);
+    std::string cause = fmt::format("{} at {} in {}", looks, where(s), what.str());
     if (plugin) {
       throw core::Error(fmt::format("'{}': {}: not a Kineto trace (an NCCL profiler-plugin dump?)", name_, cause),
                         "pass the Chrome trace that torch.profiler writes (export_chrome_trace or "
@@ -408,8 +446,8 @@ class Scanner {
                       "pass a Chrome trace written by torch.profiler; if the file was edited or cut, regenerate it");
   }
 
-  [[noreturn]] void truncated(std::size_t p, std::string_view what) const {
-    throw core::Error(fmt::format("'{}': the file ends inside {} at {}: the trace is incomplete", name_, what,
+  [[noreturn]] void truncated(std::size_t p, const What& what) const {
+    throw core::Error(fmt::format("'{}': the file ends inside {} at {}: the trace is incomplete", name_, what.str(),
                                   where(std::min(p, end_))),
                       "the profiler was interrupted while writing, or the copy is incomplete: regenerate or "
                       "copy the trace again");
@@ -433,7 +471,7 @@ class Scanner {
   std::size_t refill_shift(std::size_t keep_from, std::size_t held) {
     if (eof_) return 0;
     const char* b = buf_.data();
-    const auto newlines = static_cast<std::uint64_t>(std::count(b, b + keep_from, '\n'));
+    const std::uint64_t newlines = count_newlines(b, b + keep_from);
     base_lines_ += newlines;
     if (newlines == 0) {
       base_column_ += keep_from;
@@ -548,6 +586,11 @@ bool contains_icase(std::string_view s, std::string_view needle) {
 }
 
 EventKind kind_of_category(std::string_view cat) {
+  // Kineto's spelling first (exact), then any case and the older names.
+  if (cat == "kernel") return EventKind::kernel;
+  if (cat == "cpu_op") return EventKind::cpu_op;
+  if (cat == "cuda_runtime") return EventKind::cuda_runtime;
+  if (cat == "ac2g" || cat == "python_function" || cat == "fwdbwd" || cat == "async_cpu_to_gpu") return EventKind::other;
   if (ieq(cat, "kernel")) return EventKind::kernel;
   if (ieq(cat, "gpu_memcpy") || ieq(cat, "memcpy")) return EventKind::memcpy;
   if (ieq(cat, "gpu_memset") || ieq(cat, "memset")) return EventKind::memset;
@@ -639,7 +682,7 @@ class TraceReader {
       trace_.array_format = true;
       read_events(/*top_level=*/true);
     } else {
-      scanner_.invalid(scanner_.position(), "the first value of the file");
+      scanner_.invalid(scanner_.position(), What{"the first value of the file"});
     }
     if (scanner_.peek_nonspace() >= 0)
       scanner_.fail_here("unexpected data after the end of the trace's JSON",
@@ -657,21 +700,21 @@ class TraceReader {
     bool first = true;
     for (;;) {
       int c = scanner_.peek_nonspace();
-      if (c < 0) scanner_.truncated(scanner_.position(), "the top-level object");
+      if (c < 0) scanner_.truncated(scanner_.position(), What{"the top-level object"});
       if (c == '}' && first) {
         scanner_.advance();
         return;
       }
-      if (c != '"') scanner_.invalid(scanner_.position(), "the top-level object (a key was expected)");
+      if (c != '"') scanner_.invalid(scanner_.position(), What{"the top-level object (a key was expected)"});
       const std::string key = scanner_.read_key();
       c = scanner_.peek_nonspace();
       if (c != ':') {
-        if (c < 0) scanner_.truncated(scanner_.position(), "the top-level object");
-        scanner_.invalid(scanner_.position(), "the top-level object (':' was expected)");
+        if (c < 0) scanner_.truncated(scanner_.position(), What{"the top-level object"});
+        scanner_.invalid(scanner_.position(), What{"the top-level object (':' was expected)"});
       }
       scanner_.advance();
       c = scanner_.peek_nonspace();
-      if (c < 0) scanner_.truncated(scanner_.position(), "the value of \"" + key + "\"");
+      if (c < 0) scanner_.truncated(scanner_.position(), What{"the value of \"" + key + "\""});
       if (key == "traceEvents" && c == '[') {
         read_events(/*top_level=*/false);
       } else if (key == "distributedInfo" || key == "deviceProperties" || key == "baseTimeNanoseconds" ||
@@ -679,7 +722,7 @@ class TraceReader {
         read_metadata(key);
       } else {
         if (key == "traceEvents") trace_.warnings.push_back("\"traceEvents\" is not an array; ignored");
-        scanner_.scan_value(false, "the value of \"" + key + "\"");
+        scanner_.scan_value(false, What{"the value of \"" + key + "\""});
       }
       c = scanner_.peek_nonspace();
       if (c == ',') {
@@ -691,13 +734,13 @@ class TraceReader {
         scanner_.advance();
         return;
       }
-      if (c < 0) scanner_.truncated(scanner_.position(), "the top-level object");
-      scanner_.invalid(scanner_.position(), "the top-level object (',' or '}' was expected)");
+      if (c < 0) scanner_.truncated(scanner_.position(), What{"the top-level object"});
+      scanner_.invalid(scanner_.position(), What{"the top-level object (',' or '}' was expected)"});
     }
   }
 
   void read_metadata(const std::string& key) {
-    const Span s = scanner_.scan_value(true, "the value of \"" + key + "\"");
+    const Span s = scanner_.scan_value(true, What{"the value of \"" + key + "\""});
     if (s.end - s.begin > kMaxMetadataBytes) {
       trace_.warnings.push_back(fmt::format("\"{}\" is larger than {} MiB; ignored", key, kMaxMetadataBytes >> 20));
       return;
@@ -796,15 +839,15 @@ class TraceReader {
           trace_.warnings.push_back("the event array has no closing ']' (allowed by the JSON Array Format)");
           return;
         }
-        scanner_.truncated(scanner_.position(), "the \"traceEvents\" array");
+        scanner_.truncated(scanner_.position(), What{"the \"traceEvents\" array"});
       }
       if (c == ']') {
         if (expect_value && trace_.events_read > 0) trailing_commas_++;
         scanner_.advance();
         return;
       }
-      if (!expect_value) scanner_.invalid(scanner_.position(), "the event array (',' or ']' was expected)");
-      const std::string what = fmt::format("event {} of the event array", trace_.events_read + 1);
+      if (!expect_value) scanner_.invalid(scanner_.position(), What{"the event array (',' or ']' was expected)"});
+      const What what{{}, trace_.events_read + 1};
       if (c == '{') {
         const Span s = scanner_.scan_value(true, what);
         ++trace_.events_read;
@@ -1027,7 +1070,7 @@ class TraceReader {
     return simdjson::SUCCESS;
   }
 
-  void process_event(const Span& s, const std::string& what) {
+  void process_event(const Span& s, const What& what) {
     EventFields f;
     std::size_t error_index = s.begin;
     if (const auto err = parse_event(s, f, error_index)) {
@@ -1035,7 +1078,7 @@ class TraceReader {
         ++bad_utf8_;
         return;
       }
-      scanner_.fail(error_index, fmt::format("{} is not valid JSON ({})", what, simdjson::error_message(err)),
+      scanner_.fail(error_index, fmt::format("{} is not valid JSON ({})", what.str(), simdjson::error_message(err)),
                     "pass a Chrome trace written by torch.profiler; if the file was edited or cut, regenerate it");
     }
     counted_cat_.add(f.has_cat ? f.cat : std::string_view());
