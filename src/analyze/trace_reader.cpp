@@ -220,9 +220,11 @@ struct What {
 
 class Scanner {
  public:
-  Scanner(ByteSource& src, std::string name, const TraceReadOptions& options)
+  /// `size_hint`: the input's size when known (a plain file), so that a small trace gets a small window.
+  Scanner(ByteSource& src, std::string name, const TraceReadOptions& options, std::uint64_t size_hint)
       : src_(src), name_(std::move(name)), max_value_(options.max_value_bytes) {
-    buf_.resize(kInitialWindow + simdjson::SIMDJSON_PADDING);
+    const std::uint64_t window = std::clamp<std::uint64_t>(size_hint + 1, 64 * 1024, kInitialWindow);
+    buf_.resize(static_cast<std::size_t>(window) + simdjson::SIMDJSON_PADDING);
   }
 
   std::uint64_t bytes_read() const { return base_offset_ + end_; }
@@ -665,8 +667,8 @@ struct EventFields {
 
 class TraceReader {
  public:
-  TraceReader(ByteSource& src, std::string name, const TraceReadOptions& options)
-      : scanner_(src, name, options), name_(std::move(name)), options_(options) {
+  TraceReader(ByteSource& src, std::string name, const TraceReadOptions& options, std::uint64_t size_hint)
+      : scanner_(src, name, options, size_hint), name_(std::move(name)), options_(options) {
     trace_.source = name_;
     trace_.names.emplace_back();
     name_index_.emplace(std::string(), 0);
@@ -1275,7 +1277,7 @@ Trace read_from(std::unique_ptr<ByteSource> src, std::string name, const TraceRe
     };
     source = std::make_unique<Prefixed>(std::move(src), head);
   }
-  TraceReader reader(*source, name, options);
+  TraceReader reader(*source, name, options, gz ? kInitialWindow : file_bytes);
   Trace t = reader.run();
   t.gzip = gz;
   t.file_bytes = file_bytes;

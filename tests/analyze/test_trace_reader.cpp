@@ -330,3 +330,12 @@ TEST(TraceReader, MissingFileIsAnError) {
     EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos);
   }
 }
+
+TEST(TraceReader, WindowGrowsForAnEventLargerThanIt) {
+  // Behind gzip the window starts at 4 MiB; a 9 MiB event makes it grow (twice) and is read whole.
+  const std::string name(9u << 20, 'g');
+  const Trace t = read_trace_bytes(gzip(trace({kernel("a", 1, 1, 7), kernel(name, 2, 1, 7), kernel("b", 3, 1, 7)})), "big.json.gz");
+  ASSERT_EQ(t.events.size(), 3u);
+  EXPECT_EQ(t.name_of(t.events[1]).size(), name.size());
+  EXPECT_EQ(t.name_of(t.events[2]), "b");
+}
