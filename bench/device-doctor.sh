@@ -36,17 +36,24 @@ timeout 300 ctest --test-dir build-device --output-on-failure -j 4 > "$OUT/ctest
 grep -E "tests passed|Failed|Skipped" "$OUT/ctest.log" | head -30
 
 GPUS=$(nvidia-smi -L | wc -l)
-log "doctor, GPU ranks, NVLink/P2P allowed ($GPUS GPUs)"
-timeout 240 $S doctor --backend gpu --out "$OUT/doctor-gpu.json" 2> "$OUT/doctor-gpu.err" | tee "$OUT/doctor-gpu.txt"
-log "doctor, GPU ranks, NCCL_P2P_DISABLE=1"
-NCCL_P2P_DISABLE=1 timeout 240 $S doctor --backend gpu --out "$OUT/doctor-gpu-nop2p.json" 2> "$OUT/doctor-gpu-nop2p.err" | tee "$OUT/doctor-gpu-nop2p.txt"
+# The MLP of the vertical slice, then the GPT presets of issue #5 (each at its default batch per GPU).
+for model in ${DOCTOR_MODELS:-mlp-100m tiny-14m gpt2-124m gpt-1.3b}; do
+  log "doctor, GPU ranks, NVLink/P2P allowed ($GPUS GPUs), $model"
+  timeout 300 $S doctor --backend gpu --model "$model" --out "$OUT/doctor-gpu-$model.json" 2> "$OUT/doctor-gpu-$model.err" \
+    | tee "$OUT/doctor-gpu-$model.txt" | sed -n '/^world size/,/^step ms/p'
+  if [ "$GPUS" -ge 2 ]; then  # one GPU has no peer: P2P settings change nothing there
+    log "doctor, GPU ranks, NCCL_P2P_DISABLE=1, $model"
+    NCCL_P2P_DISABLE=1 timeout 300 $S doctor --backend gpu --model "$model" --out "$OUT/doctor-gpu-nop2p-$model.json" \
+      2> "$OUT/doctor-gpu-nop2p-$model.err" | tee "$OUT/doctor-gpu-nop2p-$model.txt" | sed -n '/^world size/,/^step ms/p'
+  fi
+done
 log "train, 1 GPU, phase breakdown: overlap on / off, real text / synthetic"
-for extra in "" "--no-overlap" "--data synthetic"; do
+for extra in "" "--no-overlap" "--data synthetic" "--model gpt2-124m"; do
   timeout 120 $S train --backend gpu -q $extra 2>&1 | tee -a "$OUT/train-gpu.txt" | grep -E "^(forward|backward|exposed|optimizer|step total|throughput|gradient|loss)"
 done
 log "doctor, CPU ranks (MPI), up to 8"
 timeout 240 $S doctor --backend cpu --max-world-size 8 --out "$OUT/doctor-cpu.json" 2> "$OUT/doctor-cpu.err" | tee "$OUT/doctor-cpu.txt"
 log "done"
 # At most 8 files come back from a lent machine: keep the JSON reports apart, pack the logs.
-tar -czf "$OUT/logs.tar.gz" -C "$OUT" --remove-files machine.txt steps.log build.log ctest.log doctor-gpu.err \
-  doctor-gpu-nop2p.err doctor-cpu.err train-gpu.txt doctor-gpu.txt doctor-gpu-nop2p.txt doctor-cpu.txt 2>/dev/null
+tar -czf "$OUT/logs.tar.gz" -C "$OUT" --remove-files machine.txt steps.log build.log ctest.log train-gpu.txt \
+  $(cd "$OUT" && ls doctor-*.err doctor-*.txt 2>/dev/null)

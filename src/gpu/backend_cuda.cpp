@@ -18,6 +18,7 @@
 #include "gpu/nccl_bench_backend.h"
 #include "gpu/nccl_communicator.h"
 #include "train/backend.h"
+#include "train/cuda/gpt_cuda.h"
 #include "train/cuda/mlp_lm_cuda.h"
 
 namespace scalescope::train {
@@ -59,7 +60,7 @@ std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend() {
   return std::make_unique<gpu::NcclBenchBackend>(gpu::bootstrap_gpu_rank());
 }
 
-std::unique_ptr<RankBackend> make_gpu_rank_backend(const MlpLmConfig& model) {
+std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model) {
   auto b = std::make_unique<GpuRankBackend>();
   const gpu::RankBootstrap boot = gpu::bootstrap_gpu_rank();
   b->mpi_initialised_here = boot.mpi_initialised;
@@ -69,7 +70,8 @@ std::unique_ptr<RankBackend> make_gpu_rank_backend(const MlpLmConfig& model) {
   SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
   b->timeline = std::make_unique<gpu::CudaTimeline>(b->stream);
   b->comm = std::make_unique<gpu::NcclCommunicator>(info, boot.id, b->stream);
-  b->model = std::make_unique<MlpLmCuda>(model, b->stream);
+  if (model.family == ModelFamily::mlp) b->model = std::make_unique<MlpLmCuda>(model.mlp, b->stream);
+  else b->model = std::make_unique<GptCuda>(model.gpt, b->stream);
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   b->device = fmt::format("cuda:{} {} ({} SMs, {:.0f} GB)", info.local_rank, prop.name, prop.multiProcessorCount,

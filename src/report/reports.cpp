@@ -29,7 +29,7 @@ std::string workload_line(const train::TrainResult& r, bool sweep) {
           : fmt::format("global batch {} rows split over the ranks", c.global_rows());
   return fmt::format("model {} ({} parameters, {} FLOP/token), {} scaling, {}, "
                      "{} bucket{} ({} MiB first, {} MiB cap), overlap {}",
-                     c.model, si(static_cast<double>(r.parameters)), si(r.flops_per_token), core::to_string(c.mode),
+                     c.model.name, si(static_cast<double>(r.parameters)), si(r.flops_per_token), core::to_string(c.mode),
                      batch,
                      r.bucket_bytes.size(), r.bucket_bytes.size() == 1 ? "" : "s",
                      c.engine.buckets.first_bucket_bytes / double(1 << 20), c.engine.buckets.bucket_cap_bytes / double(1 << 20),

@@ -10,7 +10,7 @@
 
 #include "comm/bench_backend.h"
 #include "comm/communicator.h"
-#include "train/mlp_lm.h"
+#include "train/model_spec.h"
 #include "train/model.h"
 #include "train/timeline.h"
 
@@ -32,14 +32,14 @@ struct RankBackend {
   virtual ~RankBackend() = default;
 };
 
-/// CPU rank: joins the MPI job (this process must have been started by mpirun), builds the fp32 model
+/// CPU rank: joins the MPI job (this process must have been started by mpirun), builds the fp32 model (MLP or GPT)
 /// with single-threaded OpenBLAS (one core per rank) and the steady-clock timeline.
-std::unique_ptr<RankBackend> make_cpu_rank_backend(const MlpLmConfig& model);
+std::unique_ptr<RankBackend> make_cpu_rank_backend(const ModelSpec& model);
 
 /// GPU rank: device = local rank, NCCL communicator (bootstrapped from the launcher's environment or, under
-/// mpirun/srun, through MPI), bf16 model, CUDA-event timeline. Throws core::Error in CPU-only builds, when
+/// mpirun/srun, through MPI), bf16 model (MLP or GPT), CUDA-event timeline. Throws core::Error in CPU-only builds, when
 /// the local rank has no GPU, or when NCCL initialisation fails.
-std::unique_ptr<RankBackend> make_gpu_rank_backend(const MlpLmConfig& model);
+std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model);
 
 /// The collective benchmark on this GPU rank (NCCL), bootstrapped like make_gpu_rank_backend. Throws
 /// core::Error in CPU-only builds or when NCCL initialisation fails.

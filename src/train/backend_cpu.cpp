@@ -18,7 +18,7 @@ BackendKind parse_backend_kind(const std::string& text) {
   throw core::UsageError(fmt::format("unknown backend '{}'", text), "use --backend cpu or --backend gpu");
 }
 
-std::unique_ptr<RankBackend> make_cpu_rank_backend(const MlpLmConfig& model) {
+std::unique_ptr<RankBackend> make_cpu_rank_backend(const ModelSpec& model) {
   auto b = std::make_unique<RankBackend>();
   auto comm = std::make_unique<comm::MpiCommunicator>();
   b->library_versions = comm->library_version();
@@ -26,7 +26,7 @@ std::unique_ptr<RankBackend> make_cpu_rank_backend(const MlpLmConfig& model) {
   // One core per rank: a CPU rank stands for one device, so scaling compares like with like.
   openblas_set_num_threads(1);
   b->timeline = std::make_unique<CpuTimeline>();
-  b->model = std::make_unique<MlpLmCpu>(model);
+  b->model = make_cpu_model(model);
   b->device = "cpu (1 core per rank, OpenBLAS fp32)";
   return b;
 }

@@ -157,7 +157,7 @@ void TrainJobConfig::validate() const {
         fmt::format("strong scaling needs a global batch divisible by the world size: {} rows over {} ranks", batch,
                     world_size),
         "choose a --batch that is a multiple of every world size (e.g. a power of two)");
-  mlp.validate();
+  model.validate();
   engine.buckets.validate();
   protocol.validate();
   if (mode == core::ScalingMode::weak && static_cast<std::int64_t>(batch) * world_size > INT_MAX)
@@ -182,8 +182,6 @@ void to_json(nlohmann::json& j, const TrainJobConfig& c) {
   j = {{"backend", to_string(c.backend)},
        {"world_size", c.world_size},
        {"model", c.model},
-       {"mlp", {{"vocab", c.mlp.vocab}, {"context", c.mlp.context}, {"embed", c.mlp.embed},
-                {"hidden", c.mlp.hidden}, {"layers", c.mlp.layers}, {"seed", c.mlp.seed}}},
        {"batch", c.batch},
        {"rows_per_rank", c.rows_per_rank()},
        {"global_rows", c.global_rows()},
@@ -206,10 +204,7 @@ void to_json(nlohmann::json& j, const TrainJobConfig& c) {
 void from_json(const nlohmann::json& j, TrainJobConfig& c) {
   c.backend = parse_backend_kind(j.at("backend"));
   c.world_size = j.at("world_size");
-  c.model = j.at("model");
-  const auto& m = j.at("mlp");
-  c.mlp.vocab = m.at("vocab"); c.mlp.context = m.at("context"); c.mlp.embed = m.at("embed");
-  c.mlp.hidden = m.at("hidden"); c.mlp.layers = m.at("layers"); c.mlp.seed = m.at("seed");
+  c.model = j.at("model").get<ModelSpec>();
   c.batch = j.at("batch");
   c.mode = core::parse_scaling_mode(j.at("scaling").get<std::string>());
   c.engine.buckets.first_bucket_bytes = j.at("first_bucket_bytes");
@@ -325,8 +320,8 @@ void write_result_file(const std::string& path, const TrainResult& result) {
 std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   config.validate();
   const auto fault = parse_fault(config.fault);
-  auto backend = config.backend == BackendKind::cpu ? make_cpu_rank_backend(config.mlp)
-                                                    : make_gpu_rank_backend(config.mlp);
+  auto backend = config.backend == BackendKind::cpu ? make_cpu_rank_backend(config.model)
+                                                    : make_gpu_rank_backend(config.model);
   comm::Communicator& comm = *backend->comm;
   Model& model = *backend->model;
   Timeline& timeline = *backend->timeline;
@@ -435,19 +430,11 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
 
 // ---------------------------------------------------------------------------------------------- memory
 
-double cpu_rank_memory_bytes(const TrainJobConfig& config) {
-  const auto& m = config.mlp;
-  const double params = static_cast<double>(m.parameter_count());
-  const double rows = config.rows_per_rank();
-  const double activations_per_row = 2.0 * m.input_width() + 2.0 * m.layers * m.hidden + 2.0 * m.hidden + 2.0 * m.vocab;
-  const double tokens_per_row = (m.context + 1) * 4.0;  // staged, current and prefetched batches
-  return 4.0 * (5.0 * params + rows * (activations_per_row + tokens_per_row));
-}
 
 void check_cpu_memory(const TrainJobConfig& config) {
   if (config.backend != BackendKind::cpu) return;
   const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  const double need = cpu_rank_memory_bytes(config) * config.world_size;
+  const double need = config.model.memory_per_rank_bytes(config.rows_per_rank()) * config.world_size;
   if (physical > 0 && need > physical)
     throw core::UsageError(
         fmt::format("{} CPU rank{} of this model and batch need{} about {:.1f} GiB of memory; this machine has {:.1f} GiB",
@@ -495,7 +482,11 @@ TrainResult launch_job(const TrainJobConfig& config) {
   // Pre-flight in this process, so a bad input gives one message instead of one per rank.
   require_devices(config.backend, config.world_size);
   check_cpu_memory(config);
-  load_corpus(config, config.mlp.context + 1);
+  const TextCorpus corpus = load_corpus(config, config.model.row_tokens());
+  if (corpus.max_token() >= config.model.vocab())
+    throw core::UsageError(fmt::format("the data holds token id {} but {} has a vocabulary of {}", corpus.max_token(),
+                                       config.model.name, config.model.vocab()),
+                           "use token files made for this vocabulary, a GPT preset, or plain text");
   core::TemporaryDirectory dir;
   const std::string job_path = dir.path() + "/job.json";
   const std::string result_path = dir.path() + "/result.json";

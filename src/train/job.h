@@ -16,7 +16,7 @@
 #include "train/backend.h"
 #include "train/bucket_plan.h"
 #include "train/dp_engine.h"
-#include "train/mlp_lm.h"
+#include "train/model_spec.h"
 
 namespace scalescope::train {
 
@@ -25,8 +25,7 @@ namespace scalescope::train {
 struct TrainJobConfig {
   BackendKind backend = BackendKind::cpu;
   int world_size = 1;
-  std::string model = "mlp-10m";  ///< MLP preset name (see MlpLmConfig::preset)
-  MlpLmConfig mlp;                ///< resolved sizes (preset plus any overrides)
+  ModelSpec model;                ///< the workload: preset and resolved sizes
   /// Batch rows: per rank in weak scaling (global = batch × world size), global in strong scaling
   /// (per rank = batch / world size, which must divide evenly).
   int batch = 64;

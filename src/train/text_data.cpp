@@ -51,6 +51,58 @@ bool read_file(const fs::path& path, std::vector<std::uint8_t>& out, bool& is_te
 
 }  // namespace
 
+void TextCorpus::finish_tokens() {
+  max_token_ = tokens_.empty() ? 0 : *std::max_element(tokens_.begin(), tokens_.end());
+}
+
+TextCorpus TextCorpus::load_token_file(const std::string& path, std::size_t min_tokens, const std::string& remedy) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw core::Error(fmt::format("cannot read token file '{}': {}", path, std::strerror(errno)), remedy);
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  TextCorpus corpus;
+  std::uint64_t offset = 0, count = 0;
+  std::int32_t header[256] = {};
+  const bool has_header = size >= sizeof(header) && in.read(reinterpret_cast<char*>(header), sizeof(header)) &&
+                          header[0] == kLlmcMagic;
+  std::string format;
+  if (has_header) {
+    if (header[1] != 1)
+      throw core::Error(fmt::format("llm.c token file '{}' has version {}; scalescope reads version 1 (uint16 tokens)",
+                                    path, header[1]),
+                        remedy);
+    if (header[2] < 0 || sizeof(header) + 2ull * static_cast<std::uint64_t>(header[2]) != size)
+      throw core::Error(fmt::format("llm.c token file '{}' announces {} tokens but holds {} bytes after its header",
+                                    path, header[2], size - sizeof(header)),
+                        "the file is cut off or not an llm.c token file");
+    offset = sizeof(header);
+    count = static_cast<std::uint64_t>(header[2]);
+    format = "llm.c token file";
+  } else {
+    if (size % 2 != 0)
+      throw core::Error(fmt::format("token file '{}' has an odd size ({} bytes): not uint16 tokens", path, size),
+                        "a .bin file is read as nanoGPT's raw uint16 tokens or llm.c's format; pass text files otherwise");
+    count = size / 2;
+    format = "nanoGPT uint16 token file";
+  }
+  count = std::min<std::uint64_t>(count, kMaxCorpusBytes / 2);
+  corpus.tokens_.resize(count);
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(offset));
+  if (!in.read(reinterpret_cast<char*>(corpus.tokens_.data()), static_cast<std::streamsize>(2 * count)))
+    throw core::Error(fmt::format("cannot read the tokens of '{}'", path), remedy);
+  if (corpus.tokens_.size() < min_tokens)
+    throw core::Error(fmt::format("token file '{}' holds {} tokens; at least {} are needed", path,
+                                  corpus.tokens_.size(), min_tokens),
+                      remedy);
+  corpus.finish_tokens();
+  corpus.file_count_ = 1;
+  corpus.description_ = fmt::format("{}: {} ({:.2f} M tokens, largest id {})", format, path, count / 1e6,
+                                    corpus.max_token_);
+  return corpus;
+}
+
 TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
   const std::string remedy =
       fmt::format("pass --data FILE|DIR with at least {} bytes of text, install the default corpus "
@@ -61,6 +113,9 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
   if (ec || !fs::exists(status))
     throw core::Error(fmt::format("data path '{}' does not exist", path), remedy);
   TextCorpus corpus;
+  if (fs::is_regular_file(status) && path.size() > 4 && path.ends_with(".bin"))
+    return load_token_file(path, min_bytes, remedy);
+  std::vector<std::uint8_t> bytes;
   std::vector<fs::path> files;
   if (fs::is_directory(status)) {
     for (const auto& entry : fs::directory_iterator(path, ec)) {
@@ -84,8 +139,8 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
     if (stat(f.c_str(), &st) != 0) continue;
     if (!seen.insert({st.st_dev, st.st_ino}).second) continue;
     bool is_text = false;
-    if (corpus.bytes_.size() >= kMaxCorpusBytes) break;
-    if (!read_file(f, corpus.bytes_, is_text, kMaxCorpusBytes - corpus.bytes_.size())) {
+    if (bytes.size() >= kMaxCorpusBytes) break;
+    if (!read_file(f, bytes, is_text, kMaxCorpusBytes - bytes.size())) {
       ++unreadable;
       if (first_error.empty()) first_error = fmt::format("{}: {}", f.string(), std::strerror(errno));
       continue;
@@ -94,20 +149,23 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
   }
   if (corpus.file_count_ == 0 && unreadable > 0)
     throw core::Error(fmt::format("cannot read data '{}' ({})", path, first_error), remedy);
-  if (corpus.bytes_.size() < min_bytes)
+  if (bytes.size() < min_bytes)
     throw core::Error(fmt::format("data '{}' holds {} bytes of text in {} file(s); at least {} are needed", path,
-                                  corpus.bytes_.size(), corpus.file_count_, min_bytes),
+                                  bytes.size(), corpus.file_count_, min_bytes),
                       remedy);
+  corpus.tokens_.assign(bytes.begin(), bytes.end());
+  corpus.finish_tokens();
   corpus.description_ = fmt::format("text: {} ({} file{}, {:.2f} MB{})", path, corpus.file_count_,
-                                    corpus.file_count_ == 1 ? "" : "s", corpus.bytes_.size() / 1e6,
-                                    corpus.bytes_.size() >= kMaxCorpusBytes ? ", the first 1 GiB" : "");
+                                    corpus.file_count_ == 1 ? "" : "s", bytes.size() / 1e6,
+                                    bytes.size() >= kMaxCorpusBytes ? ", the first 256 MiB" : "");
   return corpus;
 }
 
 TextCorpus TextCorpus::synthetic(std::size_t bytes, std::uint64_t seed) {
   TextCorpus corpus;
-  corpus.bytes_.resize(bytes);
-  for (std::size_t i = 0; i < bytes; ++i) corpus.bytes_[i] = static_cast<std::uint8_t>(mix64(seed * 0x1000193 + i) >> 56);
+  corpus.tokens_.resize(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) corpus.tokens_[i] = static_cast<std::uint16_t>(mix64(seed * 0x1000193 + i) >> 56);
+  corpus.finish_tokens();
   corpus.synthetic_ = true;
   corpus.description_ = fmt::format("synthetic: {:.2f} MB of uniformly random bytes", bytes / 1e6);
   return corpus;
@@ -115,14 +173,14 @@ TextCorpus TextCorpus::synthetic(std::size_t bytes, std::uint64_t seed) {
 
 BatchSampler::BatchSampler(const TextCorpus& corpus, int row_tokens, std::uint64_t seed)
     : corpus_(corpus), row_tokens_(row_tokens), seed_(seed) {
-  if (row_tokens < 2 || corpus.bytes().size() < static_cast<std::size_t>(row_tokens))
+  if (row_tokens < 2 || corpus.tokens().size() < static_cast<std::size_t>(row_tokens))
     throw core::Error(fmt::format("the corpus ({} bytes) is shorter than one training row ({} tokens)",
-                                  corpus.bytes().size(), row_tokens),
+                                  corpus.tokens().size(), row_tokens),
                       "use more text or a smaller --context");
 }
 
 void BatchSampler::fill(std::int64_t step, int first_row, int rows, std::vector<std::int32_t>& out) const {
-  const auto& bytes = corpus_.bytes();
+  const auto& bytes = corpus_.tokens();
   const std::uint64_t windows = bytes.size() - static_cast<std::size_t>(row_tokens_) + 1;
   out.resize(static_cast<std::size_t>(rows) * row_tokens_);
   for (int r = 0; r < rows; ++r) {

@@ -22,28 +22,42 @@ namespace scalescope::train {
 inline constexpr const char* kDefaultTextDirectory = "/usr/share/games/fortunes";
 
 /// Every rank holds the whole corpus in memory: text beyond this many bytes is not read.
-inline constexpr std::size_t kMaxCorpusBytes = std::size_t{1} << 30;
+inline constexpr std::size_t kMaxCorpusBytes = std::size_t{256} << 20;
 
-/// The bytes of a text corpus, concatenated in file-name order.
+/// llm.c's token-file header: 256 int32 values, the first the magic 20240520, the second the version (1:
+/// uint16 tokens follow), the third the token count (karpathy/llm.c, dev/data/data_common.py write_datafile).
+inline constexpr std::int32_t kLlmcMagic = 20240520;
+
+/// Training tokens: the bytes of text files (byte-level tokens 0–255), or a token file of a tokenizer.
 class TextCorpus {
  public:
-  /// Reads `path`: a text file, or a directory whose regular text files are read (sorted by name,
-  /// each file once even when reached through several links; files containing NUL bytes in their first
-  /// 4 KiB, such as fortune's .dat indexes, are skipped as binary; at most kMaxCorpusBytes are read).
-  /// Throws core::Error naming the path when it does not exist, is not a regular file or directory
-  /// (a FIFO, a device), cannot be read, or holds fewer than `min_bytes` bytes of text.
-  static TextCorpus load(const std::string& path, std::size_t min_bytes);
+  /// Reads `path`:
+  ///  - an llm.c token file (.bin starting with the kLlmcMagic header, version 1: uint16 tokens);
+  ///  - a nanoGPT token file (any other file ending in .bin: raw little-endian uint16 tokens, no header);
+  ///  - a text file, or a directory whose regular text files are read (sorted by name, each file once even when
+  ///    reached through several links; files containing NUL bytes in their first 4 KiB, such as fortune's .dat
+  ///    indexes, are skipped as binary; at most kMaxCorpusBytes are read), one token per byte.
+  /// Throws core::Error naming the path when it does not exist, is not a regular file or directory (a FIFO, a
+  /// device), cannot be read, is a malformed token file (bad version, size not matching the header or odd),
+  /// or holds fewer than `min_tokens` tokens.
+  static TextCorpus load(const std::string& path, std::size_t min_tokens);
   /// A corpus of `bytes` uniformly random bytes from `seed` (the `--data synthetic` source).
   static TextCorpus synthetic(std::size_t bytes, std::uint64_t seed);
 
-  const std::vector<std::uint8_t>& bytes() const { return bytes_; }
+  /// The corpus as token ids: text bytes (0–255) or the ids of a token file.
+  const std::vector<std::uint16_t>& tokens() const { return tokens_; }
+  /// Largest token id (a model's vocabulary must exceed it).
+  std::uint16_t max_token() const { return max_token_; }
   /// e.g. "text: /usr/share/games/fortunes (63 files, 2.49 MB)" or "synthetic: 4.19 MB random bytes".
   const std::string& description() const { return description_; }
   std::size_t file_count() const { return file_count_; }
   bool is_synthetic() const { return synthetic_; }
 
  private:
-  std::vector<std::uint8_t> bytes_;
+  static TextCorpus load_token_file(const std::string& path, std::size_t min_tokens, const std::string& remedy);
+  void finish_tokens();
+  std::vector<std::uint16_t> tokens_;
+  std::uint16_t max_token_ = 0;
   std::string description_;
   std::size_t file_count_ = 0;
   bool synthetic_ = false;

@@ -268,3 +268,14 @@ TEST(CliErrors, DoctorKeepsWhatWasMeasuredWhenAWorldSizeFails) {
   EXPECT_EQ(j.at("points").size(), 1u);
   fs::remove_all(dir);
 }
+
+TEST(CliErrors, TokenIdsBeyondTheVocabularyAreRefused) {
+  // A token file for a 50k vocabulary cannot train the byte-level MLP (vocabulary 256).
+  auto dir = scratch_dir("vocab");
+  std::vector<std::uint16_t> tokens(4096, 300);
+  std::ofstream(dir / "t.bin", std::ios::binary).write(reinterpret_cast<const char*>(tokens.data()), 8192);
+  auto r = run_cli("train --data " + (dir / "t.bin").string() + kQuick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "vocabulary of 256");
+  fs::remove_all(dir);
+}

@@ -22,11 +22,11 @@ struct Trace {
 };
 
 /// 20 steps (2 rounds of 10, no warm-up) of a small model at global batch 8, strong scaling.
-Trace trace(int world_size, const std::string& extra = "") {
+Trace trace(int world_size, const std::string& extra = "", const std::string& model = "--model mlp-1m --batch 8") {
   auto dir = scratch_dir("dp" + std::to_string(world_size));
   auto out = dir / "r.json";
   auto r = run_cli("train --backend cpu --world-size " + std::to_string(world_size) +
-                   " --strong --batch 8 --model mlp-1m --warmup-rounds 0 --rounds 2 --steps-per-round 10 -q --out " +
+                   " --strong " + model + " --warmup-rounds 0 --rounds 2 --steps-per-round 10 -q --out " +
                    out.string() + " " + extra);
   EXPECT_EQ(r.status, 0) << r.output;
   if (r.status != 0) return {};
@@ -81,4 +81,14 @@ TEST(DataParallelCorrectness, WrongAverageIsCaught) {
 TEST(DataParallelCorrectness, OverlapOffGivesTheSameLossesAndGradients) {
   std::string why;
   EXPECT_TRUE(matches(trace(2, "--no-overlap"), trace(2), why)) << why;
+}
+
+TEST(DataParallelCorrectness, GptDecoderOnTwoRanksMatchesOneRank) {
+  // The GPT decoder through the same engine: one block of tiny-14m, 16-token context, global batch 4.
+  const std::string gpt = "--model tiny-14m --layers 1 --seq 16 --batch 4";
+  const auto one = trace(1, "", gpt);
+  ASSERT_EQ(one.losses.size(), 20u);
+  EXPECT_LT(one.losses.back(), one.losses.front());
+  std::string why;
+  EXPECT_TRUE(matches(trace(2, "", gpt), one, why)) << why;
 }

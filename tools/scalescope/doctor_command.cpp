@@ -30,6 +30,7 @@ struct DoctorFlags {
 int run(const DoctorFlags& f) {
   doctor::DoctorConfig config;
   config.job = f.workload.resolve(1);
+  if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());
   if (!f.out.empty()) check_output_path(f.out, config.job);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;

@@ -51,6 +51,7 @@ int run(const TrainFlags& f) {
     return 0;
   }
   const train::TrainJobConfig config = f.workload.resolve(f.world_size);
+  if (config.progress) std::fprintf(stderr, "%s\n", model_summary(config).c_str());
   if (!f.out.empty()) check_output_path(f.out, config);
   if (comm::rank_from_launcher_environment() || comm::started_by_mpi_launcher()) {
     // Started by mpirun/srun (e.g. across nodes): this process is one rank; rank 0 reports.

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
+#include <fmt/format.h>
+
 #include "core/error.h"
 #include "train/backend.h"
 
@@ -37,8 +39,9 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--backend", f.backend, "cpu (MPI ranks, one core each), gpu (NCCL, one GPU per rank) or auto")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
   std::string presets;
-  for (const auto& n : train::MlpLmConfig::preset_names()) presets += (presets.empty() ? "" : ", ") + n;
-  app.add_option("--model", f.model, "MLP language-model preset: auto (mlp-10m on CPU, mlp-100m on GPU), " + presets)
+  for (const auto& n : train::ModelSpec::preset_names()) presets += (presets.empty() ? "" : ", ") + n;
+  app.add_option("--model", f.model,
+                 "model preset: auto (mlp-10m on CPU, mlp-100m on GPU), MLP language models or GPT decoders: " + presets)
       ->capture_default_str();
   app.add_option("--context", f.context, "override: bytes of context per example")
       ->check(number_check(false));
@@ -46,10 +49,12 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
       ->check(number_check(false));
   app.add_option("--hidden", f.hidden, "override: hidden layer width")
       ->check(number_check(false));
-  app.add_option("--layers", f.layers, "override: number of hidden layers")
+  app.add_option("--layers", f.layers, "override: hidden layers (MLP) or transformer blocks (GPT: a slice of the preset)")
       ->check(number_check(false));
+  app.add_option("--seq", f.seq, "override (GPT): context length in tokens")->check(number_check(false));
   app.add_option("--batch", f.batch,
-                 "batch rows: per rank (weak scaling) or global (--strong); default 64 on CPU, 8192 on GPU")
+                 "batch rows: per rank (weak scaling) or global (--strong); default: the preset's (MLP 64 on CPU, "
+                 "8192 on GPU; gpt2-124m 16 …)")
       ->check(number_check(false));
   app.add_flag("--strong", f.strong, "strong scaling: fixed global batch split over the ranks (default: weak)");
   app.add_option("--first-bucket-mb", f.first_bucket_mib, "first gradient bucket size, MiB (DDP default 1)")
@@ -77,19 +82,35 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
       ->check(CLI::IsMember({"average", "sum"}))->group("");
 }
 
+int default_batch(const train::ModelSpec& model, bool gpu) {
+  if (model.family == train::ModelFamily::mlp) return gpu ? 8192 : 64;
+  if (!gpu) return 2;
+  if (model.name == "tiny-14m") return 64;
+  if (model.name == "gpt2-124m" || model.name == "gpt-350m") return 16;
+  if (model.name == "gpt-1.3b") return 8;
+  return 1;
+}
+
+std::string model_summary(const train::TrainJobConfig& c) {
+  return fmt::format("model {}: {:.2f} M parameters, {:.3f} GFLOP per token, about {:.2f} GiB per rank at {} rows",
+                     c.model.describe(), c.model.parameter_count() / 1e6, c.model.flops_per_token() / 1e9,
+                     c.model.memory_per_rank_bytes(c.rows_per_rank()) / (1u << 30), c.rows_per_rank());
+}
+
 train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   train::TrainJobConfig c;
   c.backend = backend == "auto" ? (train::visible_gpu_count() > 0 ? train::BackendKind::gpu : train::BackendKind::cpu)
                                 : train::parse_backend_kind(backend);
   const bool gpu = c.backend == train::BackendKind::gpu;
   c.world_size = world_size;
-  c.model = model == "auto" ? (gpu ? "mlp-100m" : "mlp-10m") : model;
-  c.mlp = train::MlpLmConfig::preset(c.model);
-  if (context) c.mlp.context = context;
-  if (embed) c.mlp.embed = embed;
-  if (hidden) c.mlp.hidden = hidden;
-  if (layers) c.mlp.layers = layers;
-  c.batch = batch ? batch : (gpu ? 8192 : 64);
+  train::ModelOverrides overrides;
+  overrides.layers = layers;
+  overrides.context = context;
+  overrides.embed = embed;
+  overrides.hidden = hidden;
+  overrides.seq = seq;
+  c.model = train::ModelSpec::from_preset(model == "auto" ? (gpu ? "mlp-100m" : "mlp-10m") : model, overrides);
+  c.batch = batch ? batch : default_batch(c.model, gpu);
   c.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;
   auto mib = [](double x, const char* flag) {
     if (!(x >= 0 && x <= 1 << 20))  // NaN too; beyond 1 TiB llround would overflow

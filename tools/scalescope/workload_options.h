@@ -13,7 +13,7 @@ namespace scalescope::cli {
 struct WorkloadFlags {
   std::string backend = "auto";
   std::string model = "auto";
-  int context = 0, embed = 0, hidden = 0, layers = 0;  // 0: the preset's value
+  int context = 0, embed = 0, hidden = 0, layers = 0, seq = 0;  // 0: the preset's value
   int batch = 0;                                       // 0: backend default
   bool strong = false;
   double first_bucket_mib = 1.0;
@@ -27,8 +27,8 @@ struct WorkloadFlags {
   std::string fault;               // hidden test hook
   std::string gradient_reduction = "average";  // hidden test hook
 
-  /// Resolves "auto" choices (GPU backend when a GPU is visible; mlp-10m × 64 rows on CPU,
-  /// mlp-100m × 8192 rows on GPU) and validates. Throws core::UsageError.
+  /// Resolves "auto" choices (GPU backend when a GPU is visible; mlp-10m × 64 rows on CPU, mlp-100m × 8192
+  /// rows on GPU; a preset's default batch otherwise: default_batch()) and validates. Throws core::UsageError.
   train::TrainJobConfig resolve(int world_size) const;
 };
 
@@ -38,6 +38,14 @@ void check_output_path(const std::string& out, const train::TrainJobConfig& conf
 
 /// A flag's number check: positive (or ≥ 0 when `zero_allowed`), with a one-line message.
 CLI::Validator number_check(bool zero_allowed);
+
+/// The batch rows per rank used when --batch is not given: on GPU 8192 for the MLP presets, 64 for tiny-14m,
+/// 16 for gpt2-124m and gpt-350m, 8 for gpt-1.3b, 1 for the Llama shapes (the anchors' batches); on CPU 64
+/// for the MLP presets and 2 for GPT presets (an fp32 core is ~1000× slower than an H200).
+int default_batch(const train::ModelSpec& model, bool gpu);
+
+/// One line for the start of a run: parameters, FLOPs per token and the estimated memory per rank.
+std::string model_summary(const train::TrainJobConfig& config);
 
 /// Registers the workload flags on `app`.
 void add_workload_options(CLI::App& app, WorkloadFlags& flags);

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""The GPT decoder of scalescope (src/train/gpt.h) in plain PyTorch, timed like bench_gpt_speed.
+
+Same architecture: token + position embeddings, pre-LayerNorm blocks (LayerNorm eps 1e-5, causal multi-head
+attention through F.scaled_dot_product_attention(is_causal=True), GELU tanh approximation MLP), final
+LayerNorm, output head tied to the token embedding, mean cross-entropy over all B·T positions; no dropout.
+Same initialisation scheme (N(0, 0.02²) matrices and embeddings, the two residual projections
+N(0, (0.02/sqrt(2L))²), biases 0, LayerNorm 1/0) — the same distribution, not the same numbers (scalescope
+draws from its own counter-based generator). Same training step: eager mode, torch.autocast(bfloat16) with
+fp32 parameters, torch.optim.AdamW(fused=True) with weight decay on the four matrices of each block only.
+
+Same protocol: a step stages a random batch of rows x (seq + 1) tokens from pinned host memory, runs forward,
+backward and AdamW; 3 warm-up rounds, 5 timed rounds of 10 steps timed with CUDA events; step time = mean of
+the middle 3 rounds / 10. Memory: torch.cuda.max_memory_allocated (peak of live tensors) and
+max_memory_reserved (what the caching allocator took from the device).
+
+    python3 bench/peers/gpt_pytorch.py --model gpt2-124m --batch 16 --json out.json
+    torchrun --standalone --nproc_per_node 4 bench/peers/gpt_pytorch.py --model gpt2-124m --batch 16   # DDP
+
+Under torchrun it trains with PyTorch DDP (NCCL, default buckets), --batch rows per rank (weak scaling), and
+reports the slowest rank's step time and the global tokens/s.
+
+Needs only torch.
+"""
+import argparse
+import os
+import json
+import math
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import torch.nn as nn
+import torch.nn.functional as F
+
+# name: (layers, d_model, heads, ffn, vocab, seq) — as GptConfig::preset
+PRESETS = {
+    "tiny-14m": (4, 312, 12, 1200, 30522, 128),
+    "gpt2-124m": (12, 768, 12, 3072, 50304, 1024),
+    "gpt-350m": (24, 1024, 16, 4096, 50304, 1024),
+    "gpt-1.3b": (24, 2048, 16, 8192, 50304, 1024),
+    "llama2-7b-shape": (32, 4096, 32, 11008, 32000, 4096),
+    "llama2-13b-shape": (40, 5120, 40, 13824, 32000, 4096),
+}
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d, eps=1e-5)
+        self.fc = nn.Linear(d, ffn)
+        self.fc_proj = nn.Linear(ffn, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, d))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, d, heads, ffn, vocab, seq):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList(Block(d, heads, ffn) for _ in range(layers))
+        self.lnf = nn.LayerNorm(d, eps=1e-5)
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                nn.init.zeros_(p)
+            elif "ln" in name:
+                nn.init.ones_(p)
+            elif name.endswith("proj.weight"):  # attention and MLP output projections
+                nn.init.normal_(p, 0.0, 0.02 / math.sqrt(2 * layers))
+            else:
+                nn.init.normal_(p, 0.0, 0.02)
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for block in self.blocks:
+            x = block(x)
+        return F.linear(self.lnf(x), self.wte.weight)  # tied head
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="gpt2-124m", choices=sorted(PRESETS))
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--layers", type=int, default=0, help="override the preset's layer count (0: keep)")
+    ap.add_argument("--warmup-rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps-per-round", type=int, default=10)
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+
+    layers, d, heads, ffn, vocab, seq = PRESETS[a.model]
+    layers = a.layers or layers
+    # Under torchrun (RANK/WORLD_SIZE/LOCAL_RANK set): PyTorch DDP, one process per GPU, default buckets
+    # (first 1 MiB, cap 25 MiB), gradients in fp32 as the parameters — the same gradient dtype as scalescope's.
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if world > 1 or "RANK" in os.environ:
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl")
+    dev = torch.device("cuda", local_rank)
+    torch.manual_seed(1234)
+    model = GPT(layers, d, heads, ffn, vocab, seq).to(dev)
+    params = sum(p.numel() for p in model.parameters())
+    if dist.is_initialized():
+        model = DDP(model, device_ids=[local_rank])
+    named = list((n.removeprefix("module."), p) for n, p in model.named_parameters())
+    decay = [p for n, p in named if p.dim() == 2 and n.startswith("blocks.")]
+    no_decay = [p for n, p in named if not (p.dim() == 2 and n.startswith("blocks."))]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-4, betas=(0.9, 0.999), eps=1e-8, fused=True)
+    gen = torch.Generator().manual_seed(42 + rank)
+    batches = [torch.randint(0, vocab, (a.batch, seq + 1), generator=gen, dtype=torch.int64).pin_memory()
+               for _ in range(4)]
+
+    def step(i):
+        rows = batches[i % len(batches)].to(dev, non_blocking=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(rows[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, vocab), rows[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    torch.cuda.reset_peak_memory_stats()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    round_ms, losses, i = [], [], 0
+    for r in range(a.warmup_rounds + a.rounds):
+        start.record()
+        round_losses = []
+        for _ in range(a.steps_per_round):
+            round_losses.append(step(i))
+            i += 1
+        stop.record()
+        stop.synchronize()
+        if r >= a.warmup_rounds:
+            round_ms.append(start.elapsed_time(stop) / a.steps_per_round)
+        losses += [float(x) for x in round_losses]
+    if dist.is_initialized():  # the job's step is the slowest rank's
+        t = torch.tensor(round_ms, device=dev)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        round_ms = t.tolist()
+    middle = sorted(round_ms)[1:-1]
+    step_ms = sum(middle) / len(middle)
+    tokens_per_s = world * a.batch * seq / (step_ms / 1e3)
+    allocated, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
+    gib = 1024 ** 3
+    if rank != 0:
+        dist.destroy_process_group()
+        return
+    print(f"pytorch {a.model} (layers {layers}) world size {world}, batch {a.batch} per rank: {tokens_per_s / 1e3:.1f} k tokens/s, step {step_ms:.2f} ms, "
+          f"max allocated {allocated / gib:.2f} GiB, reserved {reserved / gib:.2f} GiB; "
+          f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; torch {torch.__version__}, SDPA flash "
+          f"{torch.backends.cuda.flash_sdp_enabled()}")
+    result = {
+        "schema": "scalescope.gpt_speed/1",
+        "implementation": f"pytorch {torch.__version__} eager, autocast bf16, SDPA, fused AdamW",
+        "device": torch.cuda.get_device_name(),
+        "model": a.model, "layers": layers, "batch": a.batch, "seq": seq, "parameters": params, "world_size": world,
+        "protocol": {"warmup_rounds": a.warmup_rounds, "rounds": a.rounds, "steps_per_round": a.steps_per_round},
+        "round_step_ms": round_ms, "step_ms": step_ms, "tokens_per_s": tokens_per_s,
+        "memory": {"max_allocated_bytes": allocated, "max_reserved_bytes": reserved},
+        "loss_first": losses[0], "loss_last": losses[-1],
+    }
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=2)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

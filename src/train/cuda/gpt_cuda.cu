@@ -1,0 +1,505 @@
+#include "train/cuda/gpt_cuda.h"
+
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+#include "train/cuda/device_buffer.h"
+#include "train/cuda/gpt_kernels.h"
+#include "train/cuda/lt_matmul.h"
+
+namespace scalescope::train {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using cuda::DeviceArray;
+using cuda::GemmSpec;
+using cuda::PinnedArray;
+namespace k = gpt_kernels;
+
+constexpr std::size_t kLossSlots = 1u << 16;        // losses kept on the device between take_losses()
+constexpr std::size_t kShadowAlignElements = 128;   // bf16 weight copies start on 256-byte boundaries
+constexpr std::size_t kArenaAlignBytes = 256;
+// Attention queries per chunk for long sequences: 4 chunks at T = 1024 skip 3/8 of the T×T score work.
+constexpr int kQueryChunk = 256;
+
+std::size_t z(int v) { return static_cast<std::size_t>(v); }
+int round_up(int v, int m) { return (v + m - 1) / m * m; }
+
+const GptConfig& validated(const GptConfig& config) {
+  config.validate();
+  if (config.d_model % 8 != 0 || config.ffn % 8 != 0)
+    throw core::UsageError("the CUDA GPT needs d_model and ffn to be multiples of 8 (got " +
+                               std::to_string(config.d_model) + " and " + std::to_string(config.ffn) + ")",
+                           "use a preset or multiples of 8 (16-byte vector loads)");
+  return config;
+}
+
+/// Activations of one transformer block kept for backward (pointers into the arena).
+struct LayerActivations {
+  bf16 *ln1 = nullptr, *qkvh = nullptr, *probs = nullptr, *att = nullptr, *mid = nullptr, *ln2 = nullptr;
+  bf16 *pre = nullptr, *act = nullptr, *out = nullptr;
+  float *mean1 = nullptr, *rstd1 = nullptr, *mean2 = nullptr, *rstd2 = nullptr;
+};
+
+/// Places buffers one after another on 256-byte boundaries: a first pass with a null base sizes the arena.
+class ArenaLayout {
+ public:
+  explicit ArenaLayout(unsigned char* base) : base_(base) {}
+  template <typename T>
+  T* take(std::size_t elements) {
+    at_ = (at_ + kArenaAlignBytes - 1) / kArenaAlignBytes * kArenaAlignBytes;
+    T* p = base_ == nullptr ? nullptr : reinterpret_cast<T*>(base_ + at_);
+    at_ += elements * sizeof(T);
+    return p;
+  }
+  std::size_t bytes() const { return at_; }
+
+ private:
+  unsigned char* base_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+struct GptCuda::State {
+  State(const GptConfig& c, cudaStream_t s)
+      : config(validated(c)),
+        layout(c.parameter_layout()),
+        stream(s),
+        hdp(round_up(c.head_dim(), 8)),
+        vocab_padded(round_up(c.vocab, 8)) {}
+  ~State() {
+    cudaStreamSynchronize(stream);  // queued kernels may still use the buffers freed below
+    if (staged != nullptr) cudaEventDestroy(staged);
+  }
+
+  // Parameter indices (GptConfig::parameter_layout): 0 wte, 1 wpe, block l from 2 + 12l, then lnf.
+  enum Slot : std::size_t { kLn1W, kLn1B, kQkvW, kQkvB, kProjW, kProjB, kLn2W, kLn2B, kFcW, kFcB, kFpW, kFpB, kSlots };
+  static std::size_t slot(int layer, std::size_t s) { return 2 + kSlots * z(layer) + s; }
+  std::size_t lnf_weight() const { return slot(config.layers, 0); }
+
+  const float* master(std::size_t i) const { return params.get() + param_offsets[i]; }
+  const bf16* weights(std::size_t i) const { return shadow.get() + shadow_offsets[i]; }
+  float* grad(std::size_t i) const { return grads.get() + grad_offsets[i]; }
+  const bf16* x_in(int layer) const { return layer == 0 ? x0 : acts[z(layer - 1)].out; }
+
+  void ensure_rows(int rows);
+  void upload_tensor_table();
+
+  // y = x·W + b (+ residual); x [R, in], W [in, out].
+  void linear(const bf16* x, int rows, int in, int out, std::size_t weight_index, bf16* y, const bf16* residual) {
+    GemmSpec g;
+    g.m = rows;
+    g.n = out;
+    g.k = in;
+    g.a = x;
+    g.lda = in;
+    g.b = weights(weight_index);
+    g.ldb = out;
+    g.d = y;
+    g.ldd = out;
+    g.bias = weights(weight_index + 1);
+    if (residual != nullptr) {
+      g.c = residual;
+      g.beta = 1.0f;
+    }
+    gemm.run(stream, g);
+  }
+  // dW = xᵀ·dy in fp32 into the gradient buffer.
+  void linear_weight_grad(const bf16* x, const bf16* dy, int rows, int in, int out, std::size_t weight_index) {
+    GemmSpec g;
+    g.trans_a = true;
+    g.m = in;
+    g.n = out;
+    g.k = rows;
+    g.a = x;
+    g.lda = in;
+    g.b = dy;
+    g.ldb = out;
+    g.d = grad(weight_index);
+    g.d_type = CUDA_R_32F;
+    g.ldd = out;
+    gemm.run(stream, g);
+  }
+  // dx = dy·Wᵀ.
+  void linear_input_grad(const bf16* dy, int rows, int in, int out, std::size_t weight_index, bf16* dx) {
+    GemmSpec g;
+    g.trans_b = true;
+    g.m = rows;
+    g.n = in;
+    g.k = out;
+    g.a = dy;
+    g.lda = out;
+    g.b = weights(weight_index);
+    g.ldb = out;
+    g.d = dx;
+    g.ldd = in;
+    gemm.run(stream, g);
+  }
+  GptConfig config;
+  std::vector<ParameterInfo> layout;
+  cudaStream_t stream;
+  int hdp;           // head width padded to a multiple of 8
+  k::AttentionShape attention;  // of the staged batch
+  int vocab_padded;  // logits leading dimension
+  std::vector<std::size_t> param_offsets, shadow_offsets, grad_offsets;
+
+  DeviceArray<float> params, adam_m, adam_v;  // forward order, parameter_count()
+  DeviceArray<bf16> shadow;                   // bf16 copies, each parameter on a 256-byte boundary
+  DeviceArray<float> grads;                   // engine layout
+  std::vector<k::TensorSlot> tensor_slots;
+  std::vector<k::TensorChunk> chunks;
+  DeviceArray<k::TensorSlot> tensor_slots_device;
+  DeviceArray<k::TensorChunk> chunks_device;
+  cuda::LtMatmul gemm;
+
+  int capacity_rows = 0, rows = 0;
+  PinnedArray<std::int32_t> staging;
+  cudaEvent_t staged = nullptr;  // the staging buffer's last host→device copy
+  DeviceArray<unsigned char> arena;
+  std::int32_t* tokens = nullptr;  // [rows, T + 1]
+  bf16* x0 = nullptr;              // embedding output [R, d]
+  std::vector<LayerActivations> acts;
+  bf16* lnf = nullptr;             // final LayerNorm output [R, d]
+  float *lnf_mean = nullptr, *lnf_rstd = nullptr;
+  bf16* logits = nullptr;          // [R, vocab_padded]; d logits after forward
+  float* position_losses = nullptr;  // [R]
+  // Scratch shared by all layers.
+  bf16* qkv = nullptr;       // [R, 3d]: qkv GEMM output; backward: d qkv
+  bf16* heads = nullptr;     // [B, H, T, hdp]: attention output; backward: its gradient
+  bf16* dscores = nullptr;   // [B, H, T, T]: dP, then dS
+  bf16* dqkvh = nullptr;     // [3, B, H, T, hdp]
+  bf16* dres = nullptr;      // [R, d] residual-stream gradient
+  bf16* dln = nullptr;       // [R, d] LayerNorm-output (or attention-output) gradient
+  bf16* dact = nullptr;      // [R, ffn] MLP hidden gradient
+  float* workspace = nullptr;
+  std::size_t workspace_floats = 0;
+
+  DeviceArray<float> losses;  // kLossSlots
+  std::size_t loss_count = 0;
+  bool forward_done = false;
+  std::int64_t step = 0;
+};
+
+void GptCuda::State::ensure_rows(int needed) {
+  if (needed <= capacity_rows) return;
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the old buffers may still be in use
+  arena.resize(0);
+  const GptConfig& c = config;
+  const std::size_t B = z(needed), T = z(c.seq), d = z(c.d_model), f = z(c.ffn), H = z(c.heads);
+  const std::size_t R = B * T, head_elems = B * H * T * z(hdp), scores = B * H * T * T;
+  workspace_floats = std::max({k::column_workspace_floats(R, c.d_model, 3), k::column_workspace_floats(R, 3 * c.d_model, 1),
+                               k::column_workspace_floats(R, c.ffn, 1)});
+
+  // Two passes over the same layout: size, then place.
+  const auto place = [&](ArenaLayout& a) {
+    tokens = a.take<std::int32_t>(B * (T + 1));
+    x0 = a.take<bf16>(R * d);
+    acts.assign(z(c.layers), LayerActivations{});
+    for (auto& l : acts) {
+      l.ln1 = a.take<bf16>(R * d);
+      l.qkvh = a.take<bf16>(3 * head_elems);
+      l.probs = a.take<bf16>(scores);
+      l.att = a.take<bf16>(R * d);
+      l.mid = a.take<bf16>(R * d);
+      l.ln2 = a.take<bf16>(R * d);
+      l.pre = a.take<bf16>(R * f);
+      l.act = a.take<bf16>(R * f);
+      l.out = a.take<bf16>(R * d);
+      l.mean1 = a.take<float>(R);
+      l.rstd1 = a.take<float>(R);
+      l.mean2 = a.take<float>(R);
+      l.rstd2 = a.take<float>(R);
+    }
+    lnf = a.take<bf16>(R * d);
+    lnf_mean = a.take<float>(R);
+    lnf_rstd = a.take<float>(R);
+    logits = a.take<bf16>(R * z(vocab_padded));
+    position_losses = a.take<float>(R);
+    qkv = a.take<bf16>(R * 3 * d);
+    heads = a.take<bf16>(head_elems);
+    dscores = a.take<bf16>(scores);
+    dqkvh = a.take<bf16>(3 * head_elems);
+    dres = a.take<bf16>(R * d);
+    dln = a.take<bf16>(R * d);
+    dact = a.take<bf16>(R * f);
+    workspace = a.take<float>(workspace_floats);
+  };
+  ArenaLayout sizing(nullptr);
+  place(sizing);
+  arena.resize(sizing.bytes());
+  ArenaLayout placing(arena.get());
+  place(placing);
+  // NaN everywhere: a kernel or GEMM that reads a region nothing wrote (e.g. past a query chunk's end in the
+  // attention probabilities) poisons the loss instead of reading stale values.
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(arena.get(), 0xFF, arena.bytes(), stream));
+  staging.resize(B * (T + 1));
+  capacity_rows = needed;
+}
+
+void GptCuda::State::upload_tensor_table() {
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(tensor_slots_device.get(), tensor_slots.data(),
+                                        tensor_slots.size() * sizeof(k::TensorSlot), cudaMemcpyHostToDevice, stream));
+}
+
+GptCuda::GptCuda(const GptConfig& config, cudaStream_t compute_stream)
+    : s_(std::make_unique<State>(config, compute_stream)) {
+  State& s = *s_;
+  std::size_t at = 0, shadow_at = 0;
+  for (std::size_t i = 0; i < s.layout.size(); ++i) {
+    const auto& p = s.layout[i];
+    s.param_offsets.push_back(at);
+    s.shadow_offsets.push_back(shadow_at);
+    s.tensor_slots.push_back({at, 0, shadow_at, p.numel, gpt_decays(p.name) ? 1 : 0});
+    for (std::size_t b = 0; b < p.numel; b += k::kChunkElements)
+      s.chunks.push_back({static_cast<int>(i), b, std::min(p.numel, b + k::kChunkElements)});
+    at += p.numel;
+    shadow_at += (p.numel + kShadowAlignElements - 1) / kShadowAlignElements * kShadowAlignElements;
+  }
+  s.params.resize(at);
+  s.adam_m.resize(at);
+  s.adam_v.resize(at);
+  s.shadow.resize(shadow_at);
+  s.losses.resize(kLossSlots);
+  s.tensor_slots_device.resize(s.tensor_slots.size());
+  s.chunks_device.resize(s.chunks.size());
+  SCALESCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&s.staged, cudaEventDisableTiming));
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.adam_m.get(), 0, at * sizeof(float), s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.adam_v.get(), 0, at * sizeof(float), s.stream));
+  s.upload_tensor_table();
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.chunks_device.get(), s.chunks.data(), s.chunks.size() * sizeof(k::TensorChunk),
+                                        cudaMemcpyHostToDevice, s.stream));
+  const std::vector<float> initial = gpt_initial_parameters(config);
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.params.get(), initial.data(), at * sizeof(float), cudaMemcpyHostToDevice, s.stream));
+  parameters_changed();
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // `initial` is freed on return
+}
+
+GptCuda::~GptCuda() = default;
+
+const GptConfig& GptCuda::config() const { return s_->config; }
+cudaStream_t GptCuda::stream() const { return s_->stream; }
+std::string GptCuda::describe() const { return s_->config.describe() + " (bf16 autocast, fp32 master, CUDA)"; }
+const std::vector<ParameterInfo>& GptCuda::parameters() const { return s_->layout; }
+double GptCuda::flops_per_token() const { return s_->config.flops_per_token(); }
+int GptCuda::row_tokens() const { return s_->config.seq + 1; }
+int GptCuda::predictions_per_row() const { return s_->config.seq; }
+float* GptCuda::flat_parameters() { return s_->params.get(); }
+
+std::size_t GptCuda::device_bytes() const {
+  const State& s = *s_;
+  return s.params.bytes() + s.adam_m.bytes() + s.adam_v.bytes() + s.shadow.bytes() + s.grads.bytes() + s.arena.bytes() +
+         s.losses.bytes() + s.tensor_slots_device.bytes() + s.chunks_device.bytes() + cuda::LtMatmul::kWorkspaceBytes;
+}
+
+float* GptCuda::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
+  State& s = *s_;
+  if (offsets.size() != s.layout.size()) throw std::invalid_argument("allocate_gradients: expected one offset per parameter");
+  for (std::size_t i = 0; i < offsets.size(); ++i)
+    if (offsets[i] > total_elements || s.layout[i].numel > total_elements - offsets[i])
+      throw std::invalid_argument("allocate_gradients: range of " + s.layout[i].name + " exceeds the buffer");
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // the tensor table on the host is about to change
+  s.grad_offsets = offsets;
+  for (std::size_t i = 0; i < offsets.size(); ++i) s.tensor_slots[i].grad_offset = offsets[i];
+  s.upload_tensor_table();
+  s.grads.resize(total_elements);
+  SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.grads.get(), 0, total_elements * sizeof(float), s.stream));
+  return s.grads.get();
+}
+
+void GptCuda::parameters_changed() {
+  State& s = *s_;
+  k::to_bf16(s.stream, s.tensor_slots_device.get(), s.chunks_device.get(), static_cast<int>(s.chunks.size()),
+             s.params.get(), s.shadow.get());
+}
+
+void GptCuda::stage_batch(const TokenBatchView& batch) {
+  State& s = *s_;
+  check_gpt_batch(s.config, batch);
+  s.ensure_rows(batch.rows);
+  SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(s.staged));  // the previous copy out of `staging` has finished
+  const std::size_t bytes = z(batch.rows) * z(batch.row_tokens) * sizeof(std::int32_t);
+  std::memcpy(s.staging.get(), batch.tokens, bytes);
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.tokens, s.staging.get(), bytes, cudaMemcpyHostToDevice, s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaEventRecord(s.staged, s.stream));
+  s.rows = batch.rows;
+  s.attention = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim(), s.hdp,
+                 s.config.seq > kQueryChunk ? kQueryChunk : s.config.seq};
+  s.forward_done = false;
+}
+
+void GptCuda::forward() {
+  State& s = *s_;
+  if (s.rows == 0) throw std::logic_error("GptCuda::forward before stage_batch");
+  if (s.loss_count == kLossSlots) throw std::logic_error("GptCuda::forward: 65536 losses not taken; call take_losses()");
+  const GptConfig& c = s.config;
+  const int B = s.rows, T = c.seq, d = c.d_model, f = c.ffn;
+  const int R = B * T;
+
+  k::embedding_forward(s.stream, s.tokens, B, T, s.master(0), s.master(1), d, s.x0);
+  for (int l = 0; l < c.layers; ++l) {
+    LayerActivations& a = s.acts[z(l)];
+    const std::size_t base = State::slot(l, 0);
+    const bf16* x = s.x_in(l);
+    // Attention: mid = x + Attn(LN1(x))·W_proj + b_proj.
+    k::layernorm_forward(s.stream, x, s.master(base + State::kLn1W), s.master(base + State::kLn1B), z(R), d, a.ln1, a.mean1, a.rstd1);
+    s.linear(a.ln1, R, d, 3 * d, base + State::kQkvW, s.qkv, nullptr);
+    k::attention_forward(s.stream, s.gemm, s.qkv, s.attention, a.qkvh, a.probs, s.heads, a.att);
+    s.linear(a.att, R, d, d, base + State::kProjW, a.mid, x);
+    // MLP: out = mid + GELU(LN2(mid)·W_fc + b_fc)·W_fp + b_fp.
+    k::layernorm_forward(s.stream, a.mid, s.master(base + State::kLn2W), s.master(base + State::kLn2B), z(R), d, a.ln2, a.mean2, a.rstd2);
+    s.linear(a.ln2, R, d, f, base + State::kFcW, a.pre, nullptr);
+    k::gelu_forward(s.stream, a.pre, a.act, z(R) * z(f));
+    s.linear(a.act, R, f, d, base + State::kFpW, a.out, a.mid);
+  }
+  const std::size_t lnf = s.lnf_weight();
+  k::layernorm_forward(s.stream, s.x_in(c.layers), s.master(lnf), s.master(lnf + 1), z(R), d, s.lnf, s.lnf_mean, s.lnf_rstd);
+  GemmSpec head;  // logits = LN_f(x)·wteᵀ
+  head.trans_b = true;
+  head.m = R;
+  head.n = c.vocab;
+  head.k = d;
+  head.a = s.lnf;
+  head.lda = d;
+  head.b = s.weights(0);
+  head.ldb = d;
+  head.d = s.logits;
+  head.ldd = s.vocab_padded;
+  s.gemm.run(s.stream, head);
+  k::cross_entropy(s.stream, s.logits, s.vocab_padded, s.tokens, B, T, c.vocab, 1.0f / static_cast<float>(R), s.position_losses);
+  k::mean(s.stream, s.position_losses, z(R), s.losses.get() + s.loss_count);
+  ++s.loss_count;
+  s.forward_done = true;
+}
+
+void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready) {
+  State& s = *s_;
+  if (s.grad_offsets.empty()) throw std::logic_error("GptCuda::backward before allocate_gradients");
+  if (!s.forward_done) throw std::logic_error("GptCuda::backward before forward");
+  const GptConfig& c = s.config;
+  const int B = s.rows, T = c.seq, d = c.d_model, f = c.ffn, L = c.layers;
+  const int R = B * T;
+  const auto ready = [&](std::size_t i) { on_gradient_ready(i); };
+
+  // Tied head (d logits were written over the logits by forward's fused cross-entropy).
+  GemmSpec dw;  // d wte = d logitsᵀ·LN_f(x), fp32, overwrites; the input embedding adds its part last
+  dw.trans_a = true;
+  dw.m = c.vocab;
+  dw.n = d;
+  dw.k = R;
+  dw.a = s.logits;
+  dw.lda = s.vocab_padded;
+  dw.b = s.lnf;
+  dw.ldb = d;
+  dw.d = s.grad(0);
+  dw.d_type = CUDA_R_32F;
+  dw.ldd = d;
+  s.gemm.run(s.stream, dw);
+  GemmSpec dx;  // d LN_f output = d logits·wte
+  dx.m = R;
+  dx.n = d;
+  dx.k = c.vocab;
+  dx.a = s.logits;
+  dx.lda = s.vocab_padded;
+  dx.b = s.weights(0);
+  dx.ldb = d;
+  dx.d = s.dln;
+  dx.ldd = d;
+  s.gemm.run(s.stream, dx);
+  const std::size_t lnf = s.lnf_weight();
+  // The final LayerNorm's backward also sums d x_L over rows: the last block's mlp.proj bias gradient.
+  k::layernorm_backward(s.stream, s.dln, s.x_in(L), s.lnf_mean, s.lnf_rstd, s.master(lnf), z(R), d, s.dres, false,
+                        s.grad(lnf), s.grad(lnf + 1), s.grad(State::slot(L - 1, State::kFpB)), s.workspace, s.workspace_floats);
+  ready(lnf + 1);
+  ready(lnf);
+  ready(State::slot(L - 1, State::kFpB));
+
+  for (int l = L - 1; l >= 0; --l) {
+    LayerActivations& a = s.acts[z(l)];
+    const std::size_t base = State::slot(l, 0);
+    // MLP (its output bias gradient was summed by the LayerNorm backward above this block).
+    s.linear_weight_grad(a.act, s.dres, R, f, d, base + State::kFpW);
+    ready(base + State::kFpW);
+    s.linear_input_grad(s.dres, R, f, d, base + State::kFpW, s.dact);
+    k::gelu_backward_bias_grad(s.stream, s.dact, a.pre, z(R), f, s.grad(base + State::kFcB), s.workspace, s.workspace_floats);
+    ready(base + State::kFcB);
+    s.linear_weight_grad(a.ln2, s.dact, R, d, f, base + State::kFcW);
+    ready(base + State::kFcW);
+    s.linear_input_grad(s.dact, R, d, f, base + State::kFcW, s.dln);
+    k::layernorm_backward(s.stream, s.dln, a.mid, a.mean2, a.rstd2, s.master(base + State::kLn2W), z(R), d, s.dres, true,
+                          s.grad(base + State::kLn2W), s.grad(base + State::kLn2B), s.grad(base + State::kProjB),
+                          s.workspace, s.workspace_floats);
+    ready(base + State::kLn2B);
+    ready(base + State::kLn2W);
+    ready(base + State::kProjB);
+    // Attention.
+    s.linear_weight_grad(a.att, s.dres, R, d, d, base + State::kProjW);
+    ready(base + State::kProjW);
+    s.linear_input_grad(s.dres, R, d, d, base + State::kProjW, s.dln);  // d attention output
+    k::attention_backward(s.stream, s.gemm, s.dln, a.qkvh, a.probs, s.attention, s.heads, s.dscores, s.dqkvh, s.qkv);
+    k::column_sum(s.stream, s.qkv, z(R), 3 * d, s.grad(base + State::kQkvB), s.workspace, s.workspace_floats);
+    ready(base + State::kQkvB);
+    s.linear_weight_grad(a.ln1, s.qkv, R, d, 3 * d, base + State::kQkvW);
+    ready(base + State::kQkvW);
+    s.linear_input_grad(s.qkv, R, d, 3 * d, base + State::kQkvW, s.dln);
+    float* below_bias = l > 0 ? s.grad(State::slot(l - 1, State::kFpB)) : nullptr;
+    k::layernorm_backward(s.stream, s.dln, s.x_in(l), a.mean1, a.rstd1, s.master(base + State::kLn1W), z(R), d, s.dres, true,
+                          s.grad(base + State::kLn1W), s.grad(base + State::kLn1B), below_bias, s.workspace,
+                          s.workspace_floats);
+    ready(base + State::kLn1B);
+    ready(base + State::kLn1W);
+    if (l > 0) ready(State::slot(l - 1, State::kFpB));
+  }
+  k::embedding_backward(s.stream, s.tokens, B, T, s.dres, d, s.grad(0), s.grad(1));
+  ready(1);
+  ready(0);
+}
+
+void GptCuda::optimizer_step(const AdamWConfig& config) {
+  State& s = *s_;
+  if (s.grad_offsets.empty()) throw std::logic_error("GptCuda::optimizer_step before allocate_gradients");
+  ++s.step;
+  const double t = static_cast<double>(s.step);
+  const k::AdamWStep step{config.beta1, config.beta2, config.epsilon, 1.0f - config.learning_rate * config.weight_decay,
+                          static_cast<float>(config.learning_rate / (1.0 - std::pow(static_cast<double>(config.beta1), t))),
+                          static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(config.beta2), t)))};
+  k::adamw(s.stream, s.tensor_slots_device.get(), s.chunks_device.get(), static_cast<int>(s.chunks.size()), s.params.get(),
+           s.grads.get(), s.adam_m.get(), s.adam_v.get(), s.shadow.get(), step);
+}
+
+std::vector<float> GptCuda::take_losses() {
+  State& s = *s_;
+  std::vector<float> out(s.loss_count);
+  if (!out.empty())
+    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.losses.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  s.loss_count = 0;
+  return out;
+}
+
+std::vector<float> GptCuda::parameters_to_host() {
+  State& s = *s_;
+  std::vector<float> out(s.params.size());
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.params.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return out;
+}
+
+std::vector<float> GptCuda::gradients_to_host() {
+  State& s = *s_;
+  std::vector<float> out(s.grads.size());
+  if (!out.empty())
+    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.grads.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return out;
+}
+
+}  // namespace scalescope::train

@@ -1,0 +1,804 @@
+#include "train/cuda/gpt_kernels.h"
+
+#include <math_constants.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "gpu/cuda_check.h"
+#include "train/cuda/lt_matmul.h"
+
+namespace scalescope::train::gpt_kernels {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kRowsPerBlock = 8;   // warp-per-row kernels: 256 threads
+constexpr int kThreads = 256;
+constexpr std::size_t kMaxBlocks = 8192;  // grid-stride loops cover the rest
+constexpr float kLayerNormEpsilon = 1e-5f;
+
+/// VEC bf16 values moved as one load/store (16 bytes for VEC = 8).
+template <int VEC>
+struct alignas(2 * VEC) Pack {
+  bf16 v[VEC];
+};
+
+unsigned blocks_for(std::size_t n, int threads = kThreads) {
+  return static_cast<unsigned>(std::clamp<std::size_t>((n + threads - 1) / threads, 1, kMaxBlocks));
+}
+
+unsigned warp_row_blocks(std::size_t rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("gpt_kernels: " + what);
+}
+
+void require_aligned(const void* p, const char* name) {
+  require(reinterpret_cast<std::uintptr_t>(p) % 16 == 0, std::string(name) + " is not 16-byte aligned");
+}
+
+#define GRID_STRIDE_LOOP(i, n)                                                                        \
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+
+__device__ __forceinline__ float to_f(bf16 x) { return __bfloat162float(x); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = kWarp / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/// Merges two (max, Σ exp(x − max)) pairs of an online softmax; empty sides have max = −∞.
+__device__ __forceinline__ void merge_softmax(float& m, float& s, float m2, float s2) {
+  const float mm = fmaxf(m, m2);
+  if (mm == -CUDART_INF_F) return;  // both empty
+  s = (m == -CUDART_INF_F ? 0.0f : s * __expf(m - mm)) + (m2 == -CUDART_INF_F ? 0.0f : s2 * __expf(m2 - mm));
+  m = mm;
+}
+
+/// Adds x to an online softmax's (max, sum).
+__device__ __forceinline__ void push_softmax(float& m, float& s, float x) {
+  if (x > m) {
+    s = s * __expf(m - x) + 1.0f;  // s = 0 while m = −∞, so the product is 0
+    m = x;
+  } else {
+    s += __expf(x - m);
+  }
+}
+
+__device__ __forceinline__ void warp_merge_softmax(float& m, float& s) {
+  for (int o = kWarp / 2; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    merge_softmax(m, s, m2, s2);
+  }
+}
+
+/// Block-wide sum (blockDim.x a multiple of 32); every thread gets the result.
+__device__ float block_sum(float v) {
+  __shared__ float partial[kWarp];
+  v = warp_sum(v);
+  const unsigned lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  __syncthreads();  // an earlier call may still read `partial`
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  v = lane < blockDim.x / kWarp ? partial[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+// Tanh-approximate GELU (Hendrycks & Gimpel 2016, as GPT-2) and its exact derivative, fp32.
+__device__ __forceinline__ float gelu(float x) {
+  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);  // √(2/π)(x + 0.044715x³)
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+
+__device__ __forceinline__ float gelu_grad(float x) {
+  const float t = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Deterministic column reductions: blocks of 32 column groups × 8 row lanes, each thread summing 8 adjacent
+// columns (one 16-byte load per row) over a chunk of rows; per-chunk partials go to a workspace and a
+// second kernel adds them in a fixed order. The grid aims at 528 blocks (4 per H100/H200 SM) whatever the
+// shape, so a bias of 768 columns over 16 k rows still fills the GPU.
+
+constexpr int kColVec = 8;
+constexpr int kColGroups = 32;
+constexpr int kRowLanes = kThreads / kColGroups;  // 8
+constexpr int kTileColumns = kColGroups * kColVec;  // 256
+constexpr int kTargetBlocks = 528;
+
+struct ColumnPlan {
+  int tiles = 1, chunks = 1;
+  std::size_t rows_per_chunk = 1;
+};
+
+ColumnPlan column_plan(std::size_t rows, int cols) {
+  ColumnPlan p;
+  p.tiles = (cols + kTileColumns - 1) / kTileColumns;
+  const std::size_t by_blocks = static_cast<std::size_t>((kTargetBlocks + p.tiles - 1) / p.tiles);
+  const std::size_t by_rows = std::max<std::size_t>(1, (rows + 63) / 64);
+  const std::size_t chunks = std::max<std::size_t>(1, std::min(by_blocks, by_rows));
+  p.rows_per_chunk = std::max<std::size_t>(1, (rows + chunks - 1) / chunks);
+  p.chunks = static_cast<int>(std::max<std::size_t>(1, (rows + p.rows_per_chunk - 1) / p.rows_per_chunk));
+  return p;
+}
+
+/// Column sums of `Op`'s K values per element: Op::operator()(r, c0, acc) adds the values of row r, columns
+/// c0 … c0 + 7 into acc[k][0 … 7] (and may write outputs of its own). partials [chunks, K, cols].
+template <int K, class Op>
+__global__ void __launch_bounds__(kThreads) column_partials_kernel(std::size_t rows, int cols, std::size_t rows_per_chunk,
+                                                                   float* partials, Op op) {
+  __shared__ float red[kRowLanes][K][kTileColumns];
+  const int group = threadIdx.x % kColGroups, lane = threadIdx.x / kColGroups;
+  const int c0 = (blockIdx.x * kColGroups + group) * kColVec;
+  const std::size_t begin = blockIdx.y * rows_per_chunk;
+  const std::size_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+  float acc[K][kColVec];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int v = 0; v < kColVec; ++v) acc[k][v] = 0.0f;
+  if (c0 < cols)
+    for (std::size_t r = begin + lane; r < end; r += kRowLanes) op(r, c0, acc);
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int v = 0; v < kColVec; ++v) red[lane][k][group * kColVec + v] = acc[k][v];
+  __syncthreads();
+  const int col = blockIdx.x * kTileColumns + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float s = 0.0f;
+#pragma unroll
+    for (int y = 0; y < kRowLanes; ++y) s += red[y][k][threadIdx.x];
+    if (col < cols) partials[(static_cast<std::size_t>(blockIdx.y) * K + k) * cols + col] = s;
+  }
+}
+
+/// out_k[c] = Σ_chunks partials[chunk, k, c] in chunk order (overwrite); null outputs are skipped.
+template <int K>
+__global__ void column_finish_kernel(const float* partials, int chunks, int cols, float* out0, float* out1, float* out2) {
+  const std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (idx >= static_cast<std::size_t>(K) * cols) return;
+  const int k = static_cast<int>(idx / cols), c = static_cast<int>(idx % cols);
+  float s = 0.0f;
+  for (int ch = 0; ch < chunks; ++ch) s += partials[(static_cast<std::size_t>(ch) * K + k) * cols + c];
+  float* out = k == 0 ? out0 : (k == 1 ? out1 : out2);
+  if (out != nullptr) out[c] = s;
+}
+
+template <int K, class Op>
+void column_reduce(cudaStream_t stream, std::size_t rows, int cols, Op op, float* workspace, std::size_t workspace_floats,
+                   float* out0, float* out1, float* out2) {
+  require(cols % kColVec == 0, "column count " + std::to_string(cols) + " is not a multiple of 8");
+  const ColumnPlan p = column_plan(rows, cols);
+  require(workspace != nullptr && workspace_floats >= static_cast<std::size_t>(p.chunks) * K * cols,
+          "column-reduction workspace too small");
+  column_partials_kernel<K, Op><<<dim3(p.tiles, p.chunks), kThreads, 0, stream>>>(rows, cols, p.rows_per_chunk, workspace, op);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+  const std::size_t outputs = static_cast<std::size_t>(K) * cols;
+  column_finish_kernel<K><<<static_cast<unsigned>((outputs + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      workspace, p.chunks, cols, out0, out1, out2);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+/// Σ_rows x.
+struct SumOp {
+  const bf16* x;
+  int cols;
+  __device__ void operator()(std::size_t r, int c0, float (&acc)[1][kColVec]) const {
+    const Pack<kColVec> p = *reinterpret_cast<const Pack<kColVec>*>(x + r * cols + c0);
+#pragma unroll
+    for (int v = 0; v < kColVec; ++v) acc[0][v] += to_f(p.v[v]);
+  }
+};
+
+/// grad ← bf16(grad·GELU′(pre)) in place, and Σ_rows of the rounded result (what the GEMMs see).
+struct GeluBackwardOp {
+  bf16* grad;
+  const bf16* pre;
+  int cols;
+  __device__ void operator()(std::size_t r, int c0, float (&acc)[1][kColVec]) const {
+    Pack<kColVec>* gp = reinterpret_cast<Pack<kColVec>*>(grad + r * cols + c0);
+    Pack<kColVec> g = *gp;
+    const Pack<kColVec> x = *reinterpret_cast<const Pack<kColVec>*>(pre + r * cols + c0);
+#pragma unroll
+    for (int v = 0; v < kColVec; ++v) {
+      g.v[v] = __float2bfloat16(to_f(g.v[v]) * gelu_grad(to_f(x.v[v])));
+      acc[0][v] += to_f(g.v[v]);
+    }
+    *gp = g;
+  }
+};
+
+/// LayerNorm parameter gradients: Σ dy·x̂, Σ dy and (K = 3) Σ dx.
+template <int K>
+struct LayerNormColumnsOp {
+  const bf16 *dy, *x, *dx;
+  const float *mean, *rstd;
+  int d;
+  __device__ void operator()(std::size_t r, int c0, float (&acc)[K][kColVec]) const {
+    const std::size_t at = r * d + c0;
+    const Pack<kColVec> g = *reinterpret_cast<const Pack<kColVec>*>(dy + at);
+    const Pack<kColVec> xv = *reinterpret_cast<const Pack<kColVec>*>(x + at);
+    const float mu = mean[r], rs = rstd[r];
+#pragma unroll
+    for (int v = 0; v < kColVec; ++v) {
+      acc[0][v] += to_f(g.v[v]) * (to_f(xv.v[v]) - mu) * rs;
+      acc[1][v] += to_f(g.v[v]);
+    }
+    if constexpr (K == 3) {
+      const Pack<kColVec> o = *reinterpret_cast<const Pack<kColVec>*>(dx + at);
+#pragma unroll
+      for (int v = 0; v < kColVec; ++v) acc[2][v] += to_f(o.v[v]);
+    }
+  }
+};
+
+// -------------------------------------------------------------------------------------------------------------
+// Embedding.
+
+__global__ void embedding_forward_kernel(const std::int32_t* tokens, int seq, const float* wte, const float* wpe, int d,
+                                         bf16* x, std::size_t packs) {
+  GRID_STRIDE_LOOP(p, packs) {
+    const std::size_t i = p * 8, r = i / d;
+    const int c = static_cast<int>(i % d);
+    const std::size_t b = r / seq, t = r % seq;
+    const std::size_t token = static_cast<std::size_t>(tokens[b * (seq + 1) + t]);
+    const float* e = wte + token * d + c;
+    const float* q = wpe + t * d + c;
+    Pack<8> out;
+#pragma unroll
+    for (int v = 0; v < 8; ++v) out.v[v] = __float2bfloat16(e[v] + q[v]);
+    reinterpret_cast<Pack<8>*>(x)[p] = out;
+  }
+}
+
+/// One thread per (position t, column c): walks the batch in order (deterministic dwpe) and scatters into
+/// the token rows of dwte with atomics.
+__global__ void embedding_backward_kernel(const std::int32_t* tokens, int batch, int seq, const bf16* dx, int d,
+                                          float* dwte, float* dwpe) {
+  const std::size_t n = static_cast<std::size_t>(seq) * d;
+  GRID_STRIDE_LOOP(i, n) {
+    const std::size_t t = i / d, c = i % d;
+    float sum = 0.0f;
+    for (int b = 0; b < batch; ++b) {
+      const float g = to_f(dx[(static_cast<std::size_t>(b) * seq + t) * d + c]);
+      sum += g;
+      atomicAdd(dwte + static_cast<std::size_t>(tokens[static_cast<std::size_t>(b) * (seq + 1) + t]) * d + c, g);
+    }
+    dwpe[i] = sum;
+  }
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// LayerNorm: one warp per row; the row is read three times (mean, variance, output) and stays in L1.
+
+__global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(const bf16* x, const float* w, const float* b,
+                                                                     std::size_t rows, int d, bf16* y, float* mean,
+                                                                     float* rstd) {
+  const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const Pack<8>* in = reinterpret_cast<const Pack<8>*>(x + row * d);
+  Pack<8>* out = reinterpret_cast<Pack<8>*>(y + row * d);
+  const int packs = d / 8;
+  float s = 0.0f;
+  for (int k = lane; k < packs; k += kWarp) {
+    const Pack<8> p = in[k];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) s += to_f(p.v[v]);
+  }
+  const float mu = warp_sum(s) / static_cast<float>(d);
+  float q = 0.0f;
+  for (int k = lane; k < packs; k += kWarp) {
+    const Pack<8> p = in[k];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) q += (to_f(p.v[v]) - mu) * (to_f(p.v[v]) - mu);
+  }
+  const float rs = rsqrtf(warp_sum(q) / static_cast<float>(d) + kLayerNormEpsilon);
+  for (int k = lane; k < packs; k += kWarp) {
+    const Pack<8> p = in[k];
+    Pack<8> o;
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      const int c = k * 8 + v;
+      o.v[v] = __float2bfloat16((to_f(p.v[v]) - mu) * rs * w[c] + b[c]);
+    }
+    out[k] = o;
+  }
+  if (lane == 0) {
+    mean[row] = mu;
+    rstd[row] = rs;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) layernorm_backward_dx_kernel(const bf16* dy, const bf16* x, const float* mean,
+                                                                         const float* rstd, const float* w,
+                                                                         std::size_t rows, int d, bf16* dx,
+                                                                         bool accumulate) {
+  const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const Pack<8>* g_in = reinterpret_cast<const Pack<8>*>(dy + row * d);
+  const Pack<8>* x_in = reinterpret_cast<const Pack<8>*>(x + row * d);
+  Pack<8>* out = reinterpret_cast<Pack<8>*>(dx + row * d);
+  const float mu = mean[row], rs = rstd[row];
+  const int packs = d / 8;
+  float sg = 0.0f, sgx = 0.0f;  // Σ g and Σ g·x̂ with g = dy·w
+  for (int k = lane; k < packs; k += kWarp) {
+    const Pack<8> g = g_in[k], xv = x_in[k];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      const float gw = to_f(g.v[v]) * w[k * 8 + v];
+      sg += gw;
+      sgx += gw * (to_f(xv.v[v]) - mu) * rs;
+    }
+  }
+  const float mg = warp_sum(sg) / static_cast<float>(d), mgx = warp_sum(sgx) / static_cast<float>(d);
+  for (int k = lane; k < packs; k += kWarp) {
+    const Pack<8> g = g_in[k], xv = x_in[k];
+    Pack<8> o = accumulate ? out[k] : Pack<8>{};
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      const float xhat = (to_f(xv.v[v]) - mu) * rs;
+      const float val = rs * (to_f(g.v[v]) * w[k * 8 + v] - mg - xhat * mgx);
+      o.v[v] = __float2bfloat16(accumulate ? to_f(o.v[v]) + val : val);
+    }
+    out[k] = o;
+  }
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Element-wise.
+
+__global__ void gelu_forward_kernel(const bf16* pre, bf16* out, std::size_t packs) {
+  GRID_STRIDE_LOOP(p, packs) {
+    const Pack<8> x = reinterpret_cast<const Pack<8>*>(pre)[p];
+    Pack<8> y;
+#pragma unroll
+    for (int v = 0; v < 8; ++v) y.v[v] = __float2bfloat16(gelu(to_f(x.v[v])));
+    reinterpret_cast<Pack<8>*>(out)[p] = y;
+  }
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Attention relayout. VEC = 8 when the head width is a multiple of 8 (then hdp = hd), else 1.
+
+template <int VEC>
+__global__ void heads_from_rows_kernel(const bf16* src, int nb, int batch, int seq, int heads, int hd, int hdp, bf16* dst,
+                                       std::size_t packs) {
+  const std::size_t d = static_cast<std::size_t>(heads) * hd;
+  GRID_STRIDE_LOOP(p, packs) {
+    std::size_t i = p * VEC;
+    const int e = static_cast<int>(i % hdp);
+    i /= hdp;
+    const std::size_t t = i % seq;
+    i /= seq;
+    const std::size_t h = i % heads;
+    i /= heads;
+    const std::size_t b = i % batch, blk = i / batch;
+    Pack<VEC> out;
+    if (e < hd) {
+      out = *reinterpret_cast<const Pack<VEC>*>(src + (b * seq + t) * nb * d + blk * d + h * hd + e);
+    } else {
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) out.v[v] = __float2bfloat16(0.0f);
+    }
+    reinterpret_cast<Pack<VEC>*>(dst)[p] = out;
+  }
+}
+
+template <int VEC>
+__global__ void rows_from_heads_kernel(const bf16* src, int nb, int batch, int seq, int heads, int hd, int hdp, bf16* dst,
+                                       std::size_t packs) {
+  const std::size_t d = static_cast<std::size_t>(heads) * hd;
+  GRID_STRIDE_LOOP(p, packs) {
+    std::size_t i = p * VEC;
+    const int e = static_cast<int>(i % hdp);
+    if (e >= hd) continue;
+    i /= hdp;
+    const std::size_t t = i % seq;
+    i /= seq;
+    const std::size_t h = i % heads;
+    i /= heads;
+    const std::size_t b = i % batch, blk = i / batch;
+    *reinterpret_cast<Pack<VEC>*>(dst + (b * seq + t) * nb * d + blk * d + h * hd + e) =
+        reinterpret_cast<const Pack<VEC>*>(src)[p];
+  }
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Causal softmax, one warp per row of T scores; only keys j ≤ i are read. VEC = 8 when T % 8 == 0.
+
+/// End of query i's chunk (exclusive): the last key column any chunked attention GEMM reads for row i.
+__device__ __forceinline__ int chunk_end(int i, int seq, int chunk) { return min(seq, (i / chunk + 1) * chunk); }
+
+template <int VEC>
+__global__ void __launch_bounds__(kThreads) causal_softmax_forward_kernel(bf16* scores, std::size_t rows, int seq,
+                                                                          int chunk) {
+  const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const int i = static_cast<int>(row % seq);
+  Pack<VEC>* s = reinterpret_cast<Pack<VEC>*>(scores + row * seq);
+  // Packs holding some j ≤ i, and packs up to the chunk's end (VEC divides chunk and seq).
+  const int valid = (i + VEC) / VEC, packs = chunk_end(i, seq, chunk) / VEC;
+  float m = -CUDART_INF_F, sum = 0.0f;
+  for (int k = lane; k < valid; k += kWarp) {
+    const Pack<VEC> p = s[k];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v)
+      if (k * VEC + v <= i) push_softmax(m, sum, to_f(p.v[v]));
+  }
+  warp_merge_softmax(m, sum);
+  const float inv = 1.0f / sum;
+  for (int k = lane; k < packs; k += kWarp) {
+    Pack<VEC> p{};
+    if (k < valid) p = s[k];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v)
+      p.v[v] = __float2bfloat16(k * VEC + v <= i ? __expf(to_f(p.v[v]) - m) * inv : 0.0f);
+    s[k] = p;
+  }
+}
+
+template <int VEC>
+__global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(const bf16* probs, bf16* grad, std::size_t rows,
+                                                                           int seq, int chunk) {
+  const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const int i = static_cast<int>(row % seq);
+  const Pack<VEC>* pr = reinterpret_cast<const Pack<VEC>*>(probs + row * seq);
+  Pack<VEC>* g = reinterpret_cast<Pack<VEC>*>(grad + row * seq);
+  const int valid = (i + VEC) / VEC, packs = chunk_end(i, seq, chunk) / VEC;
+  float dot = 0.0f;
+  for (int k = lane; k < valid; k += kWarp) {
+    const Pack<VEC> p = pr[k], q = g[k];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v)
+      if (k * VEC + v <= i) dot += to_f(p.v[v]) * to_f(q.v[v]);
+  }
+  dot = warp_sum(dot);
+  for (int k = lane; k < packs; k += kWarp) {
+    Pack<VEC> out;
+    if (k < valid) {
+      const Pack<VEC> p = pr[k], q = g[k];
+#pragma unroll
+      for (int v = 0; v < VEC; ++v)
+        out.v[v] = __float2bfloat16(k * VEC + v <= i ? to_f(p.v[v]) * (to_f(q.v[v]) - dot) : 0.0f);
+    } else {
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) out.v[v] = __float2bfloat16(0.0f);
+    }
+    g[k] = out;
+  }
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Cross-entropy: one block per position; an online max/sum pass, then a pass writing d logits in place.
+
+constexpr int kXentThreads = 512;
+
+__global__ void __launch_bounds__(kXentThreads) cross_entropy_kernel(bf16* logits, int ld, const std::int32_t* tokens,
+                                                                     int seq, int vocab, float scale, float* losses) {
+  __shared__ float shared_m[kXentThreads / kWarp], shared_s[kXentThreads / kWarp];
+  const std::size_t r = blockIdx.x;
+  const std::size_t b = r / seq, i = r % seq;
+  const int target = tokens[b * (seq + 1) + i + 1];
+  bf16* row = logits + r * ld;
+  // Read before the block's first barrier: no thread writes the row until after it.
+  const float target_logit = threadIdx.x == 0 ? to_f(row[target]) : 0.0f;
+  Pack<8>* packs = reinterpret_cast<Pack<8>*>(row);
+  const int n = ld / 8;
+  float m = -CUDART_INF_F, s = 0.0f;
+  for (int k = threadIdx.x; k < n; k += blockDim.x) {
+    const Pack<8> p = packs[k];
+#pragma unroll
+    for (int v = 0; v < 8; ++v)
+      if (k * 8 + v < vocab) push_softmax(m, s, to_f(p.v[v]));
+  }
+  warp_merge_softmax(m, s);
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  if (lane == 0) {
+    shared_m[warp] = m;
+    shared_s[warp] = s;
+  }
+  __syncthreads();
+  m = lane < static_cast<int>(blockDim.x / kWarp) ? shared_m[lane] : -CUDART_INF_F;
+  s = lane < static_cast<int>(blockDim.x / kWarp) ? shared_s[lane] : 0.0f;
+  warp_merge_softmax(m, s);  // every warp computes the same total
+  const float inv = 1.0f / s;
+  for (int k = threadIdx.x; k < n; k += blockDim.x) {
+    Pack<8> p = packs[k];
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      const int j = k * 8 + v;
+      const float prob = j < vocab ? __expf(to_f(p.v[v]) - m) * inv : 0.0f;
+      p.v[v] = __float2bfloat16(scale * (prob - (j == target ? 1.0f : 0.0f)));
+    }
+    packs[k] = p;
+  }
+  if (threadIdx.x == 0) losses[r] = logf(s) + m - target_logit;
+}
+
+__global__ void mean_kernel(const float* values, std::size_t n, float* out) {
+  float s = 0.0f;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) s += values[i];
+  s = block_sum(s);
+  if (threadIdx.x == 0) *out = s / static_cast<float>(n);
+}
+
+// -------------------------------------------------------------------------------------------------------------
+// Multi-tensor parameter updates: one block per chunk of one tensor.
+
+__global__ void adamw_kernel(const TensorSlot* tensors, const TensorChunk* chunks, float* params, const float* grads,
+                             float* m, float* v, bf16* shadow, AdamWStep s) {
+  const TensorChunk c = chunks[blockIdx.x];
+  const TensorSlot t = tensors[c.tensor];
+  const float decay = t.decay != 0 ? s.decay : 1.0f;
+  for (std::size_t e = c.begin + threadIdx.x; e < c.end; e += blockDim.x) {
+    const std::size_t at = t.param_offset + e;
+    const float g = grads[t.grad_offset + e];
+    const float mi = s.beta1 * m[at] + (1.0f - s.beta1) * g;
+    const float vi = s.beta2 * v[at] + (1.0f - s.beta2) * g * g;
+    m[at] = mi;
+    v[at] = vi;
+    const float p = params[at] * decay - s.step_size * mi / (sqrtf(vi) / s.bc2_sqrt + s.epsilon);
+    params[at] = p;
+    shadow[t.shadow_offset + e] = __float2bfloat16(p);
+  }
+}
+
+__global__ void to_bf16_kernel(const TensorSlot* tensors, const TensorChunk* chunks, const float* params, bf16* shadow) {
+  const TensorChunk c = chunks[blockIdx.x];
+  const TensorSlot t = tensors[c.tensor];
+  for (std::size_t e = c.begin + threadIdx.x; e < c.end; e += blockDim.x)
+    shadow[t.shadow_offset + e] = __float2bfloat16(params[t.param_offset + e]);
+}
+
+#undef GRID_STRIDE_LOOP
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------------------
+// Launchers.
+
+std::size_t column_workspace_floats(std::size_t rows, int cols, int sums) {
+  return static_cast<std::size_t>(column_plan(rows, cols).chunks) * static_cast<std::size_t>(sums) *
+         static_cast<std::size_t>(cols);
+}
+
+void embedding_forward(cudaStream_t stream, const std::int32_t* tokens, int batch, int seq, const float* wte,
+                       const float* wpe, int d, bf16* x) {
+  require(d % 8 == 0, "d_model must be a multiple of 8");
+  require_aligned(x, "x");
+  const std::size_t packs = static_cast<std::size_t>(batch) * seq * d / 8;
+  embedding_forward_kernel<<<blocks_for(packs), kThreads, 0, stream>>>(tokens, seq, wte, wpe, d, x, packs);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void embedding_backward(cudaStream_t stream, const std::int32_t* tokens, int batch, int seq, const bf16* dx, int d,
+                        float* dwte, float* dwpe) {
+  require(d % 8 == 0, "d_model must be a multiple of 8");
+  embedding_backward_kernel<<<blocks_for(static_cast<std::size_t>(seq) * d), kThreads, 0, stream>>>(tokens, batch, seq, dx,
+                                                                                                      d, dwte, dwpe);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void layernorm_forward(cudaStream_t stream, const bf16* x, const float* w, const float* b, std::size_t rows, int d,
+                       bf16* y, float* mean, float* rstd) {
+  require(d % 8 == 0, "d_model must be a multiple of 8");
+  require_aligned(x, "x");
+  require_aligned(y, "y");
+  layernorm_forward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(x, w, b, rows, d, y, mean, rstd);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, const float* mean, const float* rstd,
+                        const float* w, std::size_t rows, int d, bf16* dx, bool accumulate, float* dw, float* db,
+                        float* dx_colsum, float* workspace, std::size_t workspace_floats) {
+  require(d % 8 == 0, "d_model must be a multiple of 8");
+  require_aligned(dy, "dy");
+  require_aligned(x, "x");
+  require_aligned(dx, "dx");
+  layernorm_backward_dx_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, dx, accumulate);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+  if (dx_colsum != nullptr)
+    column_reduce<3>(stream, rows, d, LayerNormColumnsOp<3>{dy, x, dx, mean, rstd, d}, workspace, workspace_floats, dw, db,
+                     dx_colsum);
+  else
+    column_reduce<2>(stream, rows, d, LayerNormColumnsOp<2>{dy, x, dx, mean, rstd, d}, workspace, workspace_floats, dw, db,
+                     nullptr);
+}
+
+void gelu_forward(cudaStream_t stream, const bf16* pre, bf16* out, std::size_t n) {
+  require(n % 8 == 0, "GELU size must be a multiple of 8");
+  require_aligned(pre, "pre");
+  require_aligned(out, "out");
+  gelu_forward_kernel<<<blocks_for(n / 8), kThreads, 0, stream>>>(pre, out, n / 8);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void gelu_backward_bias_grad(cudaStream_t stream, bf16* grad, const bf16* pre, std::size_t rows, int cols, float* dbias,
+                             float* workspace, std::size_t workspace_floats) {
+  require_aligned(grad, "grad");
+  require_aligned(pre, "pre");
+  column_reduce<1>(stream, rows, cols, GeluBackwardOp{grad, pre, cols}, workspace, workspace_floats, dbias, nullptr, nullptr);
+}
+
+void column_sum(cudaStream_t stream, const bf16* x, std::size_t rows, int cols, float* out, float* workspace,
+                std::size_t workspace_floats) {
+  require_aligned(x, "x");
+  column_reduce<1>(stream, rows, cols, SumOp{x, cols}, workspace, workspace_floats, out, nullptr, nullptr);
+}
+
+void heads_from_rows(cudaStream_t stream, const bf16* src, int nb, int batch, int seq, int heads, int head_dim,
+                     int head_dim_padded, bf16* dst) {
+  require(head_dim_padded >= head_dim && head_dim_padded % 8 == 0, "padded head width must be ≥ hd and a multiple of 8");
+  const std::size_t n = static_cast<std::size_t>(nb) * batch * heads * seq * head_dim_padded;
+  if (head_dim % 8 == 0 && head_dim_padded == head_dim) {
+    require_aligned(src, "src");
+    require_aligned(dst, "dst");
+    heads_from_rows_kernel<8><<<blocks_for(n / 8), kThreads, 0, stream>>>(src, nb, batch, seq, heads, head_dim,
+                                                                          head_dim_padded, dst, n / 8);
+  } else {
+    heads_from_rows_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(src, nb, batch, seq, heads, head_dim, head_dim_padded,
+                                                                      dst, n);
+  }
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void rows_from_heads(cudaStream_t stream, const bf16* src, int nb, int batch, int seq, int heads, int head_dim,
+                     int head_dim_padded, bf16* dst) {
+  require(head_dim_padded >= head_dim && head_dim_padded % 8 == 0, "padded head width must be ≥ hd and a multiple of 8");
+  const std::size_t n = static_cast<std::size_t>(nb) * batch * heads * seq * head_dim_padded;
+  if (head_dim % 8 == 0 && head_dim_padded == head_dim) {
+    require_aligned(src, "src");
+    require_aligned(dst, "dst");
+    rows_from_heads_kernel<8><<<blocks_for(n / 8), kThreads, 0, stream>>>(src, nb, batch, seq, heads, head_dim,
+                                                                          head_dim_padded, dst, n / 8);
+  } else {
+    rows_from_heads_kernel<1><<<blocks_for(n), kThreads, 0, stream>>>(src, nb, batch, seq, heads, head_dim, head_dim_padded,
+                                                                      dst, n);
+  }
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq, int chunk) {
+  chunk = chunk <= 0 || chunk > seq ? seq : chunk;
+  if (seq % 8 == 0 && chunk % 8 == 0) {
+    require_aligned(scores, "scores");
+    causal_softmax_forward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq, chunk);
+  } else {
+    causal_softmax_forward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq, chunk);
+  }
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void causal_softmax_backward(cudaStream_t stream, const bf16* probs, bf16* grad, std::size_t rows, int seq, int chunk) {
+  chunk = chunk <= 0 || chunk > seq ? seq : chunk;
+  if (seq % 8 == 0 && chunk % 8 == 0) {
+    require_aligned(probs, "probs");
+    require_aligned(grad, "grad");
+    causal_softmax_backward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, grad, rows, seq, chunk);
+  } else {
+    causal_softmax_backward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, grad, rows, seq, chunk);
+  }
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+
+/// One attention GEMM batched over the B·H heads: every operand is a [T, T] matrix (ld T, T·T elements
+/// apart) or a [T, hdp] matrix (ld hdp, T·hdp apart).
+void attention_gemm(cudaStream_t stream, cuda::LtMatmul& gemm, const AttentionShape& s, bool trans_a, bool trans_b, int m,
+                    int n, int k, const bf16* a, int lda, const bf16* b, int ldb, bf16* d, int ldd, float alpha) {
+  const long long tt = static_cast<long long>(s.seq) * s.seq, th = static_cast<long long>(s.seq) * s.head_dim_padded;
+  const auto stride = [&](int ld) { return ld == s.head_dim_padded ? th : tt; };  // equal when T == hdp
+  cuda::GemmSpec g;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.lda = lda;
+  g.stride_a = stride(lda);
+  g.b = b;
+  g.ldb = ldb;
+  g.stride_b = stride(ldb);
+  g.d = d;
+  g.ldd = ldd;
+  g.stride_d = stride(ldd);
+  g.alpha = alpha;
+  g.batch = s.batch * s.heads;
+  gemm.run(stream, g);
+}
+
+}  // namespace
+
+void attention_forward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* qkv, const AttentionShape& s, bf16* qkvh,
+                       bf16* probs, bf16* heads, bf16* y) {
+  const int T = s.seq, hdp = s.head_dim_padded, C = s.query_chunk <= 0 || s.query_chunk > T ? T : s.query_chunk;
+  const std::size_t he = s.head_elements(), t = static_cast<std::size_t>(T), h = static_cast<std::size_t>(hdp);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  heads_from_rows(stream, qkv, 3, s.batch, T, s.heads, s.head_dim, hdp, qkvh);
+  const bf16 *q = qkvh, *k = qkvh + he, *v = qkvh + 2 * he;
+  for (int r0 = 0; r0 < T; r0 += C) {  // queries [r0, r1) see keys [0, r1)
+    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    const std::size_t o = static_cast<std::size_t>(r0);
+    attention_gemm(stream, gemm, s, false, true, m, r1, hdp, q + o * h, hdp, k, hdp, probs + o * t, T, scale);  // q·kᵀ/√hd
+  }
+  causal_softmax_forward(stream, probs, static_cast<std::size_t>(s.batch) * s.heads * T, T, C);
+  for (int r0 = 0; r0 < T; r0 += C) {
+    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    const std::size_t o = static_cast<std::size_t>(r0);
+    attention_gemm(stream, gemm, s, false, false, m, hdp, r1, probs + o * t, T, v, hdp, heads + o * h, hdp, 1.0f);  // P·v
+  }
+  rows_from_heads(stream, heads, 1, s.batch, T, s.heads, s.head_dim, hdp, y);
+}
+
+void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* dy, const bf16* qkvh, const bf16* probs,
+                        const AttentionShape& s, bf16* heads, bf16* dscores, bf16* dqkvh, bf16* dqkv) {
+  const int T = s.seq, hdp = s.head_dim_padded, C = s.query_chunk <= 0 || s.query_chunk > T ? T : s.query_chunk;
+  const std::size_t he = s.head_elements(), t = static_cast<std::size_t>(T), h = static_cast<std::size_t>(hdp);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  heads_from_rows(stream, dy, 1, s.batch, T, s.heads, s.head_dim, hdp, heads);
+  const bf16 *q = qkvh, *k = qkvh + he, *v = qkvh + 2 * he;
+  bf16 *dq = dqkvh, *dk = dqkvh + he, *dv = dqkvh + 2 * he;
+  for (int r0 = 0; r0 < T; r0 += C) {  // dP for queries [r0, r1), keys [0, r1)
+    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    const std::size_t o = static_cast<std::size_t>(r0);
+    attention_gemm(stream, gemm, s, false, true, m, r1, hdp, heads + o * h, hdp, v, hdp, dscores + o * t, T, 1.0f);
+  }
+  causal_softmax_backward(stream, probs, dscores, static_cast<std::size_t>(s.batch) * s.heads * T, T, C);
+  for (int r0 = 0; r0 < T; r0 += C) {
+    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    const std::size_t o = static_cast<std::size_t>(r0);
+    // dq for queries [r0, r1) from keys [0, r1): dS·k/√hd.
+    attention_gemm(stream, gemm, s, false, false, m, hdp, r1, dscores + o * t, T, k, hdp, dq + o * h, hdp, scale);
+    // dk and dv for keys [r0, r1) from the queries that see them, [r0, T): dSᵀ·q/√hd and Pᵀ·dy.
+    attention_gemm(stream, gemm, s, true, false, m, hdp, T - r0, dscores + o * t + o, T, q + o * h, hdp, dk + o * h, hdp,
+                   scale);
+    attention_gemm(stream, gemm, s, true, false, m, hdp, T - r0, probs + o * t + o, T, heads + o * h, hdp, dv + o * h, hdp,
+                   1.0f);
+  }
+  rows_from_heads(stream, dqkvh, 3, s.batch, T, s.heads, s.head_dim, hdp, dqkv);
+}
+
+void cross_entropy(cudaStream_t stream, bf16* logits, int ld, const std::int32_t* tokens, int batch, int seq, int vocab,
+                   float scale, float* losses) {
+  require(ld % 8 == 0 && ld >= vocab, "logits leading dimension must be a multiple of 8 and ≥ vocab");
+  require_aligned(logits, "logits");
+  const std::size_t rows = static_cast<std::size_t>(batch) * seq;
+  cross_entropy_kernel<<<static_cast<unsigned>(rows), kXentThreads, 0, stream>>>(logits, ld, tokens, seq, vocab, scale,
+                                                                                 losses);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void mean(cudaStream_t stream, const float* values, std::size_t n, float* out) {
+  mean_kernel<<<1, 1024, 0, stream>>>(values, n, out);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void adamw(cudaStream_t stream, const TensorSlot* tensors, const TensorChunk* chunks, int chunk_count, float* params,
+           const float* grads, float* m, float* v, bf16* shadow, const AdamWStep& step) {
+  if (chunk_count == 0) return;
+  adamw_kernel<<<static_cast<unsigned>(chunk_count), kThreads, 0, stream>>>(tensors, chunks, params, grads, m, v, shadow,
+                                                                            step);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+void to_bf16(cudaStream_t stream, const TensorSlot* tensors, const TensorChunk* chunks, int chunk_count,
+             const float* params, bf16* shadow) {
+  if (chunk_count == 0) return;
+  to_bf16_kernel<<<static_cast<unsigned>(chunk_count), kThreads, 0, stream>>>(tensors, chunks, params, shadow);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace scalescope::train::gpt_kernels

@@ -1,0 +1,145 @@
+#include "train/cuda/lt_matmul.h"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+
+namespace scalescope::train::cuda {
+namespace {
+
+/// Largest power of two ≤ 256 dividing the address of every matrix of a batch (base + i·stride elements):
+/// what cuBLASLt's heuristic must assume (it assumes 256 bytes unless told otherwise).
+std::uint32_t alignment_of(const void* p, long long stride_elements, std::size_t element_bytes, int batch) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  const auto stride = batch > 1 ? static_cast<std::uintptr_t>(stride_elements) * element_bytes : 0;
+  std::uint32_t a = 256;
+  while (a > 1 && (address % a != 0 || stride % a != 0)) a /= 2;
+  return a;
+}
+
+std::size_t bytes_of(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+
+}  // namespace
+
+/// Descriptors and algorithm of one GEMM shape; owns the descriptors.
+struct LtMatmul::Plan {
+  Plan() = default;
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (layout_a != nullptr) cublasLtMatrixLayoutDestroy(layout_a);
+    if (layout_b != nullptr) cublasLtMatrixLayoutDestroy(layout_b);
+    if (layout_d != nullptr) cublasLtMatrixLayoutDestroy(layout_d);
+    if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
+  }
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_d = nullptr;  // cuBLASLt's A, B, C = D
+  cublasLtMatmulAlgo_t algo{};
+};
+
+LtMatmul::LtMatmul() {
+  SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
+  SCALESCOPE_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
+}
+
+LtMatmul::~LtMatmul() {
+  for (auto& [key, p] : plans_) delete p;  // descriptors before the handle
+  if (workspace_ != nullptr) cudaFree(workspace_);
+  cublasLtDestroy(handle_);
+}
+
+// cuBLASLt is column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
+// leading dimension, i.e. its transpose. So the row-major D = op(A)·op(B) is computed as the column-major
+// Dᵀ[n, m] = op(B)ᵀ·op(A)ᵀ: cuBLASLt's A is our B with our trans_b, its B is our A with our trans_a, and the
+// bias (one value per row of the column-major Dᵀ) is one value per column of our D.
+const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g) {
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  auto owned = std::make_unique<Plan>();
+  Plan& p = *owned;
+  const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
+  SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+  if (key.has_bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    SCALESCOPE_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    const void* bias = g.bias;  // bf16, the default bias type for a bf16 D
+    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
+  const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
+  SCALESCOPE_CUBLAS_CHECK(key.trans_b ? cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, u(key.k), u(key.n), key.ldb)
+                                      : cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, u(key.n), u(key.k), key.ldb));
+  SCALESCOPE_CUBLAS_CHECK(key.trans_a ? cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, u(key.m), u(key.k), key.lda)
+                                      : cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, u(key.k), u(key.m), key.lda));
+  SCALESCOPE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.layout_d, key.d_type, u(key.n), u(key.m), key.ldd));
+  if (key.batch > 1) {
+    const std::int32_t count = key.batch;
+    const std::pair<cublasLtMatrixLayout_t, std::int64_t> strided[] = {
+        {p.layout_a, key.stride_b}, {p.layout_b, key.stride_a}, {p.layout_d, key.stride_d}};
+    for (const auto& [layout, stride] : strided) {
+      SCALESCOPE_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      SCALESCOPE_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+    }
+  }
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const std::uint64_t workspace = kWorkspaceBytes;
+  cublasStatus_t st =
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},  // cuBLASLt's A/B are our B/A
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+  for (const auto& [attribute, bytes] : alignments)
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof(bytes));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.layout_a, p.layout_b, p.layout_d, p.layout_d, pref, 1, &result,
+                                        &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+    throw core::Error("cuBLASLt has no algorithm for the row-major GEMM [" + std::to_string(key.m) + ", " +
+                          std::to_string(key.k) + "]·[" + std::to_string(key.k) + ", " + std::to_string(key.n) +
+                          "] (transposes " + std::to_string(key.trans_a) + std::to_string(key.trans_b) + ", batch " +
+                          std::to_string(key.batch) + ", bias " + std::to_string(key.has_bias) + ", status " +
+                          std::to_string(static_cast<int>(st)) + ")",
+                      "this is a bug or an unsupported shape; report it with the model size");
+  p.algo = result.algo;
+  return *plans_.emplace(key, owned.release()).first->second;
+}
+
+void LtMatmul::run(cudaStream_t stream, const GemmSpec& g) {
+  if (g.bias != nullptr && (g.d_type != CUDA_R_16BF || g.batch != 1))
+    throw std::invalid_argument("LtMatmul: a bias epilogue needs a bf16 output and batch 1");
+  if (g.ldd < g.n || g.lda < (g.trans_a ? g.m : g.k) || g.ldb < (g.trans_b ? g.k : g.n) || g.batch < 1)
+    throw std::invalid_argument("LtMatmul: leading dimension smaller than the stored width, or batch < 1");
+  const bool has_c = g.beta != 0.0f;
+  if (has_c && g.c == nullptr) throw std::invalid_argument("LtMatmul: beta ≠ 0 needs C");
+  const std::size_t d_bytes = bytes_of(g.d_type);
+  const Key key{g.trans_a, g.trans_b, g.bias != nullptr, has_c, g.m, g.n, g.k, g.lda, g.ldb, g.ldd, g.batch,
+                g.batch > 1 ? g.stride_a : 0, g.batch > 1 ? g.stride_b : 0, g.batch > 1 ? g.stride_d : 0, g.d_type,
+                alignment_of(g.a, g.stride_a, 2, g.batch), alignment_of(g.b, g.stride_b, 2, g.batch),
+                alignment_of(has_c ? g.c : g.d, g.stride_d, d_bytes, g.batch), alignment_of(g.d, g.stride_d, d_bytes, g.batch)};
+  const Plan& p = plan(key, g);
+  if (g.bias != nullptr) {
+    const void* bias = g.bias;
+    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
+  SCALESCOPE_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &g.alpha, g.b, p.layout_a, g.a, p.layout_b, &g.beta,
+                                         has_c ? g.c : g.d, p.layout_d, g.d, p.layout_d, &p.algo, workspace_,
+                                         kWorkspaceBytes, stream));
+}
+
+}  // namespace scalescope::train::cuda

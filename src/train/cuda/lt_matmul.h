@@ -1,0 +1,73 @@
+#pragma once
+// Row-major bf16 GEMMs through cuBLASLt with fp32 accumulation: plain, strided-batched, with a bias epilogue
+// and with a residual input (D = alpha·op(A)·op(B) + beta·C + bias). Used by the GPT model; descriptors and
+// the heuristic's algorithm are cached per shape, so steady-state calls cost one cublasLtMatmul each.
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+namespace scalescope::train::cuda {
+
+/// One row-major GEMM D[m, n] = alpha·op(A)·op(B) + beta·C + bias, batched over `batch` matrices.
+/// op(A) is [m, k]: A stored [m, k] (lda ≥ k), or [k, m] (lda ≥ m) when trans_a; op(B) is [k, n]: B stored
+/// [k, n] (ldb ≥ n), or [n, k] when trans_b. D is [m, n] with ldd ≥ n, in bf16 or fp32. C (read only when
+/// beta ≠ 0) has D's type, ld and batch stride and may differ from D. `bias` is a bf16 vector of n added to
+/// every row of D (cuBLASLt's BIAS epilogue; bf16 D, batch 1 only), as torch.nn.Linear under autocast.
+/// Batch strides are in elements; compute is fp32 (CUBLAS_COMPUTE_32F).
+struct GemmSpec {
+  bool trans_a = false, trans_b = false;
+  int m = 0, n = 0, k = 0;
+  const __nv_bfloat16* a = nullptr;
+  int lda = 0;
+  long long stride_a = 0;
+  const __nv_bfloat16* b = nullptr;
+  int ldb = 0;
+  long long stride_b = 0;
+  void* d = nullptr;
+  cudaDataType_t d_type = CUDA_R_16BF;
+  int ldd = 0;
+  long long stride_d = 0;
+  const void* c = nullptr;
+  float alpha = 1.0f, beta = 0.0f;
+  const __nv_bfloat16* bias = nullptr;
+  int batch = 1;
+};
+
+/// A cuBLASLt handle, a 32 MiB workspace and the plan cache. Not thread-safe; use one per stream.
+class LtMatmul {
+ public:
+  /// Throws core::Error if cuBLASLt or the workspace allocation fails.
+  LtMatmul();
+  ~LtMatmul();
+  LtMatmul(const LtMatmul&) = delete;
+  LtMatmul& operator=(const LtMatmul&) = delete;
+
+  /// Enqueues the GEMM on `stream`. Throws std::invalid_argument for inconsistent arguments (a bias with an
+  /// fp32 D or a batch, ld smaller than the stored width) and core::Error when cuBLASLt has no algorithm or
+  /// the call fails.
+  void run(cudaStream_t stream, const GemmSpec& g);
+  static constexpr std::size_t kWorkspaceBytes = 32u << 20;  // as recommended for Hopper
+
+ private:
+  struct Key {
+    bool trans_a, trans_b, has_bias, has_c;
+    int m, n, k, lda, ldb, ldd, batch;
+    long long stride_a, stride_b, stride_d;
+    cudaDataType_t d_type;
+    std::uint32_t align_a, align_b, align_c, align_d;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Plan;
+  const Plan& plan(const Key& key, const GemmSpec& g);
+
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;
+  std::map<Key, Plan*> plans_;
+};
+
+}  // namespace scalescope::train::cuda

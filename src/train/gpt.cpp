@@ -1,0 +1,198 @@
+#include "train/gpt.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "train/normal_init.h"
+
+namespace scalescope::train {
+namespace {
+
+struct Preset {
+  const char* name;
+  GptConfig config;
+};
+
+GptConfig make(int layers, int d_model, int heads, int ffn, int vocab, int seq) {
+  GptConfig c;
+  c.layers = layers;
+  c.d_model = d_model;
+  c.heads = heads;
+  c.ffn = ffn;
+  c.vocab = vocab;
+  c.seq = seq;
+  return c;
+}
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> table = {
+      {"tiny-14m", make(4, 312, 12, 1200, 30522, 128)},
+      {"gpt2-124m", make(12, 768, 12, 3072, 50304, 1024)},
+      {"gpt-350m", make(24, 1024, 16, 4096, 50304, 1024)},
+      {"gpt-1.3b", make(24, 2048, 16, 8192, 50304, 1024)},
+      {"llama2-7b-shape", make(32, 4096, 32, 11008, 32000, 4096)},
+      {"llama2-13b-shape", make(40, 5120, 40, 13824, 32000, 4096)},
+  };
+  return table;
+}
+
+constexpr double kInitStddev = 0.02;  // GPT-2 / nanoGPT
+
+std::size_t z(int v) { return static_cast<std::size_t>(v); }
+
+}  // namespace
+
+std::vector<ParameterInfo> GptConfig::parameter_layout() const {
+  const std::size_t d = z(d_model), f = z(ffn);
+  std::vector<ParameterInfo> p;
+  p.push_back({"wte", z(vocab) * d});
+  p.push_back({"wpe", z(seq) * d});
+  for (int l = 0; l < layers; ++l) {
+    const std::string h = fmt::format("h.{}.", l);
+    p.push_back({h + "ln1.weight", d});
+    p.push_back({h + "ln1.bias", d});
+    p.push_back({h + "attn.qkv.weight", d * 3 * d});
+    p.push_back({h + "attn.qkv.bias", 3 * d});
+    p.push_back({h + "attn.proj.weight", d * d});
+    p.push_back({h + "attn.proj.bias", d});
+    p.push_back({h + "ln2.weight", d});
+    p.push_back({h + "ln2.bias", d});
+    p.push_back({h + "mlp.fc.weight", d * f});
+    p.push_back({h + "mlp.fc.bias", f});
+    p.push_back({h + "mlp.proj.weight", f * d});
+    p.push_back({h + "mlp.proj.bias", d});
+  }
+  p.push_back({"lnf.weight", d});
+  p.push_back({"lnf.bias", d});
+  return p;
+}
+
+std::size_t GptConfig::parameter_count() const {
+  const std::size_t d = z(d_model), f = z(ffn);
+  return z(vocab) * d + z(seq) * d + z(layers) * (4 * d * d + 2 * d * f + 9 * d + f) + 2 * d;
+}
+
+double GptConfig::matmul_parameter_count() const {
+  const double d = d_model, f = ffn;
+  return layers * (4 * d * d + 2 * d * f) + static_cast<double>(vocab) * d;
+}
+
+double GptConfig::flops_per_token() const {
+  return 6.0 * matmul_parameter_count() + 12.0 * layers * static_cast<double>(seq) * d_model;
+}
+
+GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
+  if (rows < 1) throw core::UsageError(fmt::format("batch of {} rows: at least 1 is needed", rows));
+  const double n = static_cast<double>(parameter_count());
+  GptMemoryEstimate m;
+  m.parameters = 4 * n;
+  m.gradients = 4 * n;
+  m.optimizer = 8 * n;
+  m.weight_copies = 2 * n;
+
+  const double B = rows, T = seq, d = d_model, H = heads, f = ffn, L = layers;
+  const double R = B * T;                                    // positions
+  const double hdp = std::ceil(head_dim() / 8.0) * 8.0;      // padded head width
+  const double vp = std::ceil(vocab / 8.0) * 8.0;            // padded logits row
+  const double heads_elems = B * H * T * hdp;                // one of q, k, v in head layout
+  const double scores = B * H * T * T;                       // one [B, H, T, T] tensor
+  const double bf = 2, fp = 4;
+  const double per_layer = bf * (R * d * 2        // residual after attention, block output
+                                 + R * d * 2      // LN1, LN2 outputs
+                                 + 3 * heads_elems  // q, k, v
+                                 + R * d          // attention output (merged heads)
+                                 + scores         // attention probabilities
+                                 + R * f * 2)     // MLP pre-activation, GELU output
+                           + fp * R * 4;          // LN1/LN2 mean and rstd
+  const double global = bf * (R * d * 2 + R * vp) + fp * (R * 3) + 4 * B * (T + 1);  // x0, LNf, logits; stats, losses; tokens
+  const double scratch = bf * (R * 3 * d          // qkv GEMM output / its gradient
+                               + heads_elems      // attention output in head layout / its gradient
+                               + scores           // dP, then dS
+                               + 3 * heads_elems  // dq, dk, dv
+                               + R * d * 2        // residual gradient, LayerNorm input gradient
+                               + R * f);          // MLP hidden gradient
+  m.activations = L * per_layer + global + scratch;
+  return m;
+}
+
+void GptConfig::validate() const {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw core::UsageError("invalid GPT model size: " + what, "use a preset (--model gpt2-124m) or positive sizes");
+  };
+  require(layers >= 1 && layers <= 1024, fmt::format("layers {} must be in 1..1024", layers));
+  require(d_model >= 1 && d_model <= 65536, fmt::format("d_model {} must be in 1..65536", d_model));
+  require(heads >= 1 && heads <= d_model, fmt::format("heads {} must be in 1..d_model ({})", heads, d_model));
+  require(d_model % heads == 0, fmt::format("d_model {} is not divisible by heads {}", d_model, heads));
+  require(ffn >= 1 && ffn <= 262144, fmt::format("ffn {} must be in 1..262144", ffn));
+  require(vocab >= 2 && vocab <= (1 << 24), fmt::format("vocab {} must be in 2..16777216", vocab));
+  require(seq >= 1 && seq <= 65536, fmt::format("seq {} must be in 1..65536", seq));
+  require(static_cast<double>(vocab) * d_model < 4e9 && static_cast<double>(d_model) * ffn < 4e9,
+          "a weight matrix has more than 4e9 elements");
+}
+
+std::string GptConfig::describe() const {
+  return fmt::format("gpt: {} layers × d {} ({} heads × {}, ffn {}), vocab {}, seq {}", layers, d_model, heads,
+                     head_dim(), ffn, vocab, seq);
+}
+
+GptConfig GptConfig::preset(std::string_view name) {
+  for (const auto& p : presets())
+    if (name == p.name) return p.config;
+  throw core::UsageError(fmt::format("unknown model '{}'", name),
+                         fmt::format("choose one of: {}", fmt::join(preset_names(), ", ")));
+}
+
+std::vector<std::string> GptConfig::preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : presets()) names.emplace_back(p.name);
+  return names;
+}
+
+std::vector<float> gpt_initial_parameters(const GptConfig& config) {
+  config.validate();
+  const auto layout = config.parameter_layout();
+  std::vector<float> params(config.parameter_count(), 0.0f);
+  const float residual_stddev = static_cast<float>(kInitStddev / std::sqrt(2.0 * config.layers));
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    const auto& p = layout[i];
+    float* dst = params.data() + offset;
+    if (p.name.ends_with("ln1.weight") || p.name.ends_with("ln2.weight") || p.name == "lnf.weight") {
+      std::fill_n(dst, p.numel, 1.0f);
+    } else if (p.name.ends_with("proj.weight")) {  // attn.proj and mlp.proj write into the residual stream
+      fill_normal(dst, p.numel, residual_stddev, config.seed, i);
+    } else if (p.name.ends_with(".weight") || p.name == "wte" || p.name == "wpe") {
+      fill_normal(dst, p.numel, static_cast<float>(kInitStddev), config.seed, i);
+    }  // biases stay 0
+    offset += p.numel;
+  }
+  return params;
+}
+
+void check_gpt_batch(const GptConfig& config, const TokenBatchView& batch) {
+  const std::string remedy = "build batches with the data loader of this model (rows of seq + 1 tokens)";
+  if (batch.rows < 1) throw core::Error(fmt::format("batch has {} rows; at least 1 is needed", batch.rows), remedy);
+  if (batch.row_tokens != config.seq + 1)
+    throw core::Error(fmt::format("batch rows have {} tokens; the model expects seq + 1 = {}", batch.row_tokens,
+                                  config.seq + 1),
+                      remedy);
+  if (batch.tokens == nullptr) throw core::Error("batch has no token data (null pointer)", remedy);
+  const std::size_t n = static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t t = batch.tokens[i];
+    if (t < 0 || t >= config.vocab)
+      throw core::Error(fmt::format("batch token {} at row {}, position {} is outside the vocabulary [0, {})", t,
+                                    i / static_cast<std::size_t>(batch.row_tokens),
+                                    i % static_cast<std::size_t>(batch.row_tokens), config.vocab),
+                        remedy);
+  }
+}
+
+bool gpt_decays(const std::string& name) {
+  return name.ends_with("qkv.weight") || name.ends_with("proj.weight") || name.ends_with("fc.weight");
+}
+
+}  // namespace scalescope::train
