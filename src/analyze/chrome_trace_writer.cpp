@@ -32,6 +32,12 @@ std::string micros(std::int64_t ns) {
   return fmt::format("{}{}.{:03}", neg ? "-" : "", v / 1000, v % 1000);
 }
 
+// start − t0 (≥ 0 as t0 is the earliest start), saturated: adversarial clocks must not overflow.
+std::int64_t since(std::int64_t start, std::int64_t t0) {
+  std::int64_t r = 0;
+  return __builtin_sub_overflow(start, t0, &r) ? INT64_MAX : r;
+}
+
 }  // namespace
 
 void write_merged_timeline(const TraceAnalysis& analysis, std::ostream& out) {
@@ -75,7 +81,7 @@ void write_merged_timeline(const TraceAnalysis& analysis, std::ostream& out) {
                         : track == "steps"                     ? "step"
                                                                : "host_sync";
       sep() << R"({"ph":"X","cat":")" << cat << R"(","name":)" << n << ",\"pid\":" << pid
-            << ",\"tid\":" << s.track + 1 << ",\"ts\":" << micros(s.start_ns - t0) << ",\"dur\":" << micros(s.dur_ns)
+            << ",\"tid\":" << s.track + 1 << ",\"ts\":" << micros(since(s.start_ns, t0)) << ",\"dur\":" << micros(s.dur_ns)
             << '}';
     }
   }

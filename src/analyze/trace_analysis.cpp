@@ -92,6 +92,19 @@ Ivs clip(const Ivs& v, std::int64_t lo, std::int64_t hi) {
   return out;
 }
 
+// Saturating arithmetic where adversarial traces could overflow: clock offsets (base times of different files)
+// and sums over many steps. Real traces never come near the bounds.
+std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+std::int64_t sat_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
 double ms(std::int64_t ns) { return static_cast<double>(ns) / 1e6; }
 double us(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
@@ -594,7 +607,7 @@ void match_across_ranks(std::vector<RankData*>& ranks, const TraceOptions& optio
                 ref_rank = q;
               }
             }
-            if (mine && ref) diffs.push_back(ref->end + ranks[ref_rank]->offset_ns - mine->end);
+            if (mine && ref) diffs.push_back(sat_sub(sat_add(ref->end, ranks[ref_rank]->offset_ns), mine->end));
           }
           if (diffs.empty()) continue;
           used += static_cast<std::int64_t>(diffs.size());
@@ -619,7 +632,7 @@ void match_across_ranks(std::vector<RankData*>& ranks, const TraceOptions& optio
     std::int64_t earliest = INT64_MAX, latest = INT64_MIN;
     std::size_t er = 0, lr = 0;
     for (const auto& [r, k] : m.members) {
-      const std::int64_t a = ranks[r]->comms[k].start + ranks[r]->offset_ns;
+      const std::int64_t a = sat_add(ranks[r]->comms[k].start, ranks[r]->offset_ns);
       if (a < earliest) {
         earliest = a;
         er = r;
@@ -631,10 +644,10 @@ void match_across_ranks(std::vector<RankData*>& ranks, const TraceOptions& optio
     }
     for (const auto& [r, k] : m.members) {
       CommOp& c = ranks[r]->comms[k];
-      const std::int64_t a = c.start + ranks[r]->offset_ns;
+      const std::int64_t a = sat_add(c.start, ranks[r]->offset_ns);
       c.matched = true;
-      c.late_ns = a - earliest;
-      c.wait_ns = std::clamp<std::int64_t>(latest - a, 0, c.end - c.start);
+      c.late_ns = sat_sub(a, earliest);
+      c.wait_ns = std::clamp<std::int64_t>(sat_sub(latest, a), 0, c.end - c.start);
     }
     const CommOp& first = ranks[m.members.front().first]->comms[m.members.front().second];
     MatchedCollective mc;
@@ -643,7 +656,7 @@ void match_across_ranks(std::vector<RankData*>& ranks, const TraceOptions& optio
     mc.key = m.key.substr(m.key.find('\x1f') + 1);
     mc.earliest_rank = ranks[er]->out.rank;
     mc.latest_rank = ranks[lr]->out.rank;
-    mc.spread_us = us(latest - earliest);
+    mc.spread_us = us(sat_sub(latest, earliest));
     all.push_back(std::move(mc));
   }
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.spread_us > b.spread_us; });
@@ -701,8 +714,9 @@ StepTotals measure_step(const RankData& d, const Step& s, std::map<std::string, 
   t.data = h2d_exposed + length(idle_dl);
   t.host = host;
   t.other = other_exposed + length(idle_rest) - host;
-  for (const auto& sp : d.syncs) {
-    if (sp.end < b || sp.end >= e) continue;
+  auto sp_it = std::lower_bound(d.syncs.begin(), d.syncs.end(), b, [](const SyncPoint& x, std::int64_t v) { return x.end < v; });
+  for (; sp_it != d.syncs.end() && sp_it->end < e; ++sp_it) {
+    const SyncPoint& sp = *sp_it;
     ++t.syncs;
     t.blocked += sp.end - sp.begin;
     auto& grp = groups[sp.label];
@@ -721,8 +735,9 @@ StepTotals measure_step(const RankData& d, const Step& s, std::map<std::string, 
     }
     reach = std::max(reach, k->second);
   }
-  for (const auto& c : d.comms) {
-    if (c.start < b || c.start >= e) continue;
+  auto c_it = std::lower_bound(d.comms.begin(), d.comms.end(), b, [](const CommOp& x, std::int64_t v) { return x.start < v; });
+  for (; c_it != d.comms.end() && c_it->start < e; ++c_it) {
+    const CommOp& c = *c_it;
     ++t.collectives;
     t.late += c.late_ns;
     t.wait += c.wait_ns;
@@ -756,10 +771,12 @@ StepMetrics to_metrics(const StepTotals& t, double n) {
 }
 
 void add(StepTotals& a, const StepTotals& b) {
-  a.step += b.step; a.busy += b.busy; a.compute += b.compute; a.comm += b.comm; a.copies += b.copies;
-  a.overlap += b.overlap; a.exposed += b.exposed; a.straggler += b.straggler; a.data += b.data; a.host += b.host;
-  a.other += b.other; a.syncs += b.syncs; a.blocked += b.blocked; a.gaps += b.gaps; a.gap_ns += b.gap_ns;
-  a.collectives += b.collectives; a.late += b.late; a.wait += b.wait;
+  for (auto [x, y] : {std::pair{&a.step, b.step}, {&a.busy, b.busy}, {&a.compute, b.compute}, {&a.comm, b.comm},
+                      {&a.copies, b.copies}, {&a.overlap, b.overlap}, {&a.exposed, b.exposed},
+                      {&a.straggler, b.straggler}, {&a.data, b.data}, {&a.host, b.host}, {&a.other, b.other},
+                      {&a.syncs, b.syncs}, {&a.blocked, b.blocked}, {&a.gaps, b.gaps}, {&a.gap_ns, b.gap_ns},
+                      {&a.collectives, b.collectives}, {&a.late, b.late}, {&a.wait, b.wait}})
+    *x = sat_add(*x, y);
 }
 
 void finish_rank(RankData& d) {
@@ -882,19 +899,19 @@ RankTimeline make_timeline(const RankData& d) {
   };
   const std::int64_t off = d.offset_ns;
   const std::uint32_t steps = track("steps");
-  for (const auto& s : d.steps) tl.slices.push_back({s.begin + off, s.end - s.begin, name_id(s.name), steps});
+  for (const auto& s : d.steps) tl.slices.push_back({sat_add(s.begin, off), s.end - s.begin, name_id(s.name), steps});
   for (const auto& op : d.gpu) {
     const char* what = op.cls == GpuClass::compute ? "compute" : op.cls == GpuClass::comm ? "communication" : "memcpy";
-    tl.slices.push_back({op.start + off, op.end - op.start, op.name, track(fmt::format("{} stream {}", what, op.stream))});
+    tl.slices.push_back({sat_add(op.start, off), op.end - op.start, op.name, track(fmt::format("{} stream {}", what, op.stream))});
   }
   for (const auto& c : d.comms) {
     if (c.wait_ns <= 0) continue;
-    tl.slices.push_back({c.start + off, c.wait_ns, name_id("waiting for the last rank"),
+    tl.slices.push_back({sat_add(c.start, off), c.wait_ns, name_id("waiting for the last rank"),
                          track(fmt::format("communication stream {}", c.stream))});
   }
   if (!d.syncs.empty()) {
     const std::uint32_t st = track("host syncs");
-    for (const auto& s : d.syncs) tl.slices.push_back({s.begin + off, s.end - s.begin, name_id(s.label), st});
+    for (const auto& s : d.syncs) tl.slices.push_back({sat_add(s.begin, off), s.end - s.begin, name_id(s.label), st});
   }
   return tl;
 }

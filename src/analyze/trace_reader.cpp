@@ -780,7 +780,9 @@ class TraceReader {
     };
     if (key == "baseTimeNanoseconds") {
       trace_.base_time_ns = int_of(j);
-      if (!trace_.base_time_ns) trace_.warnings.push_back("\"baseTimeNanoseconds\" is not an integer; ignored");
+      if (trace_.base_time_ns && (*trace_.base_time_ns < 0 || *trace_.base_time_ns > (std::int64_t{1} << 62)))
+        trace_.base_time_ns.reset();  // beyond the year 2116: not a time, and it would overflow sums
+      if (!trace_.base_time_ns) trace_.warnings.push_back("\"baseTimeNanoseconds\" is not a plausible integer; ignored");
     } else if (key == "schemaVersion") {
       trace_.schema_version = int_of(j);
     } else if (key == "traceName") {
@@ -1136,7 +1138,9 @@ class TraceReader {
     e.kind = kind;
     e.ts_ns = *f.ts;
     e.dur_ns = f.dur.value_or(0);
-    if (e.dur_ns > 0 && e.ts_ns > INT64_MAX - e.dur_ns) {
+    // Bounds that keep every sum and difference of the analysis inside int64: ts in [−2^60, 2^62] ns (unix ns
+    // until the year 2116), dur ≤ 2^60 ns (36 years).
+    if (e.ts_ns < -(std::int64_t{1} << 60) || e.ts_ns > (std::int64_t{1} << 62) || e.dur_ns > (std::int64_t{1} << 60)) {
       ++bad_ts_;
       return;
     }
@@ -1219,7 +1223,7 @@ class TraceReader {
       if (n > 0) trace_.warnings.push_back(fmt::format("{} {}", n, text));
     };
     note(no_ts_, "kept-kind events without \"ts\" skipped");
-    note(bad_ts_, "kept-kind events with an unreadable or out-of-range \"ts\" skipped");
+    note(bad_ts_, "kept-kind events with an unreadable or out-of-range \"ts\" or \"dur\" skipped");
     note(bad_dur_, "kept-kind events with an unreadable \"dur\" skipped");
     note(negative_dur_, "kept-kind events with a negative \"dur\" skipped");
     note(no_dur_, "complete ('X') events without \"dur\" taken as instantaneous");

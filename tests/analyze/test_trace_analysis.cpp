@@ -444,3 +444,32 @@ TEST(TraceAnalysis, JsonHasTheSchemaAndEveryRank) {
   EXPECT_NEAR(j["metrics"]["speedup"].get<double>(), 1.6, 1e-12);
   EXPECT_TRUE(j["errors"].empty());
 }
+
+TEST(TraceAnalysis, ExtremeClocksStayFinite) {
+  // Base times and timestamps at the reader's bounds (ts ≤ 2^62 ns, ≥ −2^60 ns; base ≤ 2^62): alignment, sums
+  // and the timeline saturate instead of overflowing.
+  auto make = [](int rank, const char* base, double t0) {
+    const std::string ar = nccl_args("allreduce", 1024, "Float", 2);
+    return read_trace_bytes(trace({cpu("user_annotation", "ProfilerStep#1", t0, 1e3), kernel("k", t0 + 1, 100, 7),
+                                   kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t0 + 200, 100, 20, ar)},
+                                  dist_info(rank, 2) + R"(, "baseTimeNanoseconds": )" + base),
+                            "x.json");
+  };
+  std::vector<Trace> v;
+  v.push_back(make(0, "4611686018427387904", 4.6e15));
+  v.push_back(make(1, "0", -1.1e15));
+  TraceOptions o;
+  o.keep_timeline = true;
+  const TraceAnalysis a = analyze_traces(std::move(v), nullptr, o);
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.cross.matched, 1);
+  for (const auto& r : a.ranks) {
+    EXPECT_NEAR(r.mean.step_ms, 1.0, kTol);
+    EXPECT_TRUE(std::isfinite(r.clock_offset_us));
+  }
+  std::ostringstream os;
+  write_merged_timeline(a, os);
+  const nlohmann::json j = nlohmann::json::parse(os.str(), nullptr, false);
+  EXPECT_FALSE(j.is_discarded());
+  EXPECT_GT(j["traceEvents"].size(), 6u);
+}
