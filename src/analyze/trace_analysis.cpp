@@ -1187,6 +1187,38 @@ TraceAnalysis analyze_trace_files(const std::vector<std::string>& paths, const T
 namespace {
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 nlohmann::json opt(const std::optional<std::int64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+// Text that may hold bytes from outside (file paths, keys quoted in warnings) as valid UTF-8: every byte that does
+// not start a well-formed sequence becomes U+FFFD, so that dump() never throws.
+std::string utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok && n >= 3) {  // no overlong forms, surrogates or code points above U+10FFFF
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0) && !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> utf8(const std::vector<std::string>& v) {
+  std::vector<std::string> out;
+  out.reserve(v.size());
+  for (const auto& s : v) out.push_back(utf8(s));
+  return out;
+}
 }  // namespace
 
 void to_json(nlohmann::json& j, const StepMetrics& s) {
@@ -1224,7 +1256,7 @@ void to_json(nlohmann::json& j, const Waterfall& w) {
 }
 
 void to_json(nlohmann::json& j, const RankAnalysis& r) {
-  j = {{"source", r.source},
+  j = {{"source", utf8(r.source)},
        {"rank", r.rank},
        {"rank_source", r.rank_source},
        {"world_size", opt(r.world_size)},
@@ -1241,7 +1273,7 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
        {"json_bytes", r.json_bytes},
        {"events_read", r.events_read},
        {"events_kept", r.events_kept},
-       {"warnings", r.warnings}};
+       {"warnings", utf8(r.warnings)}};
   j["waterfall"] = r.has_gpu ? nlohmann::json(r.waterfall) : nlohmann::json(nullptr);
   if (!r.has_gpu)
     for (const char* k : {"gpu_busy_ms", "gpu_idle_ms", "compute_ms", "comm_ms", "memcpy_ms", "overlap_ms",
@@ -1267,7 +1299,7 @@ void to_json(nlohmann::json& j, const TraceAnalysis& a) {
   j["world_size"] = a.world_size ? nlohmann::json(*a.world_size) : nlohmann::json(nullptr);
   auto& c = j["cross_rank"];
   c = {{"alignment", a.cross.alignment}, {"matching", a.cross.matching}, {"matched", a.cross.matched},
-       {"unmatched", a.cross.unmatched}, {"notes", a.cross.notes}};
+       {"unmatched", a.cross.unmatched}, {"notes", utf8(a.cross.notes)}};
   c["straggler"] = a.cross.straggler ? nlohmann::json(*a.cross.straggler) : nlohmann::json(nullptr);
   c["straggler_late_ms_per_step"] = a.cross.straggler_late_ms_per_step;
   auto& w = c["worst"] = nlohmann::json::array();
@@ -1278,9 +1310,9 @@ void to_json(nlohmann::json& j, const TraceAnalysis& a) {
   j["verdict"] = a.verdict ? nlohmann::json(*a.verdict) : nlohmann::json(nullptr);
   j["verdict_note"] = a.verdict_note;
   auto& f = j["findings"] = nlohmann::json::array();
-  for (const auto& x : a.findings) f.push_back({{"severity", x.severity}, {"text", x.text}});
+  for (const auto& x : a.findings) f.push_back({{"severity", x.severity}, {"text", utf8(x.text)}});
   auto& e = j["errors"] = nlohmann::json::array();
-  for (const auto& x : a.errors) e.push_back({{"path", x.path}, {"cause", x.cause}, {"remedy", x.remedy}});
+  for (const auto& x : a.errors) e.push_back({{"path", utf8(x.path)}, {"cause", utf8(x.cause)}, {"remedy", utf8(x.remedy)}});
 }
 
 }  // namespace scalescope::analyze

@@ -281,10 +281,17 @@ std::optional<comm::Collective> collective_from_name(std::string_view name);
 bool is_nccl_kernel_name(std::string_view name);
 
 /// JSON (schema "scalescope.trace/1"): ranks with steps, mean, waterfall, host syncs, launch gaps and
-/// collectives; baseline; cross-rank matching; metrics, verdict, findings and errors. Times in ms/µs as named.
+/// collectives; baseline; cross-rank matching; metrics, verdict, findings and errors. Times in ms/µs as named;
+/// absent figures are null (a CPU-only rank's GPU figures and waterfall). Text from outside (paths, warnings that
+/// quote the file) is made valid UTF-8, so dump() never throws.
 void to_json(nlohmann::json& j, const TraceAnalysis& a);
+/// One step (or the mean per step): an object with one key per field, named as the fields, plus
+/// "overlap_fraction" (null without communication).
 void to_json(nlohmann::json& j, const StepMetrics& s);
+/// The waterfall: one key per field, plus "loss_ms".
 void to_json(nlohmann::json& j, const Waterfall& w);
+/// One rank: identity, steps, mean, waterfall (null without GPU activity), host syncs, launch gaps, collectives,
+/// clock offset, event counts and warnings.
 void to_json(nlohmann::json& j, const RankAnalysis& r);
 
 }  // namespace scalescope::analyze

@@ -473,3 +473,19 @@ TEST(TraceAnalysis, ExtremeClocksStayFinite) {
   EXPECT_FALSE(j.is_discarded());
   EXPECT_GT(j["traceEvents"].size(), 6u);
 }
+
+TEST(TraceAnalysis, JsonOfNonUtf8PathsAndKeysDumps) {
+  // A path with a byte that is not UTF-8 (an error), and a readable trace under a name that is not UTF-8 (with a
+  // reader warning and a key that is not UTF-8 either): the JSON must still dump.
+  TraceAnalysis a = analyze_trace_files({"/nonexistent/rank\xff.json"}, {});
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(trace({kernel("k", 1, 2, 7)}, "\"traceEvents\": 5, \"k\xfe\": 1"), "x\xc3.json"));
+  const TraceAnalysis b = analyze_traces(std::move(v), nullptr, {});
+  ASSERT_EQ(a.errors.size(), 1u);
+  std::string dumped;
+  EXPECT_NO_THROW(dumped = nlohmann::json(a).dump());
+  EXPECT_NE(dumped.find("rank\xEF\xBF\xBD.json"), std::string::npos);
+  EXPECT_NO_THROW(dumped = nlohmann::json(b).dump());
+  EXPECT_NE(dumped.find("x\xEF\xBF\xBD.json"), std::string::npos);
+  EXPECT_NE(dumped.find("\\\"traceEvents\\\" is not an array"), std::string::npos) << dumped;
+}
