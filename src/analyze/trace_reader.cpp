@@ -243,6 +243,12 @@ class Scanner {
   }
   void advance() { ++pos_; }
 
+  /// Skips a UTF-8 byte-order mark at the very start (editors on Windows add one; JSON parsers may ignore it).
+  void skip_bom() {
+    while (end_ < 3 && !eof_) refill_shift(0, 0);  // sources may return fewer bytes than asked
+    if (end_ >= 3 && std::memcmp(buf_.data(), "\xEF\xBB\xBF", 3) == 0) pos_ = 3;
+  }
+
   /// Scans the JSON value that starts at the current position. With `keep`, the value's bytes stay in the
   /// window and the returned span is valid until the next call; without, they are discarded as the scan goes
   /// (any size). Throws core::Error on an invalid byte or the end of input inside the value.
@@ -675,6 +681,7 @@ class TraceReader {
   }
 
   Trace run() {
+    scanner_.skip_bom();
     const int c = scanner_.peek_nonspace();
     if (c < 0)
       throw core::Error("'" + name_ + "' is empty", "pass the trace file that torch.profiler wrote (.json or .json.gz)");

@@ -220,6 +220,11 @@ TEST(TraceReader, ArrayFormatWithAndWithoutClosingBracket) {
   EXPECT_EQ(sentinel.events_read, 2u);
 }
 
+TEST(TraceReader, LeadingByteOrderMarkIsSkipped) {
+  const Trace t = read_trace_bytes("\xEF\xBB\xBF" + trace({kernel("k", 1, 2, 7)}), "bom.json");
+  EXPECT_EQ(t.events.size(), 1u);
+}
+
 TEST(TraceReader, GzipOneAndSeveralMembers) {
   const std::string a = trace({kernel("k1", 1, 2, 7), kernel("k2", 3, 2, 7)});
   const Trace t = read_trace_bytes(gzip(a), "t.json.gz");
