@@ -862,7 +862,7 @@ Waterfall make_waterfall(const StepMetrics& m, const StepMetrics* base) {
   const double exposed_net = m.exposed_comm_ms - m.straggler_wait_ms;
   if (!base) {
     w.ideal_ms = m.compute_ms;
-    w.ideal_source = "compute time of this rank (no baseline given)";
+    w.ideal_source = "the rank's own compute time, as no baseline was given";
     w.exposed_comm_ms = exposed_net;
     w.straggler_wait_ms = m.straggler_wait_ms;
     w.data_wait_ms = m.data_wait_ms;
@@ -964,7 +964,7 @@ void add_findings(TraceAnalysis& a) {
                                      "during backward, fewer and larger collectives",
                                      pct(x, r.mean.step_ms), x, ov ? pct(*ov, 1) : std::string("-"));
                 });
-  share_finding(0.01, 0.05, [](const RankAnalysis& r) { return r.mean.host_syncs >= 1 ? r.mean.host_sync_ms : 0.0; },
+  share_finding(0.01, 0.10, [](const RankAnalysis& r) { return r.mean.host_syncs >= 1 ? r.mean.host_sync_ms : 0.0; },
                 [](const RankAnalysis& r) {
                   const std::string what = r.host_syncs.empty() ? std::string() : " (mostly " + r.host_syncs.front().label + ")";
                   return fmt::format("{:.1f} host syncs per step{} cost {:.2f} ms of GPU idle per step ({} of the "

@@ -101,7 +101,7 @@ struct StepMetrics {
 struct Waterfall {
   double measured_ms = 0;   ///< mean step time
   double ideal_ms = 0;      ///< baseline step time, or the rank's compute time
-  std::string ideal_source; ///< "1-rank baseline step" or "compute time of this rank (no baseline given)"
+  std::string ideal_source; ///< "1-rank baseline step" or "the rank's own compute time, as no baseline was given"
   double compute_ms = 0;    ///< compute beyond the baseline's (0 without a baseline)
   double exposed_comm_ms = 0;
   double straggler_wait_ms = 0;

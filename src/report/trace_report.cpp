@@ -62,7 +62,7 @@ std::string render_trace_report(const analyze::TraceAnalysis& a) {
     if (!r.has_gpu) continue;
     const auto& w = r.waterfall;
     if (!header) {
-      out += fmt::format("\nwhere the step time beyond the ideal went (ms per step; ideal = {}):\n", w.ideal_source);
+      out += fmt::format("\nwhere the step time beyond the ideal went (ms per step; ideal: {}):\n", w.ideal_source);
       header = true;
     }
     out += fmt::format("  rank {}: measured {} vs ideal {} = {:+.2f}:", r.rank, f2(w.measured_ms), f2(w.ideal_ms), w.loss_ms());
