@@ -142,7 +142,7 @@ Measure measure(const std::string& path) {
       out = fmt::format("ok {} {} {} {} {} {} {}", json, file, events, kept, std::chrono::duration<double>(b - a).count(),
                         std::chrono::duration<double>(c - b).count(), r.ranks.size());
     } catch (const std::exception& e) {
-      out = std::string("error ") + e.what();
+      out = std::string("error: ") + e.what();
     }
     if (write(fds[1], out.data(), out.size()) < 0) _exit(2);
     _exit(0);
@@ -180,7 +180,7 @@ Measure measure(const std::string& path) {
 
 void print_row(const std::string& name, const Measure& m) {
   if (!m.ok) {
-    fmt::print("{:<58} error: {}\n", name, m.error.substr(0, 100));
+    fmt::print("{:<58} {}\n", name, m.error.substr(0, 100));
     return;
   }
   const double mb = static_cast<double>(m.json_bytes) / 1e6;
