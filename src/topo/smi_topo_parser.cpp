@@ -298,7 +298,55 @@ std::vector<CellToken> split_cell_tokens(std::string_view piece) {
   return out;
 }
 
+namespace {
+
+TopologyReading parse_smi_topo_text(std::string_view raw, const std::string& source);
+
+// `s` with bytes outside well-formed UTF-8 replaced by U+FFFD: warnings quote the input, and the reading is
+// written as JSON (found by fuzz_smi_topo: a header cell with 0xFF bytes made `topo --out` fail).
+std::string repaired_utf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && !(len == 2 && c < 0xC2) && !(len == 4 && c > 0xF4);
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok && len >= 3) {
+      const auto c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0) && !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+void repair_utf8(TopologyReading& r) {
+  for (auto& w : r.warnings) w = repaired_utf8(w);
+  for (auto& n : r.notes) n = repaired_utf8(n);
+  for (auto& d : r.topology.devices) {
+    d.label = repaired_utf8(d.label);
+    d.name = repaired_utf8(d.name);
+  }
+}
+
+}  // namespace
+
 TopologyReading parse_smi_topo(std::string_view raw, const std::string& source) {
+  TopologyReading reading = parse_smi_topo_text(raw, source);
+  repair_utf8(reading);
+  return reading;
+}
+
+namespace {
+
+TopologyReading parse_smi_topo_text(std::string_view raw, const std::string& source) {
   const std::string text = clean(raw);
   const bool ends_with_newline = !text.empty() && text.back() == '\n';
   std::vector<std::string> line_text;
@@ -569,6 +617,8 @@ TopologyReading parse_smi_topo(std::string_view raw, const std::string& source) 
   }
   return out;
 }
+
+}  // namespace
 
 TopologyReading parse_smi_topo_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

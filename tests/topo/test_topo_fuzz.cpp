@@ -94,3 +94,15 @@ TEST(TopoFuzz, RandomDamageNeverCrashesOrThrowsAnythingElse) {
   EXPECT_GT(parsed, 0);
   EXPECT_GT(refused, 0);  // some mutations destroy the header: those must be refused, not guessed
 }
+
+// Found by fuzz_smi_topo (libFuzzer, ASan/UBSan): a header cell holding 0xFF bytes was quoted in a warning, and
+// writing the reading as JSON (topo --out, analyze --out) threw nlohmann's invalid-UTF-8 error.
+TEST(TopoFuzzRegression, InvalidUtf8InAHeaderCellStillGivesJson) {
+  const std::string text =
+      "        GPU0    GPU1    GP~\xff\xff\xff\xff\xff\xf9\xc7U4    CPU Affinity\n"
+      "GPU0     X      NV12    SYS     0-23\n"
+      "GPU1    NV12     X      SYS     0-23\n";
+  const auto reading = parse_smi_topo(text, "fuzz");
+  EXPECT_FALSE(reading.warnings.empty());
+  EXPECT_NO_THROW((void)nlohmann::json(analyse(reading)).dump());
+}

@@ -14,5 +14,6 @@ Action add_train_command(CLI::App& app);
 Action add_doctor_command(CLI::App& app);
 Action add_comm_command(CLI::App& app);
 Action add_topo_command(CLI::App& app);
+Action add_analyze_command(CLI::App& app);
 
 }  // namespace scalescope::cli

@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
   std::vector<scalescope::cli::Action> actions = {scalescope::cli::add_train_command(app),
                                                   scalescope::cli::add_doctor_command(app),
                                                   scalescope::cli::add_comm_command(app),
-                                                  scalescope::cli::add_topo_command(app)};
+                                                  scalescope::cli::add_topo_command(app),
+                                                  scalescope::cli::add_analyze_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,221 @@
+#include "analyze/input_kind.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analyze/log_text.h"
+#include "analyze/nccl_tests_parser.h"
+#include "analyze/watchdog.h"
+#include "core/error.h"
+#include "topo/smi_topo_parser.h"
+
+namespace scalescope::analyze {
+namespace {
+
+bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+// The first character that is not blank or a UTF-8 byte-order mark.
+char first_significant(std::string_view s) {
+  if (s.substr(0, 3) == "\xEF\xBB\xBF") s.remove_prefix(3);
+  for (char c : s)
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return c;
+  return '\0';
+}
+
+// A markdown table row ("| file | what it is | … |"): documentation quoting log lines, not a log.
+bool is_table_row(std::string_view line) {
+  line = trim_blanks(line);
+  return line.size() >= 2 && line.front() == '|' && line.back() == '|';
+}
+
+// NCCL log lines: a level tag after NCCL's "[dev]" prefix or at the start of the line (prefix stripped), or
+// "NCCL version 2…" (NCCL_DEBUG=VERSION). Quotes in prose and tables do not count.
+bool has_nccl_lines(std::string_view text, bool version_counts) {
+  for (auto line : split_lines(text)) {
+    if (is_table_row(line)) continue;
+    for (std::string_view tag : {"NCCL INFO", "NCCL WARN", "NCCL TRACE"}) {
+      const auto p = line.find(tag);
+      if (p == std::string_view::npos) continue;
+      std::string_view before = trim_blanks(line.substr(0, p));
+      if (before.empty()) return true;
+      // "... [5]" or "... [5] misc/socket.cc:46" before the tag
+      for (int k = 0; k < 2 && !before.empty(); ++k) {
+        const auto sp = before.find_last_of(" \t");
+        std::string_view tok = sp == std::string_view::npos ? before : before.substr(sp + 1);
+        if (tok.size() >= 3 && tok.front() == '[' && tok.back() == ']' && parse_decimal(tok.substr(1, tok.size() - 2)))
+          return true;
+        before = sp == std::string_view::npos ? std::string_view() : trim_blanks(before.substr(0, sp));
+      }
+    }
+    if (version_counts) {
+      const auto p = line.find("NCCL version 2");
+      if (p != std::string_view::npos && trim_blanks(line.substr(0, p)).size() < 80) return true;
+    }
+  }
+  return false;
+}
+
+bool has_watchdog_lines(std::string_view text) {
+  if (!has_watchdog_messages(text)) return false;
+  for (auto line : split_lines(text))
+    if (!is_table_row(line) && has_watchdog_messages(line)) return true;
+  return false;
+}
+
+const char* kLookedFor =
+    "looked for a PyTorch profiler (Kineto) trace (JSON with traceEvents, schemaVersion or distributedInfo; "
+    ".json.gz), NCCL debug log lines ('NCCL INFO', 'NCCL WARN'), PyTorch watchdog messages (WorkNCCL(…), "
+    "ProcessGroupNCCL), an nccl-tests results table (size … algbw busbw), an `nvidia-smi topo -m` matrix (GPU0 …) "
+    "and scalescope's own JSON (schema scalescope.*/1)";
+
+}  // namespace
+
+std::string_view to_string(InputKind k) {
+  switch (k) {
+    case InputKind::kineto_trace: return "kineto_trace";
+    case InputKind::nccl_log: return "nccl_log";
+    case InputKind::watchdog: return "watchdog";
+    case InputKind::nccl_tests: return "nccl_tests";
+    case InputKind::smi_topo: return "smi_topo";
+    case InputKind::scalescope_json: return "scalescope_json";
+  }
+  return "unknown";
+}
+
+bool InputDetection::has(InputKind k) const { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); }
+
+InputDetection detect_input(std::string_view text, std::string_view name, bool complete) {
+  InputDetection d;
+  if (text.empty()) {
+    d.reason = "the file is empty";
+    return d;
+  }
+  if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b) {
+    d.gzip = true;
+    if (ends_with(name, ".json.gz")) {
+      d.kinds = {InputKind::kineto_trace};
+      d.reason = "gzip-compressed and named *.json.gz: a PyTorch profiler trace";
+    } else {
+      d.reason = "a gzip-compressed file not named *.json.gz; decompress it (zcat FILE > FILE.txt) and pass the text";
+    }
+    return d;
+  }
+  const std::string_view head = text.substr(0, 8192);
+  if (head.find('\0') != std::string_view::npos) {
+    d.reason = "a binary file (NUL bytes in its first 8 KiB), not a text or JSON input";
+    return d;
+  }
+  const std::string_view peek = text.substr(0, kDetectionHeadBytes);
+  const char first = first_significant(peek);
+  if (first == '{') {
+    if (contains(peek, "\"schema\"") && contains(peek, "\"scalescope.")) {
+      if (!complete) {
+        d.reason = "need the whole text";
+        return d;
+      }
+      try {
+        auto j = nlohmann::json::parse(text);
+        if (j.is_object() && j.contains("schema") && j["schema"].is_string()) {
+          const std::string schema = j["schema"].get<std::string>();
+          if (schema.rfind("scalescope.", 0) == 0) {
+            d.kinds = {InputKind::scalescope_json};
+            d.schema = schema;
+            d.reason = "JSON with \"schema\": \"" + schema + "\"";
+            return d;
+          }
+        }
+      } catch (const nlohmann::json::exception& e) {
+        d.reason = std::string("JSON that names a scalescope schema but does not parse: ") + e.what();
+        return d;
+      }
+    }
+    for (std::string_view key : {"\"traceEvents\"", "\"schemaVersion\"", "\"distributedInfo\""})
+      if (contains(peek, key)) {
+        d.kinds = {InputKind::kineto_trace};
+        d.reason = fmt::format("JSON with {} in its first 64 KiB: a PyTorch profiler (Kineto) trace", key);
+        return d;
+      }
+  }
+  if (first == '[' && contains(peek, "\"ph\"") && contains(peek, "\"ts\"")) {
+    d.kinds = {InputKind::kineto_trace};
+    d.reason = "a JSON array of events with \"ph\" and \"ts\": a Chrome-format trace";
+    return d;
+  }
+  if (!complete) {
+    d.reason = "need the whole text";
+    return d;
+  }
+  std::vector<std::string> how;
+  std::string tests_error;
+  const bool tests_words = contains(text, "busbw") || contains(text, "algbw") || contains(text, "# nThread") ||
+                           contains(text, "Collective test starting");
+  if (tests_words) {
+    try {
+      (void)parse_nccl_tests(text, std::string(name));
+      d.kinds.push_back(InputKind::nccl_tests);
+      how.push_back("an nccl-tests results table");
+    } catch (const core::Error& e) {
+      tests_error = e.what();
+    }
+  }
+  if (contains(text, "GPU0")) {
+    try {
+      (void)topo::parse_smi_topo(text, std::string(name));
+      d.kinds.push_back(InputKind::smi_topo);
+      how.push_back("an `nvidia-smi topo -m` matrix");
+    } catch (const core::Error&) {
+    }
+  }
+  if (has_nccl_lines(text, !d.has(InputKind::nccl_tests))) {
+    d.kinds.push_back(InputKind::nccl_log);
+    how.push_back("NCCL debug log lines");
+  }
+  if (has_watchdog_lines(text)) {
+    d.kinds.push_back(InputKind::watchdog);
+    how.push_back("PyTorch ProcessGroupNCCL watchdog messages");
+  }
+  if (!d.kinds.empty()) {
+    for (const auto& h : how) d.reason += (d.reason.empty() ? "" : ", ") + h;
+    return d;
+  }
+  d.reason = "not a recognised input: " + std::string(kLookedFor);
+  if (!tests_error.empty()) d.reason += "; it has nccl-tests words but " + tests_error;
+  return d;
+}
+
+InputFile read_input_file(const std::string& path) {
+  InputFile f;
+  f.path = path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw core::Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)), "check the path and its permissions");
+    std::string head(kDetectionHeadBytes, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(in.gcount()));
+    const bool complete = static_cast<std::uint64_t>(st.st_size) <= head.size();
+    f.detection = detect_input(head, path, complete);
+    if (complete || f.detection.has(InputKind::kineto_trace) || f.detection.gzip ||
+        (f.detection.kinds.empty() && f.detection.reason != "need the whole text")) {
+      if (!f.detection.has(InputKind::kineto_trace)) f.text = std::move(head);
+      return f;
+    }
+  }
+  // Not a regular file (read_text_file names the problem), or a text longer than the head.
+  f.text = read_text_file(path, "input", 256ull << 20);
+  f.detection = detect_input(f.text, path, true);
+  return f;
+}
+
+}  // namespace scalescope::analyze

@@ -1,0 +1,64 @@
+#pragma once
+// What a file given to `scalescope analyze` is: a PyTorch profiler (Kineto) trace, an NCCL debug log, PyTorch
+// watchdog messages, an nccl-tests output, an `nvidia-smi topo -m` table, or one of scalescope's own JSON
+// reports — or none of them, with a message naming what was looked for. A text can be several at once (an
+// nccl-tests run with NCCL_DEBUG=INFO, a training log holding NCCL lines and watchdog errors): every kind found
+// is listed, and each gets its analysis.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace scalescope::analyze {
+
+enum class InputKind {
+  kineto_trace,     ///< PyTorch profiler / Kineto trace (.json, .json.gz) or a Chrome trace event array
+  nccl_log,         ///< NCCL_DEBUG output: "… NCCL INFO …", "… NCCL WARN …", "NCCL version 2.x"
+  watchdog,         ///< ProcessGroupNCCL watchdog messages: "WorkNCCL(SeqNum=…", "last enqueued NCCL work"
+  nccl_tests,       ///< an nccl-tests (rccl-tests, NCCL 1.x tests) results table
+  smi_topo,         ///< `nvidia-smi topo -m`
+  scalescope_json,  ///< scalescope.train/1, scalescope.doctor/1, scalescope.comm/1, scalescope.topo/1
+};
+std::string_view to_string(InputKind k);
+
+struct InputDetection {
+  std::vector<InputKind> kinds;        ///< empty: not a recognised input (see `reason`)
+  std::optional<std::string> schema;   ///< scalescope_json: the schema, e.g. "scalescope.doctor/1"
+  bool gzip = false;                   ///< the file is gzip-compressed (only traces are accepted so)
+  /// How the kinds were recognised ("'traceEvents' in the first 64 KiB"), or, when `kinds` is empty, why
+  /// the file is not an input and what was looked for.
+  std::string reason;
+  bool has(InputKind k) const;
+};
+
+/// Bytes detection looks at first; a trace is recognised from them alone, without reading the rest.
+inline constexpr std::size_t kDetectionHeadBytes = 64 * 1024;
+
+/// Detects the kinds of `text`, which is either the whole file (`complete`) or its first kDetectionHeadBytes.
+/// `name` (the path) is used only for gzip files: a gzip file is a trace when its name ends in ".json.gz"
+/// (detection does not decompress it); any other gzip file is not an input. A head that is not a trace, not
+/// gzip and not binary gives kinds empty and reason "need the whole text" when `complete` is false: call
+/// again with the whole text. Recognises:
+///   * gzip magic 1f 8b; NUL bytes in the first 8 KiB (binary: not an input)
+///   * a JSON object with "schema": "scalescope.…" (the whole text must parse as JSON)
+///   * a JSON object with "traceEvents", "schemaVersion" or "distributedInfo"; a JSON array of events with
+///     "ph" and "ts" (Chrome trace format, e.g. NCCL's profiler plugin)
+///   * `nvidia-smi topo -m` (through topo::parse_smi_topo), nccl-tests output (through
+///     analyze::parse_nccl_tests, when the text has an nccl-tests header word: busbw, algbw, "# nThread",
+///     "Collective test starting"), NCCL log lines, watchdog messages (analyze::has_watchdog_messages).
+/// Throws nothing.
+InputDetection detect_input(std::string_view text, std::string_view name, bool complete);
+
+/// A file read for analysis: its detection and, for every kind but traces, its whole text.
+struct InputFile {
+  std::string path;
+  InputDetection detection;
+  std::string text;  ///< empty for traces (their readers read the file themselves)
+};
+
+/// Reads the head of `path`, detects, and reads the whole file (at most 256 MiB) when it is not a trace.
+/// Throws core::Error when the file cannot be read (missing, a directory or device, too large, I/O error).
+InputFile read_input_file(const std::string& path);
+
+}  // namespace scalescope::analyze

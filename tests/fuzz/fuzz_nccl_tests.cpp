@@ -1,0 +1,23 @@
+// libFuzzer target: any bytes as an nccl-tests output — parse (core::Error for "no result row" is the one
+// allowed exception), then the sweep analysis and JSON of whatever was read.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "analyze/nccl_tests_parser.h"
+#include "analyze/sweep_analysis.h"
+#include "core/error.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  using namespace scalescope::analyze;
+  try {
+    const auto sweep = parse_nccl_tests(text, "fuzz");
+    const auto a = analyze_sweep(sweep);
+    (void)comm_report_json(sweep, a).dump();
+  } catch (const scalescope::core::Error&) {
+  }
+  return 0;
+}

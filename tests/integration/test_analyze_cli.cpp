@@ -1,0 +1,130 @@
+// `scalescope analyze` as a user runs it: every file of ../shared/corpus gives a result or a clean per-file error
+// (never a crash or an internal error), several files at once, the JSON report, bad paths.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+
+using scalescope::testing::read_json;
+using scalescope::testing::run_cli;
+using scalescope::testing::scratch_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kCorpus = fs::path(SCALESCOPE_SHARED_CORPUS_DIR);
+
+std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+}
+
+}  // namespace
+
+TEST(AnalyzeCli, EveryCorpusFileGivesAResultOrACleanError) {
+  if (!fs::is_directory(kCorpus)) GTEST_SKIP() << "shared corpus not found at " << kCorpus;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(kCorpus))
+    if (e.is_regular_file()) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  ASSERT_GT(files.size(), 50u);
+  const auto dir = scratch_dir("analyze_corpus");
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    const auto out = dir / "r.json";
+    const auto r = run_cli("analyze " + quote(f) + " --out " + quote(out));
+    ASSERT_TRUE(r.status == 0 || r.status == 1) << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+    ASSERT_TRUE(fs::exists(out)) << r.output;
+    const auto j = read_json(out);
+    ASSERT_EQ(j.at("schema"), "scalescope.analyze/1");
+    ASSERT_EQ(j.at("files").size(), 1u);
+    const auto& entry = j["files"][0];
+    const std::string rel = fs::relative(f, kCorpus).string();
+    if (r.status == 1) {
+      EXPECT_EQ(entry.at("status"), "error");
+      ASSERT_FALSE(entry.at("errors").empty());
+      EXPECT_NE(r.output.find("scalescope: error: "), std::string::npos);
+      if (rel.rfind("traces/", 0) == 0) {
+        EXPECT_NE(r.output.find("Kineto trace analysis is not part of this build yet"), std::string::npos) << r.output;
+        EXPECT_EQ(entry.at("kinds"), nlohmann::json::array({"kineto_trace"}));
+      } else {
+        EXPECT_TRUE(rel.rfind("scaling/", 0) == 0 || rel == "SOURCES.md") << "unexpected failure: " << r.output;
+        EXPECT_NE(r.output.find("not a recognised input"), std::string::npos) << r.output;
+      }
+    } else {
+      EXPECT_EQ(entry.at("status"), "ok");
+      EXPECT_FALSE(entry.at("kinds").empty());
+      const std::string top = rel.substr(0, rel.find('/'));
+      auto has = [&](const std::string& k) { return std::find(entry["kinds"].begin(), entry["kinds"].end(), k) != entry["kinds"].end(); };
+      if (top == "topo") {
+        EXPECT_TRUE(has("smi_topo")) << entry["kinds"];
+      }
+      // nccl-tests outputs cut off before their table (131, 291) still hold NCCL INFO lines: read as NCCL logs.
+      if (top == "nccl-tests") {
+        EXPECT_TRUE(has("nccl_tests") || (has("nccl_log") && rel.find("_truncated") != std::string::npos)) << entry["kinds"];
+      }
+      if (top == "nccl-logs") {
+        EXPECT_TRUE(entry.contains("nccl_log") || entry.contains("watchdog")) << entry["kinds"];
+      }
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(AnalyzeCli, SeveralFilesCombinedViewAndExitStatus) {
+  const auto dir = scratch_dir("analyze_several");
+  write(dir / "rank0.log",
+        "h0:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.1\n"
+        "h0:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0\n"
+        "[rank0]:[E1 1:1:1.1 ProcessGroupNCCL.cpp:1] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1234, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) ran for 600100 milliseconds before timing out.\n");
+  write(dir / "rank1.log",
+        "h1:2:2 [0] NCCL INFO NCCL version 2.19.3+cuda12.2\n"
+        "[rank1]:[E1 1:1:1.1 ProcessGroupNCCL.cpp:1] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1234, OpType=BROADCAST, NumelIn=5, NumelOut=5, Timeout(ms)=600000) ran for 600200 milliseconds before timing out.\n");
+  write(dir / "notes.txt", "just some notes\n");
+  const auto out = dir / "report.json";
+  const auto r = run_cli("analyze " + quote(dir / "rank0.log") + " " + quote(dir / "rank1.log") + " " +
+                         quote(dir / "notes.txt") + " " + quote(dir / "missing.log") + " --out " + quote(out));
+  EXPECT_EQ(r.status, 1) << r.output;  // two files failed, the others are still reported
+  EXPECT_NE(r.output.find("== all 2 NCCL logs together"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NCCL version mismatch between processes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("NCCL fell back to sockets"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("verdict: rank 0 timed out in ALLREDUCE #1234 after 10 min while rank 1 was in BROADCAST #1234: collective mismatch"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("notes.txt' is not a recognised input"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("missing.log"), std::string::npos) << r.output;
+  const auto j = read_json(out);
+  ASSERT_EQ(j.at("files").size(), 4u);
+  EXPECT_EQ(j["files"][0]["status"], "ok");
+  EXPECT_EQ(j["files"][0]["kinds"], nlohmann::json::array({"nccl_log", "watchdog"}));
+  EXPECT_EQ(j["files"][2]["status"], "error");
+  EXPECT_EQ(j["files"][3]["status"], "error");
+  EXPECT_TRUE(j["combined"].contains("nccl_log"));
+  EXPECT_TRUE(j["combined"].contains("watchdog"));
+  EXPECT_EQ(j["combined"]["watchdog"]["findings"][0]["severity"], "error");
+  fs::remove_all(dir);
+}
+
+TEST(AnalyzeCli, ScalescopeJsonGivesTheDoctorVerdict) {
+  const auto dir = scratch_dir("analyze_json");
+  write(dir / "doctor.json",
+        R"({"schema": "scalescope.doctor/1", "points": [], "verdict": {"verdict": "watch", "reasons": ["N=2: comm ratio 28.7 % is between 15 % and 30 %"]}})");
+  const auto r = run_cli("analyze " + quote(dir / "doctor.json"));
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("verdict: watch — N=2: comm ratio 28.7 % is between 15 % and 30 %"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(AnalyzeCli, NoFileIsAUsageError) {
+  const auto r = run_cli("analyze");
+  EXPECT_EQ(r.status, 2) << r.output;
+}

@@ -1,0 +1,335 @@
+// `scalescope analyze FILE…`: reads the evidence users already have — NCCL debug logs, PyTorch watchdog
+// timeouts, nccl-tests outputs, `nvidia-smi topo -m`, scalescope's own JSON, profiler traces — detects what each
+// file is, and prints what it shows: per file, then across the NCCL logs and watchdog messages of one run.
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analyze/input_kind.h"
+#include "analyze/nccl_log.h"
+#include "analyze/nccl_tests_parser.h"
+#include "analyze/sweep_analysis.h"
+#include "analyze/watchdog.h"
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "report/nccl_tests_table.h"
+#include "report/topo_report.h"
+#include "topo/analysis.h"
+#include "topo/smi_topo_parser.h"
+
+namespace scalescope::cli {
+
+/// What the trace library gives `scalescope analyze` for the profiler traces among its inputs: the terminal
+/// text and one JSON value per trace path (keyed by path).
+struct TraceAnalysisOutput {
+  std::string terminal;
+  nlohmann::json per_file = nlohmann::json::object();
+};
+
+/// INTEGRATION POINT for the Kineto / PyTorch profiler trace analysis (issue #6, the trace half, built as
+/// src/analyze/trace_*): analyses every trace given to `scalescope analyze` together (one per rank, rank from
+/// distributedInfo). Until that library is merged this build has none, so every trace gets this error.
+/// Throws core::Error.
+TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths) {
+  (void)paths;
+  throw core::Error("Kineto trace analysis is not part of this build yet",
+                    "analyze the trace with a scalescope build that includes the trace reader, or pass the run's "
+                    "NCCL log (NCCL_DEBUG=INFO) or watchdog messages instead");
+}
+
+namespace {
+
+struct AnalyzeFlags {
+  std::vector<std::string> files;
+  std::string out;
+};
+
+std::string kinds_text(const analyze::InputDetection& d) {
+  static const std::map<analyze::InputKind, const char*> names = {
+      {analyze::InputKind::kineto_trace, "profiler trace"},  {analyze::InputKind::nccl_log, "NCCL debug log"},
+      {analyze::InputKind::watchdog, "PyTorch watchdog messages"}, {analyze::InputKind::nccl_tests, "nccl-tests output"},
+      {analyze::InputKind::smi_topo, "nvidia-smi topo -m"},  {analyze::InputKind::scalescope_json, "scalescope JSON"}};
+  std::string s;
+  for (auto k : d.kinds) s += (s.empty() ? "" : "; ") + std::string(names.at(k));
+  if (d.schema) s += " " + *d.schema;
+  return s;
+}
+
+std::string render_findings(const std::vector<analyze::LogFinding>& findings) {
+  std::string out;
+  for (const auto& f : findings) {
+    out += fmt::format("  [{}] {}\n", analyze::to_string(f.severity), f.title);
+    if (!f.detail.empty()) out += "      " + f.detail + "\n";
+    for (std::size_t i = 0; i < f.evidence.size() && i < 3; ++i)
+      out += fmt::format("      line {}: {}\n", f.evidence[i].line, analyze::excerpt(f.evidence[i].excerpt, 160));
+    if (!f.remedy.empty()) out += "      what to do: " + f.remedy + "\n";
+  }
+  return out;
+}
+
+std::string render_nccl(const analyze::NcclLogAnalysis& a) {
+  std::vector<std::string> parts;
+  parts.push_back(a.versions.empty() ? "NCCL version not in the log" : "NCCL " + fmt::format("{}", fmt::join(a.versions, ", ")));
+  parts.push_back(fmt::format("{} process(es) on {} host(s)", a.processes, a.hosts.size()));
+  if (a.nranks) parts.push_back(fmt::format("{} ranks", *a.nranks));
+  if (!a.transports.empty()) {
+    std::string t;
+    for (const auto& [k, v] : a.transports) t += (t.empty() ? "" : ", ") + fmt::format("{} {}", k, v);
+    if (a.gdrdma_connections) t += fmt::format(" (GDRDMA {})", a.gdrdma_connections);
+    parts.push_back("connections: " + t);
+  }
+  if (a.channels) parts.push_back(fmt::format("{} channels", *a.channels));
+  if (!a.networks.empty()) parts.push_back("network " + fmt::format("{}", fmt::join(a.networks, ", ")));
+  parts.push_back(fmt::format("{} WARN line(s)", a.warnings));
+  std::string out = "  " + fmt::format("{}", fmt::join(parts, " | ")) + "\n";
+  if (a.findings.empty()) out += "  no findings: nothing in the log points at a slow or failing path\n";
+  return out + render_findings(a.findings);
+}
+
+std::string opt(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "-"; }
+
+std::string render_watchdog(const analyze::WatchdogAnalysis& a) {
+  std::string out = "  verdict: " + a.verdict + "\n";
+  if (!a.ranks.empty()) {
+    out += fmt::format("  {:<28} {:<22} {:>10} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10}\n", "rank", "collective", "SeqNum",
+                       "NumelIn", "NumelOut", "timeout ms", "ran ms", "enqueued", "completed");
+    for (std::size_t i = 0; i < a.ranks.size() && i < 64; ++i) {
+      const auto& r = a.ranks[i];
+      out += fmt::format("  {:<28} {:<22} {:>10} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10}\n", r.rank,
+                         r.timeout.op_type.value_or("-"), opt(r.timeout.seq_num), opt(r.timeout.numel_in),
+                         opt(r.timeout.numel_out), opt(r.timeout.timeout_ms), opt(r.timeout.elapsed_ms),
+                         opt(r.timeout.last_enqueued), opt(r.timeout.last_completed));
+    }
+    if (a.ranks.size() > 64) out += fmt::format("  … {} more\n", a.ranks.size() - 64);
+  }
+  return out + render_findings(a.findings);
+}
+
+// scalescope's own JSON: the line that says what it concluded.
+std::pair<std::string, nlohmann::json> summarize_scalescope_json(const std::string& text, const std::string& schema) {
+  const auto j = nlohmann::json::parse(text);
+  nlohmann::json s = {{"schema", schema}};
+  std::string line;
+  auto num = [&](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : std::string("-"); };
+  if (schema == "scalescope.doctor/1") {
+    if (j.contains("verdict") && j["verdict"].is_object()) {
+      const auto& v = j["verdict"];
+      std::string reasons;
+      if (v.contains("reasons") && v["reasons"].is_array())
+        for (const auto& r : v["reasons"]) if (r.is_string()) reasons += (reasons.empty() ? "" : "; ") + r.get<std::string>();
+      const std::string verdict = v.value("verdict", std::string("?"));
+      line = "verdict: " + verdict + (reasons.empty() ? "" : " — " + reasons);
+      s["verdict"] = verdict;
+      s["reasons"] = reasons;
+    } else {
+      line = "no verdict in the report (a single world size, or the sweep failed)";
+    }
+    if (j.contains("failure") && j["failure"].is_string()) line += "; failed: " + j["failure"].get<std::string>();
+  } else if (schema == "scalescope.train/1") {
+    const auto& c = j.contains("config") ? j["config"] : nlohmann::json::object();
+    line = fmt::format("train: world size {}, step {} s, {} tokens/s, all-reduce busbw {} GB/s",
+                       c.is_object() && c.contains("world_size") ? num(c["world_size"]) : "-", j.contains("step_s") && j["step_s"].is_object() ? num(j["step_s"].value("mean", nlohmann::json())) : (j.contains("step_s") ? num(j["step_s"]) : "-"),
+                       j.contains("tokens_per_s") ? num(j["tokens_per_s"]) : "-",
+                       j.contains("all_reduce_busbw_GBps") ? num(j["all_reduce_busbw_GBps"]) : "-");
+  } else if (schema == "scalescope.comm/1") {
+    std::vector<nlohmann::json> reports;
+    if (j.contains("reports") && j["reports"].is_array()) for (const auto& r : j["reports"]) reports.push_back(r);
+    else reports.push_back(j);
+    for (const auto& r : reports) {
+      const auto a = r.contains("analysis") ? r["analysis"] : nlohmann::json();
+      const auto p = a.is_object() && a.contains("plateau") ? a["plateau"] : nlohmann::json();
+      const auto sw = r.contains("sweep") ? r["sweep"] : nlohmann::json();
+      line += (line.empty() ? "" : "\n  ") + fmt::format("comm: {} plateau busbw {} GB/s",
+                                                        sw.is_object() ? sw.value("collective", std::string("?")) : "?",
+                                                        p.is_object() && p.contains("busbw_gbps") ? num(p["busbw_gbps"]) : "-");
+    }
+    if (line.empty()) line = "comm: no sweep in the report";
+  } else if (schema == "scalescope.topo/1") {
+    std::size_t findings = j.contains("findings") && j["findings"].is_array() ? j["findings"].size() : 0;
+    line = fmt::format("topo: {} finding(s)", findings);
+  } else {
+    line = "a scalescope report of a schema this version does not summarise";
+  }
+  s["summary"] = line;
+  return {line, s};
+}
+
+struct FileResult {
+  std::string path;
+  analyze::InputDetection detection;
+  nlohmann::json json = nlohmann::json::object();
+  std::string terminal;
+  std::vector<std::pair<std::string, std::string>> errors;  // cause, remedy
+};
+
+void record_error(FileResult& r, const std::string& what, const core::Error& e) {
+  r.errors.push_back({what.empty() ? e.what() : what + ": " + e.what(), e.remedy()});
+}
+
+int run(const AnalyzeFlags& f) {
+  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  std::vector<FileResult> results;
+  std::vector<analyze::NcclLog> nccl_logs;
+  std::vector<analyze::WatchdogLog> watchdog_logs;
+  std::vector<std::size_t> trace_files;
+  for (const auto& path : f.files) {
+    FileResult r;
+    r.path = path;
+    analyze::InputFile input;
+    try {
+      input = analyze::read_input_file(path);
+    } catch (const core::Error& e) {
+      record_error(r, "", e);
+      results.push_back(std::move(r));
+      continue;
+    } catch (const std::bad_alloc&) {
+      r.errors.push_back({"'" + path + "': out of memory while reading it", "pass a smaller excerpt of the file"});
+      results.push_back(std::move(r));
+      continue;
+    }
+    r.detection = input.detection;
+    if (r.detection.kinds.empty()) {
+      r.errors.push_back({"'" + path + "' is " + r.detection.reason,
+                          "pass an NCCL log (NCCL_DEBUG=INFO), watchdog messages, an nccl-tests output, `nvidia-smi "
+                          "topo -m`, a profiler trace or a scalescope JSON report"});
+      results.push_back(std::move(r));
+      continue;
+    }
+    // Each kind on its own: one that fails leaves the others' results.
+    for (auto kind : r.detection.kinds) {
+      const std::string kname(analyze::to_string(kind));
+      try {
+        switch (kind) {
+          case analyze::InputKind::kineto_trace:
+            trace_files.push_back(results.size());
+            break;
+          case analyze::InputKind::nccl_log: {
+            auto log = analyze::parse_nccl_log(input.text, path);
+            const std::vector<analyze::NcclLog> one{log};
+            const auto a = analyze::analyze_nccl_logs(one);
+            r.terminal += "NCCL log:\n" + render_nccl(a);
+            r.json["nccl_log"] = {{"log", log}, {"analysis", a}};
+            nccl_logs.push_back(std::move(log));
+            break;
+          }
+          case analyze::InputKind::watchdog: {
+            auto log = analyze::parse_watchdog(input.text, path);
+            const std::vector<analyze::WatchdogLog> one{log};
+            const auto a = analyze::analyze_watchdog(one);
+            r.terminal += "watchdog:\n" + render_watchdog(a);
+            r.json["watchdog"] = {{"log", log}, {"analysis", a}};
+            watchdog_logs.push_back(std::move(log));
+            break;
+          }
+          case analyze::InputKind::nccl_tests: {
+            const auto sweep = analyze::parse_nccl_tests(input.text, path);
+            const auto a = analyze::analyze_sweep(sweep);
+            r.terminal += fmt::format("nccl-tests: {}, {} row(s), {} rank(s)\n", comm::perf_program_name(sweep.collective),
+                                      sweep.rows.size(), sweep.ranks ? std::to_string(*sweep.ranks) : "unknown");
+            r.terminal += report::render_comm_summary(sweep, a);
+            for (const auto& w : sweep.warnings) r.terminal += "  note: " + w + "\n";
+            r.json["nccl_tests"] = analyze::comm_report_json(sweep, a);
+            break;
+          }
+          case analyze::InputKind::smi_topo: {
+            const auto report = topo::analyse(topo::parse_smi_topo(input.text, "file " + path));
+            r.terminal += "nvidia-smi topo -m:\n" + report::render_topo_summary(report);
+            r.json["topo"] = report;
+            break;
+          }
+          case analyze::InputKind::scalescope_json: {
+            auto [line, j] = summarize_scalescope_json(input.text, r.detection.schema.value_or(""));
+            r.terminal += "  " + line + "\n";
+            r.json["scalescope_json"] = j;
+            break;
+          }
+        }
+      } catch (const core::Error& e) {
+        record_error(r, "'" + path + "' as " + kname, e);
+      } catch (const nlohmann::json::exception& e) {
+        r.errors.push_back({"'" + path + "' as " + kname + ": unexpected JSON content: " + e.what(),
+                            "pass the report as scalescope wrote it"});
+      } catch (const std::bad_alloc&) {
+        r.errors.push_back({"'" + path + "' as " + kname + ": out of memory", "pass a smaller excerpt of the file"});
+      }
+    }
+    results.push_back(std::move(r));
+  }
+
+  nlohmann::json combined = nlohmann::json::object();
+  std::string combined_text;
+  if (!trace_files.empty()) {
+    std::vector<std::string> paths;
+    for (auto i : trace_files) paths.push_back(results[i].path);
+    try {
+      auto t = analyze_trace_inputs(paths);
+      combined_text += "profiler traces:\n" + t.terminal;
+      for (auto i : trace_files)
+        if (t.per_file.contains(results[i].path)) results[i].json["trace"] = t.per_file[results[i].path];
+    } catch (const core::Error& e) {
+      for (auto i : trace_files) record_error(results[i], "'" + results[i].path + "' as a profiler trace", e);
+    }
+  }
+  if (nccl_logs.size() > 1) {
+    const auto a = analyze::analyze_nccl_logs(nccl_logs);
+    combined_text += fmt::format("\n== all {} NCCL logs together\n", nccl_logs.size()) + render_nccl(a);
+    combined["nccl_log"] = a;
+  }
+  if (watchdog_logs.size() > 1) {
+    const auto a = analyze::analyze_watchdog(watchdog_logs);
+    combined_text += fmt::format("\n== watchdog messages of all {} files together\n", watchdog_logs.size()) + render_watchdog(a);
+    combined["watchdog"] = a;
+  }
+
+  int status = 0;
+  nlohmann::json files = nlohmann::json::array();
+  for (auto& r : results) {
+    std::printf("== %s%s\n", r.path.c_str(), r.detection.kinds.empty() ? "" : (" (" + kinds_text(r.detection) + ")").c_str());
+    std::fputs(r.terminal.c_str(), stdout);
+    nlohmann::json kinds = nlohmann::json::array();
+    for (auto k : r.detection.kinds) kinds.push_back(std::string(analyze::to_string(k)));
+    r.json["file"] = analyze::to_valid_utf8(r.path);
+    r.json["kinds"] = kinds;
+    r.json["detection"] = analyze::to_valid_utf8(r.detection.reason);
+    nlohmann::json errors = nlohmann::json::array();
+    for (const auto& [cause, remedy] : r.errors) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "scalescope: error: %s\n", cause.c_str());
+      if (!remedy.empty()) std::fprintf(stderr, "  what to do: %s\n", remedy.c_str());
+      errors.push_back({{"cause", analyze::to_valid_utf8(cause)}, {"remedy", analyze::to_valid_utf8(remedy)}});
+      status = 1;
+    }
+    r.json["errors"] = errors;
+    r.json["status"] = r.errors.empty() ? "ok" : "error";
+    files.push_back(std::move(r.json));
+    std::fflush(stderr);
+  }
+  std::fputs(combined_text.c_str(), stdout);
+  if (!f.out.empty()) {
+    nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined}};
+    core::write_file_atomically(f.out, out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    std::fprintf(stderr, "wrote %s\n", f.out.c_str());
+  }
+  return status;
+}
+
+}  // namespace
+
+Action add_analyze_command(CLI::App& app) {
+  auto flags = std::make_shared<AnalyzeFlags>();
+  auto* cmd = app.add_subcommand(
+      "analyze", "Read what a run left behind — NCCL debug logs, PyTorch watchdog timeouts, nccl-tests outputs, "
+                 "`nvidia-smi topo -m`, scalescope JSON, profiler traces — and say what it shows");
+  // No CLI::ExistingFile: a missing file is that file's error (exit 1) while the others are still analysed.
+  cmd->add_option("files", flags->files, "files to analyse (each is detected on its own)")->required();
+  cmd->add_option("-o,--out", flags->out, "write the results as JSON (schema scalescope.analyze/1) to this file (atomically)");
+  return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
+}
+
+}  // namespace scalescope::cli
