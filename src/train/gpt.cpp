@@ -173,22 +173,8 @@ std::vector<float> gpt_initial_parameters(const GptConfig& config) {
 }
 
 void check_gpt_batch(const GptConfig& config, const TokenBatchView& batch) {
-  const std::string remedy = "build batches with the data loader of this model (rows of seq + 1 tokens)";
-  if (batch.rows < 1) throw core::Error(fmt::format("batch has {} rows; at least 1 is needed", batch.rows), remedy);
-  if (batch.row_tokens != config.seq + 1)
-    throw core::Error(fmt::format("batch rows have {} tokens; the model expects seq + 1 = {}", batch.row_tokens,
-                                  config.seq + 1),
-                      remedy);
-  if (batch.tokens == nullptr) throw core::Error("batch has no token data (null pointer)", remedy);
-  const std::size_t n = static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int32_t t = batch.tokens[i];
-    if (t < 0 || t >= config.vocab)
-      throw core::Error(fmt::format("batch token {} at row {}, position {} is outside the vocabulary [0, {})", t,
-                                    i / static_cast<std::size_t>(batch.row_tokens),
-                                    i % static_cast<std::size_t>(batch.row_tokens), config.vocab),
-                        remedy);
-  }
+  check_token_batch(batch, config.seq + 1, "seq + 1", config.vocab,
+                    "build batches with the data loader of this model (rows of seq + 1 tokens)");
 }
 
 bool gpt_decays(const std::string& name) {

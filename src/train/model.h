@@ -1,8 +1,8 @@
 #pragma once
-// What the data-parallel engine needs from a workload. Implementations:
-//   cpu/MlpLmCpu   fp32 reference on the host (OpenBLAS GEMMs)
-//   cuda/MlpLmCuda bf16 mixed precision on one GPU (cuBLASLt GEMMs, fp32 master weights and gradients)
-// The GPT decoder of a later issue plugs in through the same interface.
+// What the data-parallel engine needs from a workload. Implementations, for the MLP LM and the GPT decoder:
+//   cpu/MlpLmCpu, cpu/GptCpu     fp32 references on the host (OpenBLAS GEMMs; common part cpu/HostModel)
+//   cuda/MlpLmCuda, cuda/GptCuda bf16 mixed precision on one GPU (cuBLASLt GEMMs, fp32 master weights and
+//                                gradients)
 
 #include <cstddef>
 #include <cstdint>
@@ -91,6 +91,18 @@ class Model {
   virtual std::vector<float> parameters_to_host() = 0;
   virtual std::vector<float> gradients_to_host() = 0;  ///< the flat gradient buffer, engine layout
 };
+
+/// The check every Model::allocate_gradients makes first: one offset per parameter of `layout`, and each
+/// parameter's range [offsets[i], offsets[i] + numel) inside [0, total_elements). Throws
+/// std::invalid_argument naming the first parameter whose range does not fit.
+void check_gradient_offsets(const std::vector<ParameterInfo>& layout, const std::vector<std::size_t>& offsets,
+                            std::size_t total_elements);
+
+/// The batch check behind check_mlp_lm_batch and check_gpt_batch: rows ≥ 1, batch.row_tokens equal to
+/// `row_tokens` (spelt `row_tokens_formula` in the message, e.g. "seq + 1"), tokens not null, every token in
+/// [0, vocab). Throws core::Error naming the first problem, with `remedy` as its hint.
+void check_token_batch(const TokenBatchView& batch, int row_tokens, const std::string& row_tokens_formula, int vocab,
+                       const std::string& remedy);
 
 inline std::size_t Model::parameter_count() const {
   std::size_t n = 0;

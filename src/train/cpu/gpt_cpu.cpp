@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
-#include <utility>
 
 #include "core/error.h"
 #include "train/cpu/gpt_ops.h"
@@ -29,16 +28,6 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
 }
 
 std::size_t z(int v) { return static_cast<std::size_t>(v); }
-
-std::vector<std::size_t> forward_offsets(const std::vector<ParameterInfo>& layout) {
-  std::vector<std::size_t> offsets;
-  std::size_t at = 0;
-  for (const auto& p : layout) {
-    offsets.push_back(at);
-    at += p.numel;
-  }
-  return offsets;
-}
 
 template <typename T>
 constexpr T kLayerNormEpsilon = static_cast<T>(1e-5);
@@ -260,20 +249,6 @@ void cross_entropy_backward(const T* probs, const std::int32_t* tokens, int batc
     }
 }
 
-template <typename T>
-void adamw_update(T* p, const T* g, T* m, T* v, std::size_t n, const AdamWConfig& c, std::int64_t t, bool decay) {
-  const double step = static_cast<double>(t);
-  const T step_size = static_cast<T>(c.learning_rate / (1.0 - std::pow(static_cast<double>(c.beta1), step)));
-  const T bc2_sqrt = static_cast<T>(std::sqrt(1.0 - std::pow(static_cast<double>(c.beta2), step)));
-  const T keep = decay ? T(1) - static_cast<T>(c.learning_rate) * static_cast<T>(c.weight_decay) : T(1);
-  const T b1 = c.beta1, b2 = c.beta2, eps = c.epsilon;
-  for (std::size_t e = 0; e < n; ++e) {
-    m[e] = b1 * m[e] + (T(1) - b1) * g[e];
-    v[e] = b2 * v[e] + (T(1) - b2) * g[e] * g[e];
-    p[e] = p[e] * keep - step_size * m[e] / (std::sqrt(v[e]) / bc2_sqrt + eps);
-  }
-}
-
 #define SCALESCOPE_GPT_OPS_INSTANTIATE(T)                                                                         \
   template void embedding_forward<T>(const std::int32_t*, int, int, const T*, const T*, int, T*);                \
   template void embedding_backward<T>(const std::int32_t*, int, int, const T*, int, T*, T*);                     \
@@ -290,8 +265,7 @@ void adamw_update(T* p, const T* g, T* m, T* v, std::size_t n, const AdamWConfig
   template void gelu_backward<T>(const T*, const T*, std::size_t, T*);                                           \
   template void residual_forward<T>(const T*, const T*, std::size_t, T*);                                        \
   template void cross_entropy_forward<T>(const T*, const std::int32_t*, int, int, int, T*, T*);                  \
-  template void cross_entropy_backward<T>(const T*, const std::int32_t*, int, int, int, T, T*);                  \
-  template void adamw_update<T>(T*, const T*, T*, T*, std::size_t, const AdamWConfig&, std::int64_t, bool);
+  template void cross_entropy_backward<T>(const T*, const std::int32_t*, int, int, int, T, T*);
 SCALESCOPE_GPT_OPS_INSTANTIATE(float)
 SCALESCOPE_GPT_OPS_INSTANTIATE(double)
 #undef SCALESCOPE_GPT_OPS_INSTANTIATE
@@ -454,62 +428,26 @@ class GptHostMath {
 // GptCpu.
 
 GptCpu::GptCpu(const GptConfig& config)
-    : config_(config),
-      layout_(config.parameter_layout()),
-      param_offsets_(forward_offsets(layout_)),
-      params_(gpt_initial_parameters(config)),
-      adam_m_(params_.size(), 0.0f),
-      adam_v_(params_.size(), 0.0f),
+    : HostModel("GptCpu", config.parameter_layout(), gpt_initial_parameters(config)),
+      config_(config),
       math_(std::make_unique<GptHostMath<float>>(config)) {}
 
 GptCpu::~GptCpu() = default;
 
 std::string GptCpu::describe() const { return config_.describe() + " (fp32, CPU)"; }
 
-float* GptCpu::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
-  if (offsets.size() != layout_.size())
-    throw std::invalid_argument("allocate_gradients: expected one offset per parameter");
-  for (std::size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] > total_elements || layout_[i].numel > total_elements - offsets[i])
-      throw std::invalid_argument("allocate_gradients: range of " + layout_[i].name + " exceeds the buffer");
-  grad_offsets_ = offsets;
-  grads_.assign(total_elements, 0.0f);
-  return grads_.data();
+void GptCpu::check_batch(const TokenBatchView& batch) const { check_gpt_batch(config_, batch); }
+
+float GptCpu::forward_math(const float* params, const std::int32_t* tokens, int rows) {
+  return math_->forward(params, tokens, rows);
 }
 
-void GptCpu::stage_batch(const TokenBatchView& batch) {
-  check_gpt_batch(config_, batch);
-  staged_rows_ = batch.rows;
-  forward_done_ = false;  // the kept activations belong to the previous batch
-  staged_tokens_.assign(batch.tokens,
-                        batch.tokens + static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens));
+void GptCpu::backward_math(const float* params, const std::vector<float*>& grads,
+                           const std::function<void(std::size_t)>& ready) {
+  math_->backward(params, grads, ready);
 }
 
-void GptCpu::forward() {
-  if (staged_rows_ == 0) throw std::logic_error("GptCpu::forward before stage_batch");
-  losses_.push_back(math_->forward(params_.data(), staged_tokens_.data(), staged_rows_));
-  forward_done_ = true;
-}
-
-void GptCpu::backward(const std::function<void(std::size_t)>& on_gradient_ready) {
-  if (grad_offsets_.empty()) throw std::logic_error("GptCpu::backward before allocate_gradients");
-  if (!forward_done_) throw std::logic_error("GptCpu::backward before forward");
-  std::vector<float*> grads;
-  for (std::size_t off : grad_offsets_) grads.push_back(grads_.data() + off);
-  math_->backward(params_.data(), grads, on_gradient_ready);
-}
-
-void GptCpu::optimizer_step(const AdamWConfig& c) {
-  if (grad_offsets_.empty()) throw std::logic_error("GptCpu::optimizer_step before allocate_gradients");
-  ++step_;
-  for (std::size_t i = 0; i < layout_.size(); ++i) {
-    const std::size_t at = param_offsets_[i];
-    gpt_ops::adamw_update(params_.data() + at, grads_.data() + grad_offsets_[i], adam_m_.data() + at,
-                          adam_v_.data() + at, layout_[i].numel, c, step_, gpt_decays(layout_[i].name));
-  }
-}
-
-std::vector<float> GptCpu::take_losses() { return std::exchange(losses_, {}); }
+bool GptCpu::decays(std::size_t parameter_index) const { return gpt_decays(parameters()[parameter_index].name); }
 
 double gpt_reference_loss(const GptConfig& config, const std::vector<double>& parameters, const TokenBatchView& batch,
                           std::vector<double>* gradient) {
@@ -518,14 +456,7 @@ double gpt_reference_loss(const GptConfig& config, const std::vector<double>& pa
   if (parameters.size() != config.parameter_count())
     throw std::invalid_argument("gpt_reference_loss: parameter vector has the wrong size");
   GptHostMath<double> math(config);
-  const double loss = math.forward(parameters.data(), batch.tokens, batch.rows);
-  if (gradient != nullptr) {
-    gradient->assign(parameters.size(), 0.0);
-    std::vector<double*> grads;
-    for (std::size_t off : math.offsets()) grads.push_back(gradient->data() + off);
-    math.backward(parameters.data(), grads, [](std::size_t) {});
-  }
-  return loss;
+  return host_reference_loss(math, parameters, batch, gradient);
 }
 
 }  // namespace scalescope::train

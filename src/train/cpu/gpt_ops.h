@@ -8,8 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "train/model.h"
-
 namespace scalescope::train::gpt_ops {
 
 /// x[b, i] = wte[tokens[b, i]] + wpe[i] for i < T. tokens [B, T + 1] (the last token of a row is only a
@@ -84,11 +82,5 @@ void cross_entropy_forward(const T* logits, const std::int32_t* tokens, int batc
 template <typename T>
 void cross_entropy_backward(const T* probs, const std::int32_t* tokens, int batch, int seq, int vocab, T scale,
                             T* dlogits);
-
-/// One torch.optim.AdamW step (Loshchilov & Hutter 2019) on n elements at step t ≥ 1:
-///   p ← p·(1 − lr·wd) if decay;  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²;
-///   p ← p − (lr / (1−β1^t)) · m / (√v / √(1−β2^t) + ε)   (bias corrections in double, as PyTorch).
-template <typename T>
-void adamw_update(T* p, const T* g, T* m, T* v, std::size_t n, const AdamWConfig& config, std::int64_t t, bool decay);
 
 }  // namespace scalescope::train::gpt_ops

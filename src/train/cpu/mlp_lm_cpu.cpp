@@ -45,16 +45,6 @@ T gelu_derivative(T x) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * kGeluScale<T> * (T(1) + T(3) * kGeluCubic<T> * x * x);
 }
 
-std::vector<std::size_t> forward_offsets(const std::vector<ParameterInfo>& layout) {
-  std::vector<std::size_t> offsets;
-  std::size_t at = 0;
-  for (const auto& p : layout) {
-    offsets.push_back(at);
-    at += p.numel;
-  }
-  return offsets;
-}
-
 }  // namespace
 
 /// Forward and backward of the MLP LM in precision `Scalar`, with the activations of the last forward
@@ -194,73 +184,26 @@ class MlpLmHostMath {
 };
 
 MlpLmCpu::MlpLmCpu(const MlpLmConfig& config)
-    : config_(config),
-      layout_(config.parameter_layout()),
-      param_offsets_(forward_offsets(layout_)),
-      params_(mlp_lm_initial_parameters(config)),
-      adam_m_(params_.size(), 0.0f),
-      adam_v_(params_.size(), 0.0f),
+    : HostModel("MlpLmCpu", config.parameter_layout(), mlp_lm_initial_parameters(config)),
+      config_(config),
       math_(std::make_unique<MlpLmHostMath<float>>(config)) {}
 
 MlpLmCpu::~MlpLmCpu() = default;
 
 std::string MlpLmCpu::describe() const { return config_.describe() + " (fp32, CPU)"; }
 
-float* MlpLmCpu::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
-  if (offsets.size() != layout_.size())
-    throw std::invalid_argument("allocate_gradients: expected one offset per parameter");
-  for (std::size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] > total_elements || layout_[i].numel > total_elements - offsets[i])
-      throw std::invalid_argument("allocate_gradients: range of " + layout_[i].name + " exceeds the buffer");
-  grad_offsets_ = offsets;
-  grads_.assign(total_elements, 0.0f);
-  return grads_.data();
+void MlpLmCpu::check_batch(const TokenBatchView& batch) const { check_mlp_lm_batch(config_, batch); }
+
+float MlpLmCpu::forward_math(const float* params, const std::int32_t* tokens, int rows) {
+  return math_->forward(params, tokens, rows);
 }
 
-void MlpLmCpu::stage_batch(const TokenBatchView& batch) {
-  check_mlp_lm_batch(config_, batch);
-  staged_rows_ = batch.rows;
-  forward_done_ = false;  // the kept activations belong to the previous batch
-  staged_tokens_.assign(batch.tokens,
-                        batch.tokens + static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens));
+void MlpLmCpu::backward_math(const float* params, const std::vector<float*>& grads,
+                             const std::function<void(std::size_t)>& ready) {
+  math_->backward(params, grads, ready);
 }
 
-void MlpLmCpu::forward() {
-  if (staged_rows_ == 0) throw std::logic_error("MlpLmCpu::forward before stage_batch");
-  losses_.push_back(math_->forward(params_.data(), staged_tokens_.data(), staged_rows_));
-  forward_done_ = true;
-}
-
-void MlpLmCpu::backward(const std::function<void(std::size_t)>& on_gradient_ready) {
-  if (grad_offsets_.empty()) throw std::logic_error("MlpLmCpu::backward before allocate_gradients");
-  if (!forward_done_) throw std::logic_error("MlpLmCpu::backward before forward");
-  std::vector<float*> grads;
-  for (std::size_t off : grad_offsets_) grads.push_back(grads_.data() + off);
-  math_->backward(params_.data(), grads, on_gradient_ready);
-}
-
-void MlpLmCpu::optimizer_step(const AdamWConfig& c) {
-  if (grad_offsets_.empty()) throw std::logic_error("MlpLmCpu::optimizer_step before allocate_gradients");
-  ++step_;
-  // Bias corrections in double, as PyTorch computes them on the host.
-  const double t = static_cast<double>(step_);
-  const float step_size = static_cast<float>(c.learning_rate / (1.0 - std::pow(static_cast<double>(c.beta1), t)));
-  const float bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(c.beta2), t)));
-  for (std::size_t i = 0; i < layout_.size(); ++i) {
-    const float decay = mlp_lm_decays(layout_[i].name) ? 1.0f - c.learning_rate * c.weight_decay : 1.0f;
-    float* p = params_.data() + param_offsets_[i];
-    float* m = adam_m_.data() + param_offsets_[i];
-    float* v = adam_v_.data() + param_offsets_[i];
-    const float* g = grads_.data() + grad_offsets_[i];
-    for (std::size_t e = 0; e < layout_[i].numel; ++e) {
-      m[e] = c.beta1 * m[e] + (1.0f - c.beta1) * g[e];
-      v[e] = c.beta2 * v[e] + (1.0f - c.beta2) * g[e] * g[e];
-      p[e] = p[e] * decay - step_size * m[e] / (std::sqrt(v[e]) / bc2_sqrt + c.epsilon);
-    }
-  }
-}
-
-std::vector<float> MlpLmCpu::take_losses() { return std::exchange(losses_, {}); }
+bool MlpLmCpu::decays(std::size_t parameter_index) const { return mlp_lm_decays(parameters()[parameter_index].name); }
 
 double mlp_lm_reference_loss(const MlpLmConfig& config, const std::vector<double>& parameters,
                              const TokenBatchView& batch, std::vector<double>* gradient) {
@@ -269,14 +212,7 @@ double mlp_lm_reference_loss(const MlpLmConfig& config, const std::vector<double
   if (parameters.size() != config.parameter_count())
     throw std::invalid_argument("mlp_lm_reference_loss: parameter vector has the wrong size");
   MlpLmHostMath<double> math(config);
-  const double loss = math.forward(parameters.data(), batch.tokens, batch.rows);
-  if (gradient != nullptr) {
-    gradient->assign(parameters.size(), 0.0);
-    std::vector<double*> grads;
-    for (std::size_t off : math.offsets()) grads.push_back(gradient->data() + off);
-    math.backward(parameters.data(), grads, [](std::size_t) {});
-  }
-  return loss;
+  return host_reference_loss(math, parameters, batch, gradient);
 }
 
 }  // namespace scalescope::train

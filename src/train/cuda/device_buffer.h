@@ -1,11 +1,16 @@
 #pragma once
 // Owned CUDA memory for the models: a device array and a page-locked host array, both movable, freed in the
 // destructor (errors there are ignored: a destructor must not throw). Allocation failures throw core::Error.
+// Also the two host↔device transfers both CUDA models make the same way: staging a token batch through
+// pinned memory, and reading results back.
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "gpu/cuda_check.h"
 
@@ -63,5 +68,28 @@ class PinnedArray {
  private:
   T* ptr_ = nullptr;
 };
+
+/// Enqueues the copy of `count` tokens from host memory to `device` on `stream` through `staging` (pinned,
+/// at least `count` elements): first waits for `staged`, the event recorded after the previous copy out of
+/// `staging`, then fills it and records `staged` again. So the caller's memory is free on return, and only
+/// that previous copy is waited for. Throws core::Error on CUDA errors.
+inline void stage_tokens(const std::int32_t* tokens, std::size_t count, PinnedArray<std::int32_t>& staging,
+                         std::int32_t* device, cudaEvent_t staged, cudaStream_t stream) {
+  SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(staged));
+  const std::size_t bytes = count * sizeof(std::int32_t);
+  std::memcpy(staging.get(), tokens, bytes);
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(device, staging.get(), bytes, cudaMemcpyHostToDevice, stream));
+  SCALESCOPE_CUDA_CHECK(cudaEventRecord(staged, stream));
+}
+
+/// Copies `n` elements of device memory into a new host vector on `stream` and synchronises the stream,
+/// also for n = 0: on return all work enqueued before has finished. Throws core::Error on CUDA errors.
+template <typename T>
+std::vector<T> copy_to_host(const T* device, std::size_t n, cudaStream_t stream) {
+  std::vector<T> out(n);
+  if (n > 0) SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return out;
+}
 
 }  // namespace scalescope::train::cuda

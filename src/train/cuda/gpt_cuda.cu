@@ -3,14 +3,13 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "train/adamw.h"
 #include "train/cuda/device_buffer.h"
 #include "train/cuda/gpt_kernels.h"
 #include "train/cuda/lt_matmul.h"
@@ -302,10 +301,7 @@ std::size_t GptCuda::device_bytes() const {
 
 float* GptCuda::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
   State& s = *s_;
-  if (offsets.size() != s.layout.size()) throw std::invalid_argument("allocate_gradients: expected one offset per parameter");
-  for (std::size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] > total_elements || s.layout[i].numel > total_elements - offsets[i])
-      throw std::invalid_argument("allocate_gradients: range of " + s.layout[i].name + " exceeds the buffer");
+  check_gradient_offsets(s.layout, offsets, total_elements);
   SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // the tensor table on the host is about to change
   s.grad_offsets = offsets;
   for (std::size_t i = 0; i < offsets.size(); ++i) s.tensor_slots[i].grad_offset = offsets[i];
@@ -325,11 +321,7 @@ void GptCuda::stage_batch(const TokenBatchView& batch) {
   State& s = *s_;
   check_gpt_batch(s.config, batch);
   s.ensure_rows(batch.rows);
-  SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(s.staged));  // the previous copy out of `staging` has finished
-  const std::size_t bytes = z(batch.rows) * z(batch.row_tokens) * sizeof(std::int32_t);
-  std::memcpy(s.staging.get(), batch.tokens, bytes);
-  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.tokens, s.staging.get(), bytes, cudaMemcpyHostToDevice, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaEventRecord(s.staged, s.stream));
+  cuda::stage_tokens(batch.tokens, z(batch.rows) * z(batch.row_tokens), s.staging, s.tokens, s.staged, s.stream);
   s.rows = batch.rows;
   s.attention = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim(), s.hdp,
                  s.config.seq > kQueryChunk ? kQueryChunk : s.config.seq};
@@ -467,39 +459,26 @@ void GptCuda::optimizer_step(const AdamWConfig& config) {
   State& s = *s_;
   if (s.grad_offsets.empty()) throw std::logic_error("GptCuda::optimizer_step before allocate_gradients");
   ++s.step;
-  const double t = static_cast<double>(s.step);
-  const k::AdamWStep step{config.beta1, config.beta2, config.epsilon, 1.0f - config.learning_rate * config.weight_decay,
-                          static_cast<float>(config.learning_rate / (1.0 - std::pow(static_cast<double>(config.beta1), t))),
-                          static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(config.beta2), t)))};
+  const AdamWStep step = adamw_step(config, s.step);
   k::adamw(s.stream, s.tensor_slots_device.get(), s.chunks_device.get(), static_cast<int>(s.chunks.size()), s.params.get(),
            s.grads.get(), s.adam_m.get(), s.adam_v.get(), s.shadow.get(), step);
 }
 
 std::vector<float> GptCuda::take_losses() {
   State& s = *s_;
-  std::vector<float> out(s.loss_count);
-  if (!out.empty())
-    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.losses.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  std::vector<float> out = cuda::copy_to_host(s.losses.get(), s.loss_count, s.stream);
   s.loss_count = 0;
   return out;
 }
 
 std::vector<float> GptCuda::parameters_to_host() {
-  State& s = *s_;
-  std::vector<float> out(s.params.size());
-  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.params.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  return out;
+  const State& s = *s_;
+  return cuda::copy_to_host(s.params.get(), s.params.size(), s.stream);
 }
 
 std::vector<float> GptCuda::gradients_to_host() {
-  State& s = *s_;
-  std::vector<float> out(s.grads.size());
-  if (!out.empty())
-    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.grads.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  return out;
+  const State& s = *s_;
+  return cuda::copy_to_host(s.grads.get(), s.grads.size(), s.stream);
 }
 
 }  // namespace scalescope::train

@@ -34,6 +34,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "train/adamw.h"
+
 namespace scalescope::train::cuda {
 class LtMatmul;
 }
@@ -155,16 +157,9 @@ struct TensorChunk {
 /// Elements per chunk of a multi-tensor launch.
 inline constexpr std::size_t kChunkElements = 1u << 16;
 
-/// Per-step AdamW constants computed on the host (torch.optim.AdamW; formula in gpt_ops::adamw_update).
-struct AdamWStep {
-  float beta1, beta2, epsilon;
-  float decay;      ///< 1 − lr·wd, applied to tensors with decay set
-  float step_size;  ///< lr / (1 − β1^t)
-  float bc2_sqrt;   ///< √(1 − β2^t)
-};
-
-/// AdamW (Loshchilov & Hutter 2019) over every tensor in one launch: fp32 p, m, v at param_offset, g at
-/// grad_offset, and the bf16 copy at shadow_offset refreshed. `tensors` and `chunks` are device arrays.
+/// AdamW (Loshchilov & Hutter 2019; formula and `step` from train/adamw.h) over every tensor in one launch:
+/// fp32 p, m, v at param_offset, g at grad_offset, and the bf16 copy at shadow_offset refreshed; step.decay
+/// applies to the tensors with decay set. `tensors` and `chunks` are device arrays.
 void adamw(cudaStream_t stream, const TensorSlot* tensors, const TensorChunk* chunks, int chunk_count, float* params,
            const float* grads, float* m, float* v, bf16* shadow, const AdamWStep& step);
 

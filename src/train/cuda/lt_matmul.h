@@ -1,7 +1,8 @@
 #pragma once
 // Row-major bf16 GEMMs through cuBLASLt with fp32 accumulation: plain, strided-batched, with a bias epilogue
-// and with a residual input (D = alpha·op(A)·op(B) + beta·C + bias). Used by the GPT model; descriptors and
-// the heuristic's algorithm are cached per shape, so steady-state calls cost one cublasLtMatmul each.
+// and with a residual input (D = alpha·op(A)·op(B) + beta·C + bias). Used by both CUDA models (the MLP's
+// GEMMs are plain ones); descriptors and the heuristic's algorithm are cached per shape and pointer
+// alignment, so steady-state calls cost one cublasLtMatmul each.
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>

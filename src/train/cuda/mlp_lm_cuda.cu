@@ -1,211 +1,33 @@
 #include "train/cuda/mlp_lm_cuda.h"
 
-#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <math_constants.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
-#include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "train/adamw.h"
+#include "train/cuda/device_buffer.h"
+#include "train/cuda/lt_matmul.h"
 
 namespace scalescope::train {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using cuda::DeviceArray;
+using cuda::PinnedArray;
 
 constexpr int kThreads = 256;                        // element-wise kernels and row reductions
 constexpr std::size_t kMaxBlocks = 4096;              // grid-stride loops cover the rest
-constexpr std::size_t kWorkspaceBytes = 32u << 20;    // cuBLASLt workspace, as recommended for Hopper
 constexpr std::size_t kLossSlots = 1u << 16;          // losses kept on the device between take_losses()
 constexpr std::size_t kShadowAlignElements = 128;     // bf16 weight copies start on 256-byte boundaries
 
 unsigned blocks_for(std::size_t n) {
   return static_cast<unsigned>(std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
-
-// ---------------------------------------------------------------------------------------------------
-// Owned memory.
-
-/// A device array of `size()` elements of T; resize() drops the contents.
-template <typename T>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  ~DeviceArray() {
-    if (ptr_ != nullptr) cudaFree(ptr_);  // no throw from a destructor
-  }
-  DeviceArray(DeviceArray&& other) noexcept
-      : ptr_(std::exchange(other.ptr_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  DeviceArray& operator=(DeviceArray&& other) noexcept {
-    std::swap(ptr_, other.ptr_);
-    std::swap(size_, other.size_);
-    return *this;
-  }
-  void resize(std::size_t n) {
-    if (ptr_ != nullptr) SCALESCOPE_CUDA_CHECK(cudaFree(ptr_));
-    ptr_ = nullptr;
-    size_ = 0;
-    if (n > 0) SCALESCOPE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), n * sizeof(T)));
-    size_ = n;
-  }
-  T* get() const { return ptr_; }
-  std::size_t size() const { return size_; }
-
- private:
-  T* ptr_ = nullptr;
-  std::size_t size_ = 0;
-};
-
-/// Page-locked host memory, so that host→device copies are truly asynchronous.
-template <typename T>
-class PinnedArray {
- public:
-  PinnedArray() = default;
-  ~PinnedArray() {
-    if (ptr_ != nullptr) cudaFreeHost(ptr_);
-  }
-  PinnedArray(const PinnedArray&) = delete;
-  PinnedArray& operator=(const PinnedArray&) = delete;
-  void resize(std::size_t n) {
-    if (ptr_ != nullptr) SCALESCOPE_CUDA_CHECK(cudaFreeHost(ptr_));
-    ptr_ = nullptr;
-    if (n > 0) SCALESCOPE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&ptr_), n * sizeof(T)));
-  }
-  T* get() const { return ptr_; }
-
- private:
-  T* ptr_ = nullptr;
-};
-
-// ---------------------------------------------------------------------------------------------------
-// Row-major GEMMs through cuBLASLt.
-
-/// Largest power of two ≤ 256 dividing the address: what cuBLASLt's heuristic must assume about a pointer
-/// (it assumes 256 bytes unless told otherwise, and gradient ranges sit wherever the engine put them).
-std::uint32_t alignment_of(const void* p) {
-  const auto address = reinterpret_cast<std::uintptr_t>(p);
-  std::uint32_t a = 256;
-  while (a > 1 && address % a != 0) a /= 2;
-  return a;
-}
-
-/// Row-major D[m, n] = op(A)·op(B) with bf16 A and B, fp32 accumulation and scale, D in bf16 or fp32,
-/// beta = 0 (D is overwritten and never read). op(A) is [m, k]: A is stored [m, k] (lda ≥ k), or [k, m]
-/// (lda ≥ m) when trans_a; likewise op(B) is [k, n] from B stored [k, n] or, when trans_b, [n, k].
-///
-/// cuBLASLt is column-major, and a row-major [r, c] matrix is the column-major [c, r] matrix with the same
-/// leading dimension, i.e. its transpose. So the row-major product is computed as the column-major
-/// Dᵀ[n, m] = op(B)ᵀ·op(A)ᵀ: cuBLASLt's A is our B with our trans_b, its B is our A with our trans_a.
-/// Descriptors and the heuristic's algorithm are cached per shape, type and pointer alignment.
-class LtMatmul {
- public:
-  LtMatmul() {
-    SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
-    workspace_.resize(kWorkspaceBytes);
-  }
-  ~LtMatmul() {
-    plans_.clear();  // destroys the descriptors before the handle
-    cublasLtDestroy(handle_);
-  }
-  LtMatmul(const LtMatmul&) = delete;
-  LtMatmul& operator=(const LtMatmul&) = delete;
-
-  void run(cudaStream_t stream, bool trans_a, bool trans_b, int m, int n, int k, const bf16* a, int lda,
-           const bf16* b, int ldb, void* d, cudaDataType_t d_type, int ldd) {
-    const Key key{trans_a, trans_b, m, n, k, lda, ldb, ldd, d_type, alignment_of(a), alignment_of(b), alignment_of(d)};
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan(key)).first;
-    const Plan& p = it->second;
-    const float alpha = 1.0f, beta = 0.0f;
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &alpha, b, p.layout_a, a, p.layout_b, &beta, d, p.layout_d,
-                                           d, p.layout_d, &p.algo, workspace_.get(), kWorkspaceBytes, stream));
-  }
-
- private:
-  struct Key {
-    bool trans_a, trans_b;
-    int m, n, k, lda, ldb, ldd;
-    cudaDataType_t d_type;
-    std::uint32_t align_a, align_b, align_d;
-    auto operator<=>(const Key&) const = default;
-  };
-  /// Descriptors and algorithm of one GEMM; owns the descriptors.
-  struct Plan {
-    Plan() = default;
-    Plan(Plan&& o) noexcept
-        : desc(std::exchange(o.desc, nullptr)),
-          layout_a(std::exchange(o.layout_a, nullptr)),
-          layout_b(std::exchange(o.layout_b, nullptr)),
-          layout_d(std::exchange(o.layout_d, nullptr)),
-          algo(o.algo) {}
-    Plan& operator=(Plan&&) = delete;
-    ~Plan() {
-      if (layout_a != nullptr) cublasLtMatrixLayoutDestroy(layout_a);
-      if (layout_b != nullptr) cublasLtMatrixLayoutDestroy(layout_b);
-      if (layout_d != nullptr) cublasLtMatrixLayoutDestroy(layout_d);
-      if (desc != nullptr) cublasLtMatmulDescDestroy(desc);
-    }
-    cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_d = nullptr;  // cuBLASLt's A, B, C = D
-    cublasLtMatmulAlgo_t algo{};
-  };
-
-  Plan make_plan(const Key& key) {
-    Plan p;
-    const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
-    const cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
-    // Column-major shapes of the stored matrices: our B is [k, n] row-major = [n, k] column-major (or [k, n]
-    // when transposed); our A is [m, k] row-major = [k, m] column-major (or [m, k]); D is [n, m].
-    const auto u = [](int v) { return static_cast<std::uint64_t>(v); };
-    SCALESCOPE_CUBLAS_CHECK(key.trans_b ? cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, u(key.k), u(key.n), key.ldb)
-                                        : cublasLtMatrixLayoutCreate(&p.layout_a, CUDA_R_16BF, u(key.n), u(key.k), key.ldb));
-    SCALESCOPE_CUBLAS_CHECK(key.trans_a ? cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, u(key.m), u(key.k), key.lda)
-                                        : cublasLtMatrixLayoutCreate(&p.layout_b, CUDA_R_16BF, u(key.k), u(key.m), key.lda));
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.layout_d, key.d_type, u(key.n), u(key.m), key.ldd));
-
-    cublasLtMatmulPreference_t pref = nullptr;
-    SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    const std::uint64_t workspace = kWorkspaceBytes;
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                                             sizeof(workspace));
-    // cuBLASLt's A/B are our B/A; C and D are the same buffer.
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_d},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
-    for (const auto& [attribute, bytes] : alignments)
-      if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof(bytes));
-    if (st == CUBLAS_STATUS_SUCCESS)
-      st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.layout_a, p.layout_b, p.layout_d, p.layout_d, pref, 1,
-                                          &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-      throw core::Error("cuBLASLt has no algorithm for the row-major GEMM [" + std::to_string(key.m) + ", " +
-                            std::to_string(key.k) + "]·[" + std::to_string(key.k) + ", " + std::to_string(key.n) +
-                            "] (transposes " + std::to_string(key.trans_a) + std::to_string(key.trans_b) +
-                            ", status " + std::to_string(static_cast<int>(st)) + ")",
-                        "this is a bug or an unsupported shape; report it with the model size");
-    p.algo = result.algo;
-    return p;
-  }
-
-  cublasLtHandle_t handle_ = nullptr;
-  DeviceArray<unsigned char> workspace_;
-  std::map<Key, Plan> plans_;
-};
 
 // ---------------------------------------------------------------------------------------------------
 // Kernels. Element-wise kernels move VEC bf16 values (16 bytes for VEC = 8) per load when the row width
@@ -358,15 +180,8 @@ __global__ void embedding_backward_kernel(const std::int32_t* tokens, const bf16
   }
 }
 
-/// Per-step AdamW constants computed on the host (see MlpLmCpu::optimizer_step for the formula).
-struct AdamWStep {
-  float beta1, beta2, epsilon;
-  float decay;      // 1 − lr·wd for decayed weights, else 1
-  float step_size;  // lr / (1 − β1^t)
-  float bc2_sqrt;   // √(1 − β2^t)
-};
-
-/// Fused AdamW over one parameter: fp32 master p, gradient g, moments m and v; writes the bf16 copy too.
+/// Fused AdamW over one parameter (formula in train/adamw.h): fp32 master p, gradient g, moments m and v;
+/// writes the bf16 copy too. s.decay multiplies every element: the caller sets it to 1 where there is no decay.
 __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, bf16* shadow, std::size_t n, AdamWStep s) {
   GRID_STRIDE_LOOP(i, n) {
     const float grad = g[i];
@@ -415,6 +230,14 @@ struct MlpLmCuda::State {
   void ensure_rows(int rows);
   void bias_grad(const bf16* dz, int rows, int n, float* db) const;
 
+  // Row-major D[m, n] = op(A)·op(B), bf16 A and B, fp32 accumulation, D (bf16 or fp32) overwritten: a
+  // cuda::GemmSpec with alpha 1, beta 0, no bias and batch 1.
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, const bf16* a, int lda, const bf16* b, int ldb, void* d,
+              cudaDataType_t d_type, int ldd) {
+    gemm.run(stream, {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k, .a = a, .lda = lda, .b = b,
+                      .ldb = ldb, .d = d, .d_type = d_type, .ldd = ldd});
+  }
+
   MlpLmConfig config;
   std::vector<ParameterInfo> layout;
   cudaStream_t stream;
@@ -423,7 +246,7 @@ struct MlpLmCuda::State {
   DeviceArray<float> params, adam_m, adam_v;  // forward order, parameter_count()
   DeviceArray<bf16> shadow;                   // bf16 copies, each parameter on a 256-byte boundary
   DeviceArray<float> grads;                   // engine layout
-  LtMatmul gemm;
+  cuda::LtMatmul gemm;
 
   int capacity_rows = 0, rows = 0;
   PinnedArray<std::int32_t> staging;
@@ -505,10 +328,7 @@ float* MlpLmCuda::flat_parameters() { return s_->params.get(); }
 
 float* MlpLmCuda::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
   State& s = *s_;
-  if (offsets.size() != s.layout.size()) throw std::invalid_argument("allocate_gradients: expected one offset per parameter");
-  for (std::size_t i = 0; i < offsets.size(); ++i)
-    if (offsets[i] > total_elements || s.layout[i].numel > total_elements - offsets[i])
-      throw std::invalid_argument("allocate_gradients: range of " + s.layout[i].name + " exceeds the buffer");
+  check_gradient_offsets(s.layout, offsets, total_elements);
   s.grad_offsets = offsets;
   s.grads.resize(total_elements);
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.grads.get(), 0, total_elements * sizeof(float), s.stream));
@@ -528,11 +348,8 @@ void MlpLmCuda::stage_batch(const TokenBatchView& batch) {
   State& s = *s_;
   check_mlp_lm_batch(s.config, batch);
   s.ensure_rows(batch.rows);
-  SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(s.staged));  // the previous copy out of `staging` has finished
-  const std::size_t bytes = static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens) * sizeof(std::int32_t);
-  std::memcpy(s.staging.get(), batch.tokens, bytes);
-  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.tokens.get(), s.staging.get(), bytes, cudaMemcpyHostToDevice, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaEventRecord(s.staged, s.stream));
+  cuda::stage_tokens(batch.tokens, static_cast<std::size_t>(batch.rows) * static_cast<std::size_t>(batch.row_tokens),
+                     s.staging, s.tokens.get(), s.staged, s.stream);
   s.rows = batch.rows;
   s.forward_done = false;
 }
@@ -557,8 +374,8 @@ void MlpLmCuda::forward() {
   for (int l = 0; l < c.layers; ++l) {
     bf16* z = s.z[static_cast<std::size_t>(l)].get();
     bf16* h = s.h[static_cast<std::size_t>(l)].get();
-    s.gemm.run(s.stream, false, false, n, c.hidden, in_width, in, in_width, s.weights(State::weight(l)), c.hidden, z,
-               CUDA_R_16BF, c.hidden);
+    s.matmul(false, false, n, c.hidden, in_width, in, in_width, s.weights(State::weight(l)), c.hidden, z,
+             CUDA_R_16BF, c.hidden);
     if (c.hidden % 8 == 0)
       bias_gelu_kernel<8><<<blocks_for(hidden_elements / 8), kThreads, 0, s.stream>>>(z, s.master(State::bias(l)), h, hidden_elements, c.hidden);
     else
@@ -568,8 +385,8 @@ void MlpLmCuda::forward() {
     in_width = c.hidden;
   }
 
-  s.gemm.run(s.stream, false, false, n, c.vocab, c.hidden, in, c.hidden, s.weights(s.output_weight()), c.vocab,
-             s.logits.get(), CUDA_R_16BF, c.vocab);
+  s.matmul(false, false, n, c.vocab, c.hidden, in, c.hidden, s.weights(s.output_weight()), c.vocab,
+           s.logits.get(), CUDA_R_16BF, c.vocab);
   softmax_xent_kernel<<<static_cast<unsigned>(n), kThreads, 0, s.stream>>>(
       s.logits.get(), s.master(s.output_bias()), s.tokens.get(), c.context + 1, c.vocab, 1.0f / static_cast<float>(n),
       s.row_loss.get(), s.dlogits.get());
@@ -591,11 +408,11 @@ void MlpLmCuda::backward(const std::function<void(std::size_t)>& on_gradient_rea
 
   s.bias_grad(dlogits, n, c.vocab, s.grad(s.output_bias()));
   on_gradient_ready(s.output_bias());
-  s.gemm.run(s.stream, true, false, c.hidden, c.vocab, n, s.h[static_cast<std::size_t>(c.layers - 1)].get(), c.hidden,
-             dlogits, c.vocab, s.grad(s.output_weight()), CUDA_R_32F, c.vocab);
+  s.matmul(true, false, c.hidden, c.vocab, n, s.h[static_cast<std::size_t>(c.layers - 1)].get(), c.hidden,
+           dlogits, c.vocab, s.grad(s.output_weight()), CUDA_R_32F, c.vocab);
   on_gradient_ready(s.output_weight());
-  s.gemm.run(s.stream, false, true, n, c.hidden, c.vocab, dlogits, c.vocab, s.weights(s.output_weight()), c.vocab,
-             s.dh.get(), CUDA_R_16BF, c.hidden);
+  s.matmul(false, true, n, c.hidden, c.vocab, dlogits, c.vocab, s.weights(s.output_weight()), c.vocab,
+           s.dh.get(), CUDA_R_16BF, c.hidden);
 
   for (int l = c.layers - 1; l >= 0; --l) {
     if (hidden_elements % 8 == 0)
@@ -608,12 +425,12 @@ void MlpLmCuda::backward(const std::function<void(std::size_t)>& on_gradient_rea
 
     const bf16* in = l > 0 ? s.h[static_cast<std::size_t>(l - 1)].get() : s.x.get();
     const int in_width = l > 0 ? c.hidden : in0;
-    s.gemm.run(s.stream, true, false, in_width, c.hidden, n, in, in_width, s.dh.get(), c.hidden, s.grad(State::weight(l)),
-               CUDA_R_32F, c.hidden);
+    s.matmul(true, false, in_width, c.hidden, n, in, in_width, s.dh.get(), c.hidden, s.grad(State::weight(l)),
+             CUDA_R_32F, c.hidden);
     on_gradient_ready(State::weight(l));
     bf16* d_in = l > 0 ? s.dscratch.get() : s.dx.get();
-    s.gemm.run(s.stream, false, true, n, in_width, c.hidden, s.dh.get(), c.hidden, s.weights(State::weight(l)), c.hidden,
-               d_in, CUDA_R_16BF, in_width);
+    s.matmul(false, true, n, in_width, c.hidden, s.dh.get(), c.hidden, s.weights(State::weight(l)), c.hidden,
+             d_in, CUDA_R_16BF, in_width);
     if (l > 0) std::swap(s.dh, s.dscratch);
   }
 
@@ -630,44 +447,33 @@ void MlpLmCuda::optimizer_step(const AdamWConfig& config) {
   State& s = *s_;
   if (s.grad_offsets.empty()) throw std::logic_error("MlpLmCuda::optimizer_step before allocate_gradients");
   ++s.step;
-  const double t = static_cast<double>(s.step);
-  AdamWStep step{config.beta1, config.beta2, config.epsilon, 1.0f,
-                 static_cast<float>(config.learning_rate / (1.0 - std::pow(static_cast<double>(config.beta1), t))),
-                 static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(config.beta2), t)))};
+  const AdamWStep step = adamw_step(config, s.step);
   for (std::size_t i = 0; i < s.layout.size(); ++i) {
-    step.decay = mlp_lm_decays(s.layout[i].name) ? 1.0f - config.learning_rate * config.weight_decay : 1.0f;
+    AdamWStep tensor_step = step;
+    if (!mlp_lm_decays(s.layout[i].name)) tensor_step.decay = 1.0f;
     const std::size_t n = s.layout[i].numel, off = s.param_offsets[i];
     adamw_kernel<<<blocks_for(n), kThreads, 0, s.stream>>>(s.params.get() + off, s.grad(i), s.adam_m.get() + off,
-                                                          s.adam_v.get() + off, s.shadow.get() + s.shadow_offsets[i], n, step);
+                                                          s.adam_v.get() + off, s.shadow.get() + s.shadow_offsets[i], n,
+                                                          tensor_step);
     SCALESCOPE_CUDA_CHECK_LAUNCH();
   }
 }
 
 std::vector<float> MlpLmCuda::take_losses() {
   State& s = *s_;
-  std::vector<float> out(s.loss_count);
-  if (!out.empty())
-    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.losses.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  std::vector<float> out = cuda::copy_to_host(s.losses.get(), s.loss_count, s.stream);
   s.loss_count = 0;
   return out;
 }
 
 std::vector<float> MlpLmCuda::parameters_to_host() {
-  State& s = *s_;
-  std::vector<float> out(s.params.size());
-  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.params.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  return out;
+  const State& s = *s_;
+  return cuda::copy_to_host(s.params.get(), s.params.size(), s.stream);
 }
 
 std::vector<float> MlpLmCuda::gradients_to_host() {
-  State& s = *s_;
-  std::vector<float> out(s.grads.size());
-  if (!out.empty())
-    SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(out.data(), s.grads.get(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s.stream));
-  SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-  return out;
+  const State& s = *s_;
+  return cuda::copy_to_host(s.grads.get(), s.grads.size(), s.stream);
 }
 
 }  // namespace scalescope::train

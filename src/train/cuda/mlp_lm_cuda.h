@@ -71,7 +71,7 @@ class MlpLmCuda final : public Model {
   /// Throws std::logic_error before allocate_gradients() or forward().
   void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) override;
   /// One fused AdamW kernel per parameter, as torch.optim.AdamW (Loshchilov & Hutter 2019; formula in
-  /// MlpLmCpu::optimizer_step), which also refreshes the bf16 copy. Throws std::logic_error before
+  /// train/adamw.h), which also refreshes the bf16 copy. Throws std::logic_error before
   /// allocate_gradients().
   void optimizer_step(const AdamWConfig& config) override;
   /// Copies the per-step losses back; synchronises the compute stream.
