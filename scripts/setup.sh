@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev                     # CPU GEMMs of the fp32 reference models
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
   libhwloc-dev                        # scalescope topo: NUMA nodes, CPU sets, PCI tree
+  libsimdjson-dev zlib1g-dev          # scalescope analyze: Kineto traces (.json, .json.gz)
   fortunes                            # the default training text: /usr/share/games/fortunes
 )
 

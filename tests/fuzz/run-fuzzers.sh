@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(nccl_log watchdog input_kind nccl_tests smi_topo)
+[ ${#targets[@]} -eq 0 ] && targets=(nccl_log watchdog input_kind nccl_tests smi_topo trace_reader)
 cxx="${CXX:-clang++-14}"
 max_len="${FUZZ_MAX_LEN:-65536}"
 timeout="${FUZZ_TIMEOUT:-10}"
@@ -43,6 +43,7 @@ for t in "${targets[@]}"; do
     nccl_log|watchdog|input_kind) dirs=(nccl-logs nccl-tests) ;;
     nccl_tests) dirs=(nccl-tests) ;;
     smi_topo) dirs=(topo) ;;
+    trace_reader) dirs=(traces); cp tests/fuzz/trace_seeds/* "build-fuzz/seeds/$t/" ;;  # plus our own seeds
   esac
   [ "$t" = input_kind ] && dirs+=(topo scaling)
   if [ -d "$corpus" ]; then
@@ -93,8 +94,10 @@ summary=()
 for t in "${targets[@]}"; do
   echo "run-fuzzers: fuzz_$t for ${seconds}s (max_len $max_len, timeout ${timeout}s per input)"
   log="build-fuzz/fuzz_$t.log"
+  dict=()
+  [ -f "tests/fuzz/${t%_reader}.dict" ] && dict=(-dict="tests/fuzz/${t%_reader}.dict")  # trace_reader: trace.dict
   set +e
-  build-fuzz/tests/fuzz/fuzz_"$t" -max_total_time="$seconds" -max_len="$max_len" -timeout="$timeout" -rss_limit_mb="$rss" \
+  build-fuzz/tests/fuzz/fuzz_"$t" "${dict[@]}" -max_total_time="$seconds" -max_len="$max_len" -timeout="$timeout" -rss_limit_mb="$rss" \
     -print_final_stats=1 -artifact_prefix="build-fuzz/crashes/$t/" \
     "build-fuzz/work/$t" "build-fuzz/seeds/$t" > "$log" 2>&1
   rc=$?

@@ -1,0 +1,114 @@
+#include "report/trace_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "report/table.h"
+
+namespace scalescope::report {
+namespace {
+
+std::string f2(double v) { return fmt::format("{:.2f}", v); }
+std::string pct(double part, double whole) { return whole > 0 ? fmt::format("{:.1f} %", 100.0 * part / whole) : "-"; }
+
+std::string bytes_text(std::int64_t b) {
+  if (b >= 1'000'000'000) return fmt::format("{:.2f} GB", static_cast<double>(b) / 1e9);
+  if (b >= 1'000'000) return fmt::format("{:.2f} MB", static_cast<double>(b) / 1e6);
+  if (b >= 1'000) return fmt::format("{:.1f} kB", static_cast<double>(b) / 1e3);
+  return fmt::format("{} B", b);
+}
+
+void add_row(TextTable& t, const analyze::RankAnalysis& r, const std::string& label) {
+  const auto& m = r.mean;
+  if (!r.has_gpu) {
+    t.add_row({label, std::to_string(r.steps.size()), f2(m.step_ms), "-", "-", "-", "-", "-",
+               fmt::format("{:.1f}", m.host_syncs), "-"});
+    return;
+  }
+  const auto ov = m.overlap_fraction();
+  t.add_row({label, std::to_string(r.steps.size()), f2(m.step_ms), pct(m.gpu_busy_ms, m.step_ms), f2(m.compute_ms),
+             f2(m.comm_ms), ov ? fmt::format("{:.1f} %", 100.0 * *ov) : "-", f2(m.exposed_comm_ms),
+             fmt::format("{:.1f}", m.host_syncs), f2(m.comm_wait_ms)});
+}
+
+}  // namespace
+
+std::string render_trace_report(const analyze::TraceAnalysis& a) {
+  std::string out;
+  const std::size_t gpu_ranks =
+      static_cast<std::size_t>(std::count_if(a.ranks.begin(), a.ranks.end(), [](const auto& r) { return r.has_gpu; }));
+  out += fmt::format("traces: {} rank{} analysed ({} with GPU activity){}{}\n", a.ranks.size(),
+                     a.ranks.size() == 1 ? "" : "s", gpu_ranks,
+                     a.world_size ? fmt::format(", world size {}", *a.world_size) : "",
+                     a.errors.empty() ? "" : fmt::format(", {} file{} failed", a.errors.size(), a.errors.size() == 1 ? "" : "s"));
+  if (gpu_ranks >= 2) {
+    out += fmt::format("clocks: {}\n", a.cross.alignment);
+    out += fmt::format("collectives matched across ranks: {} (by {}), {} unmatched\n", a.cross.matched,
+                       a.cross.matching.empty() ? "-" : a.cross.matching, a.cross.unmatched);
+  }
+  if (!a.ranks.empty() || a.baseline) {
+    out += '\n';
+    TextTable t({"rank", "steps", "step ms", "GPU busy", "compute ms", "comm ms", "overlap", "exposed comm ms",
+                 "host syncs", "straggler wait ms"});
+    if (a.baseline) add_row(t, *a.baseline, "baseline");
+    for (const auto& r : a.ranks) add_row(t, r, std::to_string(r.rank));
+    out += t.render();
+    out += "(means per step; host syncs: synchronisation points per step; straggler wait: time the rank's "
+           "collectives wait for the last rank to arrive)\n";
+  }
+  bool header = false;
+  for (const auto& r : a.ranks) {
+    if (!r.has_gpu) continue;
+    const auto& w = r.waterfall;
+    if (!header) {
+      out += fmt::format("\nwhere the step time beyond the ideal went (ms per step; ideal: {}):\n", w.ideal_source);
+      header = true;
+    }
+    out += fmt::format("  rank {}: measured {} vs ideal {} = {:+.2f}:", r.rank, f2(w.measured_ms), f2(w.ideal_ms), w.loss_ms());
+    if (a.baseline) out += fmt::format(" compute {:+.2f},", w.compute_ms);
+    out += fmt::format(" exposed comm {:+.2f}, straggler wait {:+.2f}, data wait {:+.2f}, host sync {:+.2f}, other {:+.2f}\n",
+                       w.exposed_comm_ms, w.straggler_wait_ms, w.data_wait_ms, w.host_sync_ms, w.other_ms);
+  }
+  // The largest collectives of the first rank with any.
+  for (const auto& r : a.ranks) {
+    if (r.collectives.empty()) continue;
+    out += fmt::format("\ncollectives of rank {} (largest total time first; busbw in GB/s, nccl-tests' definition):\n", r.rank);
+    TextTable t({"collective", "group", "size", "dtype", "count", "total ms", "busbw", "busbw after wait"});
+    for (std::size_t i = 0; i < r.collectives.size() && i < 8; ++i) {
+      const auto& c = r.collectives[i];
+      t.add_row({c.collective, c.process_group, c.bytes ? bytes_text(*c.bytes) : "-", c.dtype.empty() ? "-" : c.dtype,
+                 std::to_string(c.count), fmt::format("{:.3f}", c.total_us / 1e3),
+                 c.busbw_gbps ? f2(*c.busbw_gbps) : "-", c.busbw_after_wait_gbps ? f2(*c.busbw_after_wait_gbps) : "-"});
+    }
+    out += t.render();
+    if (r.collectives.size() > 8) out += fmt::format("({} more groups in the JSON output)\n", r.collectives.size() - 8);
+    break;
+  }
+  if (a.verdict) {
+    out += fmt::format("\nverdict: {}", diagnose::to_string(a.verdict->verdict));
+    for (std::size_t i = 0; i < a.verdict->reasons.size(); ++i)
+      out += (i == 0 ? " — " : "; ") + a.verdict->reasons[i];
+    if (a.metrics)
+      out += fmt::format("\n  speedup {:.2f}, efficiency {:.1f} %, comm ratio {:.1f} %", a.metrics->speedup,
+                         100.0 * a.metrics->efficiency, 100.0 * a.metrics->comm_ratio);
+    out += '\n';
+  } else if (!a.verdict_note.empty()) {
+    out += "\nverdict: - (" + a.verdict_note + ")\n";
+  }
+  if (!a.findings.empty()) {
+    out += "\nfindings:\n";
+    for (const auto& f : a.findings) out += fmt::format("  [{}] {}\n", f.severity, f.text);
+  }
+  if (!a.cross.notes.empty()) {
+    out += "\nnotes:\n";
+    for (const auto& n : a.cross.notes) out += "  " + n + "\n";
+  }
+  if (!a.errors.empty()) {
+    out += "\nfiles not analysed:\n";
+    for (const auto& e : a.errors) out += fmt::format("  {}\n    {}\n", e.cause, e.remedy);
+  }
+  return out;
+}
+
+}  // namespace scalescope::report

@@ -1,0 +1,491 @@
+// The trace analysis over small synthetic traces whose every figure is worked out by hand in the comments.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "analyze/chrome_trace_writer.h"
+#include "analyze/trace_analysis.h"
+#include "core/error.h"
+#include "trace_test_util.h"
+
+using namespace scalescope;
+using namespace scalescope::analyze;
+using namespace scalescope::analyze::testing;
+
+namespace {
+
+constexpr double kTol = 1e-9;
+
+// Two ranks, two steps each, all-reduces of 1e6 floats over PG "0" (times in µs).
+//
+// Rank 0, ProfilerStep#1 = [0, 1000):
+//   data loading (CPU) [0, 20); H2D copy [20, 80) on stream 7; compute A [100, 400) and B [450, 600) on stream 7;
+//   all-reduce [500, 800) on stream 20; aten::item [810, 905) holding cudaStreamSynchronize [820, 900).
+// Rank 0, ProfilerStep#2 = [1000, 2000): compute C [1100, 1500); all-reduce [1500, 1700).
+// Rank 1 writes its clock 10 000 µs ahead: ProfilerStep#1 = [10000, 11000): compute [10100, 10640), all-reduce
+//   [10650, 10800); ProfilerStep#2 = [11000, 12000): compute [11050, 11540), all-reduce [11550, 11700).
+// No baseTimeNanoseconds: the collectives' ends (800/10800, 1700/11700) give rank 1 the offset −10 000 µs.
+std::string rank0() {
+  const std::string ar = nccl_args("allreduce", 1000000, "Float", 2);
+  return trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000), cpu("user_annotation", "ProfilerStep#2", 1000, 1000),
+                cpu("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 20),
+                x_event("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", "0", "7", 20, 60, R"("device": 0, "stream": 7)"),
+                kernel("sgemm_a", 100, 300, 7), kernel("sgemm_b", 450, 150, 7),
+                kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 500, 300, 20, ar),
+                cpu("cpu_op", "aten::item", 810, 95), cpu("cuda_runtime", "cudaStreamSynchronize", 820, 80),
+                kernel("sgemm_c", 1100, 400, 7),
+                kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 1500, 200, 20, ar)},
+               dist_info(0, 2));
+}
+
+std::string rank1() {
+  const std::string ar = nccl_args("allreduce", 1000000, "Float", 2);
+  return trace({cpu("user_annotation", "ProfilerStep#1", 10000, 1000), cpu("user_annotation", "ProfilerStep#2", 11000, 1000),
+                kernel("sgemm_a", 10100, 540, 7),
+                kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 10650, 150, 20, ar),
+                kernel("sgemm_c", 11050, 490, 7),
+                kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 11550, 150, 20, ar)},
+               dist_info(1, 2));
+}
+
+// One rank alone: ProfilerStep#1 = [0, 800) with compute [0, 700): step 0.8 ms, compute 0.7 ms, other 0.1 ms.
+std::string baseline() {
+  return trace({cpu("user_annotation", "ProfilerStep#1", 0, 800), kernel("sgemm_a", 0, 700, 7)}, dist_info(0, 1));
+}
+
+std::vector<Trace> two_ranks() {
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(rank1(), "rank1.json"));  // any order: ranks are sorted by distributedInfo.rank
+  v.push_back(read_trace_bytes(rank0(), "rank0.json"));
+  return v;
+}
+
+}  // namespace
+
+TEST(TraceAnalysis, StepFiguresOfRankZeroByHand) {
+  const TraceAnalysis a = analyze_traces(two_ranks(), nullptr, {});
+  ASSERT_EQ(a.ranks.size(), 2u);
+  const RankAnalysis& r = a.ranks[0];
+  EXPECT_EQ(r.rank, 0);
+  EXPECT_EQ(r.rank_source, "distributedInfo");
+  EXPECT_TRUE(r.has_gpu);
+  EXPECT_TRUE(r.steps_from_annotations);
+  EXPECT_EQ(r.compute_stream, 7);
+  ASSERT_EQ(r.steps.size(), 2u);
+  const StepMetrics& s1 = r.steps[0];
+  EXPECT_EQ(s1.name, "ProfilerStep#1");
+  EXPECT_EQ(s1.number, 1);
+  EXPECT_NEAR(s1.step_ms, 1.0, kTol);
+  // busy = [20,80) ∪ [100,400) ∪ [450,800) = 60 + 300 + 350 = 710 µs; idle = 290.
+  EXPECT_NEAR(s1.gpu_busy_ms, 0.710, kTol);
+  EXPECT_NEAR(s1.gpu_idle_ms, 0.290, kTol);
+  EXPECT_NEAR(s1.compute_ms, 0.450, kTol);   // 300 + 150
+  EXPECT_NEAR(s1.comm_ms, 0.300, kTol);
+  EXPECT_NEAR(s1.memcpy_ms, 0.060, kTol);
+  EXPECT_NEAR(s1.overlap_ms, 0.100, kTol);   // [500,600)
+  EXPECT_NEAR(*s1.overlap_fraction(), 1.0 / 3.0, kTol);
+  EXPECT_NEAR(s1.exposed_comm_ms, 0.200, kTol);  // [600,800)
+  // Rank 1 starts this all-reduce at 650 (aligned): rank 0 waits [500,650); the exposed part is [600,650).
+  EXPECT_NEAR(s1.straggler_wait_ms, 0.050, kTol);
+  EXPECT_NEAR(s1.comm_wait_ms, 0.150, kTol);
+  EXPECT_NEAR(s1.comm_late_ms, 0.0, kTol);
+  // Data wait: the exposed H2D copy [20,80) plus GPU idle during data loading [0,20).
+  EXPECT_NEAR(s1.data_wait_ms, 0.080, kTol);
+  // The sync returned at 900 inside the GPU idle gap [800, 1100): its part in this step, [800,1000), is host sync.
+  EXPECT_NEAR(s1.host_sync_ms, 0.200, kTol);
+  EXPECT_NEAR(s1.host_syncs, 1, kTol);
+  EXPECT_NEAR(s1.host_sync_blocked_ms, 0.080, kTol);
+  // Other: idle [80,100) and [400,450).
+  EXPECT_NEAR(s1.other_ms, 0.070, kTol);
+  EXPECT_NEAR(s1.launch_gaps, 1, kTol);       // B starts 50 µs after A ends on stream 7
+  EXPECT_NEAR(s1.launch_gap_ms, 0.050, kTol);
+  EXPECT_NEAR(s1.collectives, 1, kTol);
+  // The partition of the step: compute + exposed comm + data + host sync + other = 450+200+80+200+70 = 1000.
+  EXPECT_NEAR(s1.compute_ms + s1.exposed_comm_ms + s1.data_wait_ms + s1.host_sync_ms + s1.other_ms, s1.step_ms, kTol);
+
+  const StepMetrics& s2 = r.steps[1];
+  EXPECT_NEAR(s2.gpu_busy_ms, 0.600, kTol);
+  EXPECT_NEAR(s2.compute_ms, 0.400, kTol);
+  EXPECT_NEAR(s2.comm_ms, 0.200, kTol);
+  EXPECT_NEAR(s2.overlap_ms, 0.0, kTol);
+  EXPECT_NEAR(s2.exposed_comm_ms, 0.200, kTol);
+  EXPECT_NEAR(s2.straggler_wait_ms, 0.050, kTol);  // rank 1 starts at 1550: [1500,1550)
+  EXPECT_NEAR(s2.host_sync_ms, 0.100, kTol);       // the rest of the gap after the sync: [1000,1100)
+  EXPECT_NEAR(s2.host_syncs, 0, kTol);
+  EXPECT_NEAR(s2.data_wait_ms, 0.0, kTol);
+  EXPECT_NEAR(s2.other_ms, 0.300, kTol);           // [1700,2000)
+  EXPECT_NEAR(s2.launch_gaps, 0, kTol);
+
+  // Means per step and the waterfall (ideal = compute, no baseline).
+  EXPECT_NEAR(r.mean.step_ms, 1.0, kTol);
+  EXPECT_NEAR(r.mean.gpu_busy_ms, 0.655, kTol);
+  EXPECT_NEAR(r.mean.compute_ms, 0.425, kTol);
+  EXPECT_NEAR(r.mean.comm_ms, 0.250, kTol);
+  EXPECT_NEAR(r.mean.exposed_comm_ms, 0.200, kTol);
+  EXPECT_NEAR(r.mean.host_syncs, 0.5, kTol);
+  const Waterfall& w = r.waterfall;
+  EXPECT_NEAR(w.measured_ms, 1.0, kTol);
+  EXPECT_NEAR(w.ideal_ms, 0.425, kTol);
+  EXPECT_NEAR(w.compute_ms, 0.0, kTol);
+  EXPECT_NEAR(w.exposed_comm_ms, 0.150, kTol);   // 0.200 exposed − 0.050 straggler
+  EXPECT_NEAR(w.straggler_wait_ms, 0.050, kTol);
+  EXPECT_NEAR(w.data_wait_ms, 0.040, kTol);
+  EXPECT_NEAR(w.host_sync_ms, 0.150, kTol);
+  EXPECT_NEAR(w.other_ms, 0.185, kTol);
+  EXPECT_NEAR(w.loss_ms(), 0.575, kTol);
+  EXPECT_NEAR(w.parts_ms(), w.loss_ms(), kTol);
+
+  ASSERT_EQ(r.host_syncs.size(), 1u);
+  EXPECT_EQ(r.host_syncs[0].label, "aten::item");
+  EXPECT_EQ(r.host_syncs[0].count, 1);
+  EXPECT_NEAR(r.host_syncs[0].blocked_ms, 0.080, kTol);
+  EXPECT_NEAR(r.host_syncs[0].gpu_idle_ms, 0.300, kTol);
+  EXPECT_EQ(r.launch_gaps.count, 1);
+  EXPECT_NEAR(r.launch_gaps.max_us, 50, kTol);
+}
+
+TEST(TraceAnalysis, RankOneAndCrossRankByHand) {
+  const TraceAnalysis a = analyze_traces(two_ranks(), nullptr, {});
+  const RankAnalysis& r = a.ranks[1];
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_NEAR(r.clock_offset_us, -10000, kTol);
+  EXPECT_NEAR(r.mean.compute_ms, 0.515, kTol);    // (540 + 490) / 2
+  EXPECT_NEAR(r.mean.comm_ms, 0.150, kTol);
+  EXPECT_NEAR(r.mean.exposed_comm_ms, 0.150, kTol);
+  EXPECT_NEAR(r.mean.straggler_wait_ms, 0.0, kTol);  // it is always last: it never waits
+  EXPECT_NEAR(r.mean.comm_late_ms, 0.100, kTol);      // (150 + 50) / 2
+  EXPECT_NEAR(r.mean.other_ms, 0.335, kTol);          // (310 + 360) / 2
+  EXPECT_NEAR(r.waterfall.parts_ms(), r.waterfall.loss_ms(), kTol);
+  EXPECT_NEAR(r.waterfall.loss_ms(), 0.485, kTol);
+
+  EXPECT_EQ(a.cross.matched, 2);
+  EXPECT_EQ(a.cross.unmatched, 0);
+  EXPECT_EQ(a.cross.matching, "step order");
+  ASSERT_TRUE(a.cross.straggler.has_value());
+  EXPECT_EQ(*a.cross.straggler, 1);
+  EXPECT_NEAR(a.cross.straggler_late_ms_per_step, 0.100, kTol);
+  ASSERT_EQ(a.cross.worst.size(), 2u);
+  EXPECT_NEAR(a.cross.worst[0].spread_us, 150, kTol);
+  EXPECT_EQ(a.cross.worst[0].key, "ProfilerStep#1 #1");
+  EXPECT_EQ(a.cross.worst[0].earliest_rank, 0);
+  EXPECT_EQ(a.cross.worst[0].latest_rank, 1);
+  EXPECT_NE(a.cross.alignment.find("collective ends"), std::string::npos);
+
+  // busbw: 4e6 bytes per all-reduce, factor 2(n−1)/n = 1 at n = 2. Rank 0: 8e6 B over 500 µs = 16 GB/s; after
+  // the waits (150 and 50 µs) 8e6 B over 300 µs = 26.67 GB/s, which is rank 1's (it never waits).
+  const CollectiveGroup& g0 = a.ranks[0].collectives.at(0);
+  EXPECT_EQ(g0.collective, "all_reduce");
+  EXPECT_EQ(g0.process_group, "pg 0");
+  EXPECT_EQ(g0.bytes, 4000000);
+  EXPECT_EQ(g0.ranks, 2);
+  EXPECT_EQ(g0.count, 2);
+  EXPECT_NEAR(g0.total_us, 500, kTol);
+  EXPECT_NEAR(*g0.busbw_gbps, 16.0, 1e-9);
+  EXPECT_NEAR(*g0.busbw_after_wait_gbps, 8e6 / 300e3, 1e-9);
+  const CollectiveGroup& g1 = a.ranks[1].collectives.at(0);
+  EXPECT_NEAR(*g1.busbw_gbps, 8e6 / 300e3, 1e-9);
+  EXPECT_NEAR(*g1.busbw_after_wait_gbps, 8e6 / 300e3, 1e-9);
+
+  // Findings name the waiting rank and the straggler.
+  bool straggler_finding = false;
+  for (const auto& f : a.findings)
+    if (f.text.find("rank 0 waits 0.10 ms per step for the others: rank 1 is the straggler") != std::string::npos)
+      straggler_finding = true;
+  EXPECT_TRUE(straggler_finding);
+  EXPECT_FALSE(a.verdict.has_value());
+  EXPECT_NE(a.verdict_note.find("no 1-rank baseline"), std::string::npos);
+}
+
+TEST(TraceAnalysis, BaselineGivesVerdictAndBaselineWaterfall) {
+  const Trace base = read_trace_bytes(baseline(), "base.json");
+  const TraceAnalysis a = analyze_traces(two_ranks(), &base, {});
+  ASSERT_TRUE(a.baseline.has_value());
+  EXPECT_NEAR(a.baseline->mean.step_ms, 0.8, kTol);
+  EXPECT_NEAR(a.baseline->mean.compute_ms, 0.7, kTol);
+  // Rank 0 against the baseline: ideal 0.8, loss 0.2 = compute (0.425 − 0.7) + exposed 0.15 + straggler 0.05
+  // + data 0.04 + host sync 0.15 + other (0.185 − 0.1).
+  const Waterfall& w = a.ranks[0].waterfall;
+  EXPECT_EQ(w.ideal_source, "1-rank baseline step");
+  EXPECT_NEAR(w.ideal_ms, 0.8, kTol);
+  EXPECT_NEAR(w.compute_ms, -0.275, kTol);
+  EXPECT_NEAR(w.exposed_comm_ms, 0.150, kTol);
+  EXPECT_NEAR(w.straggler_wait_ms, 0.050, kTol);
+  EXPECT_NEAR(w.data_wait_ms, 0.040, kTol);
+  EXPECT_NEAR(w.host_sync_ms, 0.150, kTol);
+  EXPECT_NEAR(w.other_ms, 0.085, kTol);
+  EXPECT_NEAR(w.parts_ms(), 0.2, kTol);
+  EXPECT_NEAR(a.ranks[1].waterfall.parts_ms(), 0.2, kTol);
+  // Weak scaling: speedup = N·T1/TN = 2 × 0.8 / 1.0 = 1.6; comm ratio = mean comm (0.25 + 0.15)/2 over the
+  // baseline's compute 0.7 = 0.2857: both between the thresholds, so "watch".
+  ASSERT_TRUE(a.metrics.has_value());
+  EXPECT_NEAR(a.metrics->speedup, 1.6, 1e-12);
+  EXPECT_NEAR(a.metrics->efficiency, 0.8, 1e-12);
+  EXPECT_NEAR(a.metrics->comm_ratio, 0.2 / 0.7, 1e-12);
+  ASSERT_TRUE(a.verdict.has_value());
+  EXPECT_EQ(a.verdict->verdict, diagnose::Verdict::watch);
+}
+
+TEST(TraceAnalysis, SeqMatchesAcrossProcessGroupsWhateverTheOrder) {
+  // Three ranks on one clock (same baseTimeNanoseconds). PG "0" (all ranks) and PG "1" (ranks 1, 2) interleave
+  // differently on each rank; Seq pairs them. PG 0 starts at 100, 200, 250 → lateness 0, 100, 150; PG 1 starts at
+  // 50 (rank 1) and 400 (rank 2) → rank 2 is 350 late. Waits (clipped to the kernel): rank 0 150; rank 1
+  // 50 (PG 0) + min(350, 100) (PG 1) = 150; rank 2 0.
+  auto make = [](int rank, std::vector<std::string> kernels) {
+    std::vector<std::string> ev{cpu("user_annotation", "ProfilerStep#1", 0, 1000)};
+    ev.insert(ev.end(), kernels.begin(), kernels.end());
+    return read_trace_bytes(
+        trace(ev, dist_info(rank, 3) + R"(, "baseTimeNanoseconds": 1700000000000000000)"), fmt::format("r{}.json", rank));
+  };
+  auto ar = [](const char* pg, int seq) {
+    return nccl_args("allreduce", 256, "BFloat16", pg[0] == '0' ? 3 : 2, pg) + fmt::format(R"(, "Seq": {})", seq);
+  };
+  const std::string k = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
+  for (const bool with_seq : {true, false}) {
+    auto args = [&](const char* pg) {
+      return with_seq ? ar(pg, 1) : nccl_args("allreduce", 256, "BFloat16", pg[0] == '0' ? 3 : 2, pg);
+    };
+    std::vector<Trace> v;
+    v.push_back(make(0, {kernel(k, 100, 200, 20, args("0"))}));
+    v.push_back(make(1, {kernel(k, 50, 100, 21, args("1")), kernel(k, 200, 100, 20, args("0"))}));
+    v.push_back(make(2, {kernel(k, 250, 50, 20, args("0")), kernel(k, 400, 100, 21, args("1"))}));
+    TraceOptions o;
+    o.alignment = ClockAlignment::base_time;
+    const TraceAnalysis a = analyze_traces(std::move(v), nullptr, o);
+    EXPECT_EQ(a.cross.matching, with_seq ? "seq" : "step order");
+    EXPECT_EQ(a.cross.matched, 2);
+    EXPECT_EQ(a.cross.alignment, "baseTimeNanoseconds");
+    ASSERT_EQ(a.ranks.size(), 3u);
+    EXPECT_NEAR(a.ranks[0].mean.comm_late_ms, 0.0, kTol);
+    EXPECT_NEAR(a.ranks[1].mean.comm_late_ms, 0.100, kTol);
+    EXPECT_NEAR(a.ranks[2].mean.comm_late_ms, 0.500, kTol);
+    EXPECT_NEAR(a.ranks[0].mean.comm_wait_ms, 0.150, kTol);
+    EXPECT_NEAR(a.ranks[1].mean.comm_wait_ms, 0.150, kTol);
+    EXPECT_NEAR(a.ranks[2].mean.comm_wait_ms, 0.0, kTol);
+    ASSERT_TRUE(a.cross.straggler.has_value());
+    EXPECT_EQ(*a.cross.straggler, 2);
+    // 256 bf16 = 512 B; PG 0 has 3 ranks: busbw factor 2(3−1)/3.
+    const CollectiveGroup& g = a.ranks[0].collectives.at(0);
+    EXPECT_EQ(g.bytes, 512);
+    EXPECT_NEAR(*g.busbw_gbps, 512.0 / 200e3 * 4.0 / 3.0, 1e-12);
+  }
+}
+
+TEST(TraceAnalysis, OldTracesLinkKernelsToAnnotationsAndCpuOps) {
+  // PyTorch 1.x: the NCCL kernel has no metadata; its launch (correlation 77) lies inside "nccl:all_to_all" with
+  // Input Dims [[1000]] float. Newer traces: record_param_comms carries the metadata under the kernel's External id.
+  const std::string json = trace({
+      cpu("user_annotation", "nccl:all_to_all", 90, 20, 100, R"("Input Dims": [[1000]], "Input type": ["float"])"),
+      cpu("cuda_runtime", "cudaLaunchKernel", 95, 3, 100, R"("correlation": 77)"),
+      kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)", 120, 40, 84, R"("correlation": 77)"),
+      cpu("cpu_op", "record_param_comms", 200, 10, 100, R"("External id": 5, )" + nccl_args("_allgather_base", 64, "Half", 4)),
+      kernel("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", 220, 10, 84, R"("External id": 5)"),
+      kernel("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", 300, 5, 84),
+  }, dist_info(0, 4));
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(json, "old.json"));
+  const TraceAnalysis a = analyze_traces(std::move(v), nullptr, {});
+  ASSERT_EQ(a.ranks.size(), 1u);
+  const RankAnalysis& r = a.ranks[0];
+  EXPECT_FALSE(r.steps_from_annotations);
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].name, "whole trace");
+  std::map<std::string, const CollectiveGroup*> by;
+  for (const auto& g : r.collectives) by[g.collective] = &g;
+  ASSERT_TRUE(by.count("all_to_all"));
+  EXPECT_EQ(by["all_to_all"]->bytes, 4000);
+  EXPECT_EQ(by["all_to_all"]->size_source, "annotation Input Dims");
+  EXPECT_EQ(by["all_to_all"]->ranks, 4);  // world size: the kernel carries no group size
+  EXPECT_NEAR(*by["all_to_all"]->busbw_gbps, 4000.0 / 40e3 * 0.75, 1e-12);
+  ASSERT_TRUE(by.count("all_gather"));
+  EXPECT_EQ(by["all_gather"]->bytes, 128);   // Out msg nelems (64) × 2 bytes
+  EXPECT_EQ(by["all_gather"]->size_source, "NCCL metadata");
+  ASSERT_TRUE(by.count("broadcast"));        // from the kernel name alone: no size, no busbw
+  EXPECT_FALSE(by["broadcast"]->bytes.has_value());
+  EXPECT_FALSE(by["broadcast"]->busbw_gbps.has_value());
+  bool whole = false;
+  for (const auto& w : r.warnings) whole |= w.find("the whole trace is analysed as one step") != std::string::npos;
+  EXPECT_TRUE(whole);
+}
+
+TEST(TraceAnalysis, CpuOnlyRankHasNoGpuFigures) {
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(trace({cpu("user_annotation", "ProfilerStep#551", 0, 500)},
+                                     R"("deviceProperties": [], "distributedInfo": {"backend": "gloo", "rank": 34, "world_size": 300})"),
+                               "cpu.json"));
+  const TraceAnalysis a = analyze_traces(std::move(v), nullptr, {});
+  ASSERT_EQ(a.ranks.size(), 1u);
+  EXPECT_FALSE(a.ranks[0].has_gpu);
+  EXPECT_EQ(a.ranks[0].rank, 34);
+  EXPECT_NEAR(a.ranks[0].mean.step_ms, 0.5, kTol);
+  nlohmann::json j = a;
+  EXPECT_TRUE(j["ranks"][0]["waterfall"].is_null());
+  EXPECT_TRUE(j["ranks"][0]["mean"]["gpu_busy_ms"].is_null());
+  bool cpu_only = false, missing = false;
+  for (const auto& f : a.findings) {
+    cpu_only |= f.text.find("rank 34 has no GPU activity (backend gloo)") != std::string::npos;
+    missing |= f.text.find("1 of 300 ranks analysed") != std::string::npos;
+  }
+  EXPECT_TRUE(cpu_only);
+  EXPECT_TRUE(missing);
+}
+
+TEST(TraceAnalysis, FilesWithErrorsDoNotLoseTheOthers) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("scalescope_trace_test_{}", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string good = (dir / "rank0.json.gz").string(), bad = (dir / "rank1.json").string();
+  std::ofstream(good, std::ios::binary) << gzip(rank0());
+  std::ofstream(bad, std::ios::binary) << "[{\"ph\": \"b\", \"args\": {\"Stream\": 0x262ca50}}]";
+  TraceOptions o;
+  o.baseline_path = (dir / "missing.json").string();
+  const TraceAnalysis a = analyze_trace_files({good, bad, (dir / "none.json").string()}, o);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(a.ranks.size(), 1u);
+  EXPECT_EQ(a.ranks[0].rank, 0);
+  ASSERT_EQ(a.errors.size(), 3u);
+  EXPECT_EQ(a.errors[0].path, bad);
+  EXPECT_NE(a.errors[0].cause.find("unquoted hex value 0x262ca50"), std::string::npos);
+  EXPECT_NE(a.errors[1].cause.find("cannot open trace"), std::string::npos);
+  EXPECT_NE(a.errors[2].cause.find("baseline: cannot open trace"), std::string::npos);
+  EXPECT_FALSE(a.errors[2].remedy.empty());
+}
+
+TEST(TraceAnalysis, NamesOfCollectivesAndTypes) {
+  EXPECT_EQ(collective_from_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"),
+            comm::Collective::all_reduce);
+  EXPECT_EQ(collective_from_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), comm::Collective::all_reduce);
+  EXPECT_EQ(collective_from_name("ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL"), comm::Collective::reduce_scatter);
+  EXPECT_EQ(collective_from_name("ncclKernel_Reduce_RING_LL_Sum_float"), comm::Collective::reduce);
+  EXPECT_EQ(collective_from_name("ncclDevKernel_AllGather_RING_LL(x)"), comm::Collective::all_gather);
+  EXPECT_EQ(collective_from_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"), comm::Collective::send_recv);
+  EXPECT_EQ(collective_from_name("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"), std::nullopt);
+  EXPECT_EQ(collective_from_name("allreduce"), comm::Collective::all_reduce);
+  EXPECT_EQ(collective_from_name("_allgather_base"), comm::Collective::all_gather);
+  EXPECT_EQ(collective_from_name("reduce_scatter_tensor_coalesced"), comm::Collective::reduce_scatter);
+  EXPECT_EQ(collective_from_name("all_to_allv"), comm::Collective::all_to_all);
+  EXPECT_EQ(collective_from_name("broadcast"), comm::Collective::broadcast);
+  EXPECT_EQ(collective_from_name("send"), comm::Collective::send_recv);
+  EXPECT_EQ(collective_from_name("barrier"), std::nullopt);
+  EXPECT_TRUE(is_nccl_kernel_name("ncclDevKernel_Generic"));
+  EXPECT_TRUE(is_nccl_kernel_name("rcclKernel_x"));
+  EXPECT_FALSE(is_nccl_kernel_name("sgemm"));
+  EXPECT_EQ(dtype_size("Float"), 4);
+  EXPECT_EQ(dtype_size("BFloat16"), 2);
+  EXPECT_EQ(dtype_size("c10::Half"), 2);
+  EXPECT_EQ(dtype_size("long int"), 8);
+  EXPECT_EQ(dtype_size("Float8_e4m3fn"), 1);
+  EXPECT_EQ(dtype_size("Quaternion"), std::nullopt);
+}
+
+TEST(ChromeTraceWriter, MergedTimelineOnTheAlignedClock) {
+  TraceOptions o;
+  o.keep_timeline = true;
+  const TraceAnalysis a = analyze_traces(two_ranks(), nullptr, o);
+  std::ostringstream os;
+  write_merged_timeline(a, os);
+  const nlohmann::json j = nlohmann::json::parse(os.str());
+  std::map<int, std::string> processes;
+  std::map<std::pair<int, int>, std::string> tracks;
+  std::vector<nlohmann::json> slices;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes[e["pid"]] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks[{e["pid"], e["tid"]}] = e["args"]["name"];
+    if (e["ph"] == "X") slices.push_back(e);
+  }
+  EXPECT_EQ(processes, (std::map<int, std::string>{{0, "rank 0"}, {1, "rank 1"}}));
+  std::set<std::string> names0;
+  for (const auto& [k, v] : tracks)
+    if (k.first == 0) names0.insert(v);
+  EXPECT_EQ(names0, (std::set<std::string>{"steps", "compute stream 7", "communication stream 20", "memcpy stream 7",
+                                           "host syncs"}));
+  // Rank 1's first all-reduce ends where rank 0's does once aligned: 800 µs after the start of the timeline.
+  auto end_of = [&](int pid, const std::string& name_prefix, std::size_t nth) {
+    std::vector<double> ends;
+    for (const auto& s : slices)
+      if (s["pid"] == pid && s["name"].get<std::string>().rfind(name_prefix, 0) == 0)
+        ends.push_back(s["ts"].get<double>() + s["dur"].get<double>());
+    std::sort(ends.begin(), ends.end());
+    return ends.at(nth);
+  };
+  EXPECT_NEAR(end_of(0, "ncclDevKernel_AllReduce", 0), 800.0, 1e-6);
+  EXPECT_NEAR(end_of(1, "ncclDevKernel_AllReduce", 0), 800.0, 1e-6);
+  EXPECT_NEAR(end_of(1, "ncclDevKernel_AllReduce", 1), 1700.0, 1e-6);
+  // Rank 0's wait for rank 1 is a nested slice at the start of its all-reduce: [500, 650).
+  bool wait = false;
+  for (const auto& s : slices)
+    if (s["pid"] == 0 && s["name"] == "waiting for the last rank" && std::abs(s["ts"].get<double>() - 500) < 1e-6 &&
+        std::abs(s["dur"].get<double>() - 150) < 1e-6)
+      wait = true;
+  EXPECT_TRUE(wait);
+
+  // Atomically to a file; without a kept timeline it is an error and nothing is written.
+  const auto path = std::filesystem::temp_directory_path() / fmt::format("scalescope_timeline_{}.json", getpid());
+  write_merged_timeline_file(a, path.string());
+  std::ifstream in(path);
+  EXPECT_EQ(nlohmann::json::parse(in)["traceEvents"].size(), j["traceEvents"].size());
+  std::filesystem::remove(path);
+  const TraceAnalysis no_timeline = analyze_traces(two_ranks(), nullptr, {});
+  EXPECT_THROW(write_merged_timeline_file(no_timeline, path.string()), core::Error);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(TraceAnalysis, JsonHasTheSchemaAndEveryRank) {
+  const Trace base = read_trace_bytes(baseline(), "base.json");
+  const TraceAnalysis a = analyze_traces(two_ranks(), &base, {});
+  const nlohmann::json j = a;
+  EXPECT_EQ(j["schema"], "scalescope.trace/1");
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  EXPECT_NEAR(j["ranks"][0]["waterfall"]["loss_ms"].get<double>(), 0.2, kTol);
+  EXPECT_EQ(j["ranks"][0]["steps"].size(), 2u);
+  EXPECT_EQ(j["cross_rank"]["straggler"], 1);
+  EXPECT_EQ(j["verdict"]["verdict"], "watch");
+  EXPECT_NEAR(j["metrics"]["speedup"].get<double>(), 1.6, 1e-12);
+  EXPECT_TRUE(j["errors"].empty());
+}
+
+TEST(TraceAnalysis, ExtremeClocksStayFinite) {
+  // Base times and timestamps at the reader's bounds (ts ≤ 2^62 ns, ≥ −2^60 ns; base ≤ 2^62): alignment, sums
+  // and the timeline saturate instead of overflowing.
+  auto make = [](int rank, const char* base, double t0) {
+    const std::string ar = nccl_args("allreduce", 1024, "Float", 2);
+    return read_trace_bytes(trace({cpu("user_annotation", "ProfilerStep#1", t0, 1e3), kernel("k", t0 + 1, 100, 7),
+                                   kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", t0 + 200, 100, 20, ar)},
+                                  dist_info(rank, 2) + R"(, "baseTimeNanoseconds": )" + base),
+                            "x.json");
+  };
+  std::vector<Trace> v;
+  v.push_back(make(0, "4611686018427387904", 4.6e15));
+  v.push_back(make(1, "0", -1.1e15));
+  TraceOptions o;
+  o.keep_timeline = true;
+  const TraceAnalysis a = analyze_traces(std::move(v), nullptr, o);
+  ASSERT_EQ(a.ranks.size(), 2u);
+  EXPECT_EQ(a.cross.matched, 1);
+  for (const auto& r : a.ranks) {
+    EXPECT_NEAR(r.mean.step_ms, 1.0, kTol);
+    EXPECT_TRUE(std::isfinite(r.clock_offset_us));
+  }
+  std::ostringstream os;
+  write_merged_timeline(a, os);
+  const nlohmann::json j = nlohmann::json::parse(os.str(), nullptr, false);
+  EXPECT_FALSE(j.is_discarded());
+  EXPECT_GT(j["traceEvents"].size(), 6u);
+}
+
+TEST(TraceAnalysis, JsonOfNonUtf8PathsAndKeysDumps) {
+  // A path with a byte that is not UTF-8 (an error), and a readable trace under a name that is not UTF-8 (with a
+  // reader warning and a key that is not UTF-8 either): the JSON must still dump.
+  TraceAnalysis a = analyze_trace_files({"/nonexistent/rank\xff.json"}, {});
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(trace({kernel("k", 1, 2, 7)}, "\"traceEvents\": 5, \"k\xfe\": 1"), "x\xc3.json"));
+  const TraceAnalysis b = analyze_traces(std::move(v), nullptr, {});
+  ASSERT_EQ(a.errors.size(), 1u);
+  std::string dumped;
+  EXPECT_NO_THROW(dumped = nlohmann::json(a).dump());
+  EXPECT_NE(dumped.find("rank\xEF\xBF\xBD.json"), std::string::npos);
+  EXPECT_NO_THROW(dumped = nlohmann::json(b).dump());
+  EXPECT_NE(dumped.find("x\xEF\xBF\xBD.json"), std::string::npos);
+  EXPECT_NE(dumped.find("\\\"traceEvents\\\" is not an array"), std::string::npos) << dumped;
+}

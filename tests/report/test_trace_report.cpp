@@ -1,0 +1,67 @@
+// The terminal rendering of a trace analysis: the table, the waterfall, collectives, verdict, findings, errors.
+
+#include <gtest/gtest.h>
+
+#include "../analyze/trace_test_util.h"
+#include "report/trace_report.h"
+
+using namespace scalescope;
+using namespace scalescope::analyze;
+using namespace scalescope::analyze::testing;
+
+namespace {
+
+// Rank r: one step [0, 1000) µs with compute [0, 600) and an all-reduce of 1e6 floats [600 + 100·r, 900);
+// rank 1 starts 100 µs after rank 0, so rank 0 waits 100 µs (exposed: there is no compute then).
+Trace rank(int r) {
+  return read_trace_bytes(
+      trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000), kernel("sgemm", 0, 600, 7),
+             kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 600 + 100 * r, 300 - 100 * r, 20,
+                    nccl_args("allreduce", 1000000, "Float", 2))},
+            dist_info(r, 2)),
+      fmt::format("rank{}.json", r));
+}
+
+}  // namespace
+
+TEST(TraceReport, TableWaterfallCollectivesAndFindings) {
+  std::vector<Trace> v;
+  v.push_back(rank(0));
+  v.push_back(rank(1));
+  TraceAnalysis a = analyze_traces(std::move(v), nullptr, {});
+  a.errors.push_back({"bad.json", "'bad.json': unquoted hex value 0x1 at byte 3", "pass the torch.profiler trace"});
+  const std::string out = report::render_trace_report(a);
+  EXPECT_NE(out.find("traces: 2 ranks analysed (2 with GPU activity), world size 2, 1 file failed"), std::string::npos) << out;
+  EXPECT_NE(out.find("collectives matched across ranks: 1 (by step order), 0 unmatched"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank  steps  step ms  GPU busy  compute ms  comm ms  overlap  exposed comm ms  host syncs  straggler wait ms"),
+            std::string::npos)
+      << out;
+  // Rank 0: step 1.00, busy 90 %, compute 0.60, comm 0.30, overlap 0 %, exposed 0.30, no syncs, wait 0.10.
+  EXPECT_NE(out.find("0         1     1.00    90.0 %        0.60     0.30    0.0 %             0.30         0.0               0.10"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("rank 0: measured 1.00 vs ideal 0.60 = +0.40: exposed comm +0.20, straggler wait +0.10, data wait "
+                     "+0.00, host sync +0.00, other +0.10"),
+            std::string::npos)
+      << out;
+  // 4e6 B in 300 µs, factor 1: 13.33 GB/s; after the 100 µs wait, 4e6 B in 200 µs: 20 GB/s.
+  EXPECT_NE(out.find("all_reduce   pg 0  4.00 MB  Float      1     0.300  13.33             20.00"), std::string::npos) << out;
+  EXPECT_NE(out.find("verdict: - (no 1-rank baseline trace given"), std::string::npos) << out;
+  EXPECT_NE(out.find("[problem] rank 0 waits 0.10 ms per step for the others: rank 1 is the straggler"), std::string::npos) << out;
+  EXPECT_NE(out.find("files not analysed:\n  'bad.json': unquoted hex value 0x1 at byte 3\n    pass the torch.profiler trace"),
+            std::string::npos)
+      << out;
+}
+
+TEST(TraceReport, CpuOnlyRankPrintsDashes) {
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(trace({cpu("user_annotation", "ProfilerStep#1", 0, 2000)},
+                                     R"("distributedInfo": {"backend": "gloo", "rank": 3, "world_size": 4})"),
+                               "cpu.json"));
+  const std::string out = report::render_trace_report(analyze_traces(std::move(v), nullptr, {}));
+  EXPECT_NE(out.find("3         1     2.00         -           -        -        -                -         0.0                  -"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("where the step time"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank 3 has no GPU activity (backend gloo)"), std::string::npos) << out;
+}
