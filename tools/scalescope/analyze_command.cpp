@@ -3,6 +3,7 @@
 // file is, and prints what it shows: per file, then across the NCCL logs and watchdog messages of one run.
 
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,37 +11,54 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/chrome_trace_writer.h"
 #include "analyze/input_kind.h"
 #include "analyze/nccl_log.h"
 #include "analyze/nccl_tests_parser.h"
 #include "analyze/sweep_analysis.h"
+#include "analyze/trace_analysis.h"
 #include "analyze/watchdog.h"
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "report/nccl_tests_table.h"
 #include "report/topo_report.h"
+#include "report/trace_report.h"
 #include "topo/analysis.h"
 #include "topo/smi_topo_parser.h"
 
 namespace scalescope::cli {
 
-/// What the trace library gives `scalescope analyze` for the profiler traces among its inputs: the terminal
-/// text and one JSON value per trace path (keyed by path).
+/// What the trace analysis gives `scalescope analyze` for the profiler traces among its inputs: the terminal
+/// report, the whole analysis as JSON (schema scalescope.trace/1), the rank each readable file became, and the
+/// files it could not read (cause, remedy).
 struct TraceAnalysisOutput {
   std::string terminal;
-  nlohmann::json per_file = nlohmann::json::object();
+  nlohmann::json combined;
+  std::map<std::string, int> rank_of;
+  std::map<std::string, std::pair<std::string, std::string>> errors;
 };
 
-/// INTEGRATION POINT for the Kineto / PyTorch profiler trace analysis (issue #6, the trace half, built as
-/// src/analyze/trace_*): analyses every trace given to `scalescope analyze` together (one per rank, rank from
-/// distributedInfo). Until that library is merged this build has none, so every trace gets this error.
-/// Throws core::Error.
-TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths) {
-  (void)paths;
-  throw core::Error("Kineto trace analysis is not part of this build yet",
-                    "analyze the trace with a scalescope build that includes the trace reader, or pass the run's "
-                    "NCCL log (NCCL_DEBUG=INFO) or watchdog messages instead");
+/// Analyses every trace given to `scalescope analyze` together (one per rank, rank from distributedInfo),
+/// with an optional 1-rank baseline trace for the verdict, and writes the merged Perfetto timeline when asked.
+/// Bad files are reported per file, never thrown; core::Error only when the timeline cannot be written.
+TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, const std::string& baseline,
+                                         bool strong, const std::string& timeline) {
+  analyze::TraceOptions options;
+  if (!baseline.empty()) options.baseline_path = baseline;
+  options.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;
+  options.keep_timeline = !timeline.empty();
+  const auto analysis = analyze::analyze_trace_files(paths, options);
+  TraceAnalysisOutput out;
+  out.terminal = report::render_trace_report(analysis);
+  out.combined = analysis;
+  for (const auto& r : analysis.ranks) out.rank_of[r.source] = r.rank;
+  for (const auto& e : analysis.errors) out.errors[e.path] = {e.cause, e.remedy};
+  if (!timeline.empty() && !analysis.ranks.empty()) {
+    analyze::write_merged_timeline_file(analysis, timeline);
+    out.terminal += "merged timeline of every rank (open in https://ui.perfetto.dev): " + timeline + "\n";
+  }
+  return out;
 }
 
 namespace {
@@ -48,6 +66,9 @@ namespace {
 struct AnalyzeFlags {
   std::vector<std::string> files;
   std::string out;
+  std::string baseline;  // a 1-rank profiler trace of the same job
+  bool strong = false;
+  std::string timeline;  // merged Perfetto timeline of the traces
 };
 
 std::string kinds_text(const analyze::InputDetection& d) {
@@ -268,10 +289,18 @@ int run(const AnalyzeFlags& f) {
     std::vector<std::string> paths;
     for (auto i : trace_files) paths.push_back(results[i].path);
     try {
-      auto t = analyze_trace_inputs(paths);
-      combined_text += "profiler traces:\n" + t.terminal;
-      for (auto i : trace_files)
-        if (t.per_file.contains(results[i].path)) results[i].json["trace"] = t.per_file[results[i].path];
+      auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline);
+      combined_text += "\n== profiler traces, all ranks together\n" + t.terminal;
+      combined["trace"] = std::move(t.combined);
+      for (auto i : trace_files) {
+        auto& r = results[i];
+        if (auto e = t.errors.find(r.path); e != t.errors.end())
+          r.errors.push_back({"'" + r.path + "' as a profiler trace: " + e->second.first, e->second.second});
+        else if (auto k = t.rank_of.find(r.path); k != t.rank_of.end()) {
+          r.json["trace"] = {{"rank", k->second}};
+          r.terminal += fmt::format("profiler trace of rank {}: see the traces' report below\n", k->second);
+        }
+      }
     } catch (const core::Error& e) {
       for (auto i : trace_files) record_error(results[i], "'" + results[i].path + "' as a profiler trace", e);
     }
@@ -329,6 +358,12 @@ Action add_analyze_command(CLI::App& app) {
   // No CLI::ExistingFile: a missing file is that file's error (exit 1) while the others are still analysed.
   cmd->add_option("files", flags->files, "files to analyse (each is detected on its own)")->required();
   cmd->add_option("-o,--out", flags->out, "write the results as JSON (schema scalescope.analyze/1) to this file (atomically)");
+  cmd->add_option("--baseline", flags->baseline,
+                  "a profiler trace of the same job on one rank: gives speedup, comm ratio and the seed's verdict");
+  cmd->add_flag("--strong", flags->strong, "the traces are strong scaling (fixed global batch); default weak");
+  cmd->add_option("--timeline", flags->timeline,
+                  "write the ranks' traces merged into one Chrome-trace JSON (compute and communication on separate "
+                  "tracks; opens in Perfetto)");
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
 
