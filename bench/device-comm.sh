@@ -37,6 +37,12 @@ for n in 1 2 4 8; do
     done
   done
 done
+if [ -n "${COMM_ALL_COLLECTIVES:-}" ]; then  # every collective, bf16, 8 B to 4 GiB, at all the machine's GPUs
+  echo "== every collective, bf16, 8 B to 4 GiB, $GPUS GPU(s)"
+  timeout 900 $S comm --backend gpu -g "$GPUS" --collective all -b 8 -e 4G -f 2 -d bfloat16 -w 5 -n 20 -q \
+    --out "$OUT/ours-all-collectives.json" > "$OUT/ours-all-collectives.txt" 2>&1
+  grep -E "^# scalescope comm:|busbw plateau|latency  " "$OUT/ours-all-collectives.txt"
+fi
 echo "== data check: every collective, type, op and root on $GPUS GPU(s)"
 timeout 300 $S comm --backend gpu -g "$GPUS" --collective all -d all -o all -r all -b 8 -e 1M -f 8 -n 2 -w 0 -c 1 \
   --no-per-iteration -q --out "$OUT/check.json" > "$OUT/check.txt" 2>&1
