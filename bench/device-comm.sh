@@ -46,7 +46,7 @@ fi
 echo "== data check: every collective, type, op and root on $GPUS GPU(s)"
 timeout 300 $S comm --backend gpu -g "$GPUS" --collective all -d all -o all -r all -b 8 -e 1M -f 8 -n 2 -w 0 -c 1 \
   --no-per-iteration -q --out "$OUT/check.json" > "$OUT/check.txt" 2>&1
-echo "exit $? (0: every checked element exact); reports: $(grep -c '^# scalescope comm: scalescope' "$OUT/check.txt")"
+echo "exit $? (0: every checked element exact); reports: $(grep -c '^# scalescope comm (nccl): ' "$OUT/check.txt")"
 echo "== the check catches corruption (expect exit 1)"
 SCALESCOPE_TEST_CORRUPT_RESULT=1 timeout 60 $S comm --backend gpu -g 1 -b 8 -e 64 -f 2 -q --no-per-iteration > "$OUT/corrupt.txt" 2>&1
 echo "exit $?: $(grep -m1 'wrong element' "$OUT/corrupt.txt")"

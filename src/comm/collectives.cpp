@@ -35,7 +35,7 @@ const CollectiveNames& names_of(Collective c) {
 std::string squash(std::string_view s) {
   std::string out;
   for (char ch : s)
-    if (ch != '_' && ch != '-') out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (ch != '_' && ch != '-' && ch != '/') out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return out;
 }
 

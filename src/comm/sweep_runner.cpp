@@ -78,24 +78,29 @@ std::vector<std::uint64_t> SweepConfig::sizes() const {
   return out;
 }
 
+std::pair<std::uint64_t, std::uint64_t> sweep_buffer_bytes(const SweepConfig& cfg, int n) {
+  const auto sizes = cfg.sizes();
+  if (sizes.empty()) return {0, 0};
+  std::uint64_t max_send = 0, max_result = 0;
+  for (auto c : cfg.collectives)
+    for (auto t : cfg.types) {
+      const std::uint64_t per_rank = count_for_size(c, t, sizes.back(), n).first * element_size(t);
+      const bool big_send = c == Collective::reduce_scatter || c == Collective::all_to_all;
+      const bool big_result = c == Collective::all_gather || c == Collective::all_to_all;
+      max_send = std::max(max_send, big_send ? per_rank * n : per_rank);
+      max_result = std::max(max_result, big_result ? per_rank * n : per_rank);
+    }
+  return {max_send, std::max(max_send, max_result)};
+}
+
 std::vector<analyze::Sweep> run_sweeps(BenchBackend& b, const SweepConfig& cfg,
                                        const std::function<void(const std::string&)>& progress) {
   const int n = b.rank_info().world_size;
   const bool root_rank = b.rank_info().rank == 0;
   cfg.validate(n);
   const auto sizes = cfg.sizes();
-  std::uint64_t max_send = 0, max_result = 0;
-  for (auto c : cfg.collectives)
-    for (auto t : cfg.types) {
-      auto [count, measured] = count_for_size(c, t, sizes.back(), n);
-      (void)measured;
-      const std::uint64_t per_rank = count * element_size(t);
-      const bool big_send = c == Collective::reduce_scatter || c == Collective::all_to_all;
-      const bool big_result = c == Collective::all_gather || c == Collective::all_to_all;
-      max_send = std::max(max_send, big_send ? per_rank * n : per_rank);
-      max_result = std::max(max_result, big_result ? per_rank * n : per_rank);
-    }
-  b.reserve(max_send, std::max(max_send, max_result));  // in place, the input sits in the result buffer
+  const auto [send_bytes, result_bytes] = sweep_buffer_bytes(cfg, n);
+  b.reserve(send_bytes, result_bytes);
 
   std::vector<analyze::Sweep> sweeps;
   for (auto coll : cfg.collectives)

@@ -37,6 +37,10 @@ struct SweepConfig {
   std::vector<std::uint64_t> sizes() const;
 };
 
+/// Bytes of the send and result buffers one rank needs for every case of `config` at world size `n` (in place, the
+/// input sits in the result buffer, so the result buffer is at least the send buffer). Throws core::Error.
+std::pair<std::uint64_t, std::uint64_t> sweep_buffer_bytes(const SweepConfig& config, int n);
+
 /// Runs every (collective, type, op, root) combination of `config` over the sizes on this rank, in the same
 /// order on every rank. Returns one Sweep per combination on rank 0 (empty elsewhere). Cases the backend
 /// does not support are skipped with a warning in the sweep. `progress` gets a line per finished size on

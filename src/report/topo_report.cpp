@@ -124,9 +124,16 @@ std::string render_topo_report(const topo::TopoReport& r) {
   for (const auto& f : r.findings)
     out += fmt::format("  [{}] {}\n      evidence: {}\n      what to do: {}\n", topo::to_string(f.severity), f.title,
                        f.evidence, f.action);
-  if (!r.warnings.empty()) {
+  // Live messages already shown in the header (NVML, CUDA, hwloc) are not repeated here.
+  std::vector<std::string> warnings;
+  for (const auto& w : r.warnings) {
+    const bool in_header = r.topology.live && (w == r.topology.live->nvml_message || w == r.topology.live->cuda_message ||
+                                               w == r.topology.live->hwloc_message);
+    if (!in_header) warnings.push_back(w);
+  }
+  if (!warnings.empty()) {
     out += "\ncould not read or discover:\n";
-    for (const auto& w : r.warnings) out += "  - " + w + "\n";
+    for (const auto& w : warnings) out += "  - " + w + "\n";
   }
   if (!r.notes.empty()) {
     out += "\nnotes:\n";
@@ -169,6 +176,10 @@ std::string render_topo_summary(const topo::TopoReport& r) {
 std::string render_link_comparison(const std::vector<topo::LinkMismatch>& mismatches, int compared,
                                    const std::string& first_name, const std::string& second_name) {
   if (mismatches.empty()) return fmt::format("link classes: all {} pairs match between {} and {}\n", compared, first_name, second_name);
+  if (compared == 0)  // nothing in common: e.g. no GPU here while the file lists some
+    return fmt::format("link classes: nothing to compare — {} and {} have no GPU pair in common ({} device{} on one "
+                       "side only)\n",
+                       first_name, second_name, mismatches.size(), mismatches.size() == 1 ? "" : "s");
   TextTable t({"pair", first_name, second_name});
   for (const auto& m : mismatches) t.add_row({m.b.empty() ? m.a : m.a + "-" + m.b, m.first, m.second});
   return fmt::format("link classes: {} difference{} over {} pairs compared\n", mismatches.size(),

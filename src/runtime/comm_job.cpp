@@ -1,5 +1,7 @@
 #include "runtime/comm_job.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 
@@ -111,6 +113,17 @@ std::optional<CommRun> run_comm_rank(const CommJobConfig& config) {
 CommRun launch_comm_job(const CommJobConfig& config) {
   config.validate();
   train::require_devices(config.backend, config.world_size);
+  if (config.backend == train::BackendKind::cpu) {  // CPU ranks share this machine's memory: check before starting
+    const auto [send, result] = comm::sweep_buffer_bytes(config.sweep, config.world_size);
+    const double need = static_cast<double>(send + result) * config.world_size;
+    const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    if (physical > 0 && need > 0.8 * physical)
+      throw core::UsageError(fmt::format("{} CPU ranks need about {:.1f} GiB of buffers for -e {} bytes; this machine has "
+                                         "{:.1f} GiB",
+                                         config.world_size, need / (1u << 30), config.sweep.max_bytes,
+                                         physical / (1u << 30)),
+                             "use a smaller -e (or fewer ranks) on CPU ranks; large sizes are for GPU ranks (--backend gpu)");
+  }
   core::TemporaryDirectory dir;
   const std::string job_path = dir.path() + "/comm-job.json";
   const std::string result_path = dir.path() + "/comm-result.json";

@@ -96,9 +96,9 @@ void path_findings(const Topology& t, const BandwidthModel& bw, std::vector<Find
       double g = bw.gbps[i][j];
       if (!worst.count(l.cls) || g < worst[l.cls]) worst[l.cls] = g;
     }
-  const std::string nv = nvlink_pairs > 0 ? fmt::format("; {} of {} pairs have NVLink (up to {:.0f} GB/s): a ring over all "
+  const std::string nv = nvlink_pairs > 0 ? fmt::format("; {} of {} pairs {} NVLink (up to {:.0f} GB/s): a ring over all "
                                                         "GPUs runs at its slowest hop",
-                                                        nvlink_pairs, pairs, best_nvlink)
+                                                        nvlink_pairs, pairs, nvlink_pairs == 1 ? "has" : "have", best_nvlink)
                                           : fmt::format("; none of the {} pairs has NVLink", pairs);
   struct Rule {
     LinkClass cls;

@@ -7,7 +7,7 @@ namespace scalescope::topo {
 CudaFacts discover_cuda() {
   CudaFacts f;
   f.built = false;
-  f.message = "built without CUDA: no CUDA device can be used (GPUs NVML lists are shown, P2P is not checked)";
+  f.message = "scalescope was built without CUDA: GPUs are listed from NVML only, and P2P access is not checked";
   return f;
 }
 

@@ -134,7 +134,7 @@ void GptConfig::validate() const {
 }
 
 std::string GptConfig::describe() const {
-  return fmt::format("gpt: {} layers × d {} ({} heads × {}, ffn {}), vocab {}, seq {}", layers, d_model, heads,
+  return fmt::format("gpt: {} layer{} × d {} ({} heads × {}, ffn {}), vocab {}, seq {}", layers, layers == 1 ? "" : "s", d_model, heads,
                      head_dim(), ffn, vocab, seq);
 }
 

@@ -484,7 +484,7 @@ TrainResult launch_job(const TrainJobConfig& config) {
   check_cpu_memory(config);
   const TextCorpus corpus = load_corpus(config, config.model.row_tokens());
   if (corpus.max_token() >= config.model.vocab())
-    throw core::UsageError(fmt::format("the data holds token id {} but {} has a vocabulary of {}", corpus.max_token(),
+    throw core::Error(fmt::format("the data holds token id {} but {} has a vocabulary of {}", corpus.max_token(),
                                        config.model.name, config.model.vocab()),
                            "use token files made for this vocabulary, a GPT preset, or plain text");
   core::TemporaryDirectory dir;

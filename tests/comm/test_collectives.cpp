@@ -16,6 +16,7 @@ TEST(Collectives, NamesRoundTrip) {
   EXPECT_EQ(perf_program_name(Collective::all_to_all), "alltoall_perf");
   EXPECT_EQ(perf_program_name(Collective::send_recv), "sendrecv_perf");
   EXPECT_EQ(parse_collective("allreduce"), Collective::all_reduce);
+  EXPECT_EQ(parse_collective("send/recv"), Collective::send_recv);  // as the README writes it
   EXPECT_EQ(parse_collective("All-Gather"), Collective::all_gather);
   EXPECT_EQ(parse_collective("alltoall"), Collective::all_to_all);
   EXPECT_EQ(parse_collective("sendrecv"), Collective::send_recv);

@@ -154,10 +154,16 @@ std::pair<std::string, nlohmann::json> summarize_scalescope_json(const std::stri
     if (j.contains("failure") && j["failure"].is_string()) line += "; failed: " + j["failure"].get<std::string>();
   } else if (schema == "scalescope.train/1") {
     const auto& c = j.contains("config") ? j["config"] : nlohmann::json::object();
-    line = fmt::format("train: world size {}, step {} s, {} tokens/s, all-reduce busbw {} GB/s",
-                       c.is_object() && c.contains("world_size") ? num(c["world_size"]) : "-", j.contains("step_s") && j["step_s"].is_object() ? num(j["step_s"].value("mean", nlohmann::json())) : (j.contains("step_s") ? num(j["step_s"]) : "-"),
+    // The headline step time is the trimmed mean (middle 3 of 5 rounds), shown in ms like every other view.
+    const nlohmann::json step = j.contains("step_s") && j["step_s"].is_object() ? j["step_s"].value("trimmed_mean", nlohmann::json())
+                                                                                   : nlohmann::json();
+    const bool has_busbw = j.contains("all_reduce_busbw_GBps") && j["all_reduce_busbw_GBps"].is_number();
+    line = fmt::format("train: world size {}, step {} ms, {} tokens/s{}",
+                       c.is_object() && c.contains("world_size") ? num(c["world_size"]) : "-",
+                       step.is_number() ? fmt::format("{:.2f}", 1e3 * step.get<double>()) : "-",
                        j.contains("tokens_per_s") ? num(j["tokens_per_s"]) : "-",
-                       j.contains("all_reduce_busbw_GBps") ? num(j["all_reduce_busbw_GBps"]) : "-");
+                       has_busbw ? ", all-reduce busbw " + num(j["all_reduce_busbw_GBps"]) + " GB/s"
+                                 : std::string(" (world size 1: no communication)"));
   } else if (schema == "scalescope.comm/1") {
     std::vector<nlohmann::json> reports;
     if (j.contains("reports") && j["reports"].is_array()) for (const auto& r : j["reports"]) reports.push_back(r);

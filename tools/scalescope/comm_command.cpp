@@ -72,6 +72,9 @@ runtime::CommJobConfig resolve(const CommFlags& f) {
   runtime::CommJobConfig c;
   c.backend = f.backend == "auto" ? (train::visible_gpu_count() > 0 ? train::BackendKind::gpu : train::BackendKind::cpu)
                                   : train::parse_backend_kind(f.backend);
+  if (f.backend == "auto" && c.backend == train::BackendKind::cpu && !f.quiet && f.internal_job.empty())
+    std::fprintf(stderr, "scalescope comm: no GPU is visible, so the ranks are CPU processes over MPI (host memory); "
+                         "pass --backend gpu on a GPU machine\n");
   c.world_size = f.world_size;
   auto& s = c.sweep;
   s.min_bytes = parse_size("-b", f.min_bytes);
@@ -113,7 +116,7 @@ runtime::CommJobConfig resolve(const CommFlags& f) {
 
 /// Prints one sweep's report: a comment line naming it, the nccl-tests table, statistics and summary.
 void print_report(const analyze::Sweep& sweep, const analyze::SweepAnalysis& analysis) {
-  std::printf("# scalescope comm: %s, %s, %s rank(s)%s\n", sweep.source.c_str(),
+  std::printf("# %s: %s, %s rank(s)%s\n", sweep.source.c_str(),
               std::string(comm::perf_program_name(sweep.collective)).c_str(),
               sweep.ranks ? std::to_string(*sweep.ranks).c_str() : "unknown",
               sweep.nccl_version ? (", NCCL " + *sweep.nccl_version).c_str() : "");

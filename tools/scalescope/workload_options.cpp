@@ -63,7 +63,8 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
       ->check(number_check(false))->capture_default_str();
   app.add_flag("--no-overlap", f.no_overlap, "start the all-reduces only after the whole backward");
   app.add_option("--data", f.data,
-                 "training text: a file or directory of text files, or 'synthetic' for random bytes "
+                 "training data: a text file or directory of text files, an llm.c or nanoGPT .bin token file, or "
+                 "'synthetic' for random bytes "
                  "(default: $SCALESCOPE_DATA, else /usr/share/games/fortunes from the Debian package 'fortunes')");
   app.add_option("--warmup-rounds", f.warmup_rounds, "rounds run and discarded before timing (seed: ≥ 3)")
       ->check(number_check(true))->capture_default_str();
