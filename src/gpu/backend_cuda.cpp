@@ -60,16 +60,21 @@ std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend() {
   return std::make_unique<gpu::NcclBenchBackend>(gpu::bootstrap_gpu_rank());
 }
 
-std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model) {
+std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model, StreamPriority priority) {
   auto b = std::make_unique<GpuRankBackend>();
   const gpu::RankBootstrap boot = gpu::bootstrap_gpu_rank();
   b->mpi_initialised_here = boot.mpi_initialised;
   const comm::RankInfo& info = boot.info;
   cudaDeviceProp prop{};
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, info.local_rank));
-  SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
+  // CUDA: a lower number is a higher priority; the default (0) is the lowest.
+  int lowest = 0, highest = 0;
+  SCALESCOPE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithPriority(&b->stream, cudaStreamNonBlocking,
+                                                     priority == StreamPriority::compute ? highest : lowest));
   b->timeline = std::make_unique<gpu::CudaTimeline>(b->stream);
-  b->comm = std::make_unique<gpu::NcclCommunicator>(info, boot.id, b->stream);
+  b->comm = std::make_unique<gpu::NcclCommunicator>(info, boot.id, b->stream,
+                                                    priority == StreamPriority::comm ? highest : lowest);
   if (model.family == ModelFamily::mlp) b->model = std::make_unique<MlpLmCuda>(model.mlp, b->stream);
   else b->model = std::make_unique<GptCuda>(model.gpt, b->stream);
   int runtime = 0;

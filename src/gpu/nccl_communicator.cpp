@@ -41,9 +41,10 @@ void NcclCommunicator::check(ncclResult_t r, const char* call) {
                     "rerun with NCCL_DEBUG=INFO to see NCCL's own log; a peer rank may have died");
 }
 
-NcclCommunicator::NcclCommunicator(const comm::RankInfo& info, const ncclUniqueId& id, cudaStream_t compute_stream)
+NcclCommunicator::NcclCommunicator(const comm::RankInfo& info, const ncclUniqueId& id, cudaStream_t compute_stream,
+                                   int stream_priority)
     : info_(info), compute_(compute_stream) {
-  SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, stream_priority));
   check(ncclCommInitRank(&comm_, info.world_size, id, info.rank), "ncclCommInitRank");
 }
 

@@ -21,9 +21,11 @@ ncclUniqueId unique_id_from_hex(const std::string& hex);
 class NcclCommunicator final : public comm::Communicator {
  public:
   /// Joins the communicator of `info.world_size` ranks identified by `id` on the current CUDA device.
-  /// `compute_stream` (not owned) is where the model's work runs. Throws core::Error with NCCL's message
-  /// (ncclGetErrorString and ncclGetLastError) if initialisation fails.
-  NcclCommunicator(const comm::RankInfo& info, const ncclUniqueId& id, cudaStream_t compute_stream);
+  /// `compute_stream` (not owned) is where the model's work runs; the communicator's own stream gets
+  /// `stream_priority` (cudaStreamCreateWithPriority: lower is higher, 0 the default). Throws core::Error with
+  /// NCCL's message (ncclGetErrorString and ncclGetLastError) if initialisation fails.
+  NcclCommunicator(const comm::RankInfo& info, const ncclUniqueId& id, cudaStream_t compute_stream,
+                   int stream_priority = 0);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;

@@ -21,6 +21,16 @@ std::string to_string(BackendKind kind);
 /// "cpu" or "gpu"; throws core::UsageError otherwise.
 BackendKind parse_backend_kind(const std::string& text);
 
+/// CUDA stream priorities of a GPU rank. NCCL's kernels and the model's kernels compete for SMs while the
+/// all-reduces overlap backward; the stream priority decides whose waiting thread blocks the GPU schedules
+/// first when an SM frees. `equal`: both at the default priority (PyTorch DDP's default); `comm`: the NCCL
+/// stream at the highest priority (PyTorch's ProcessGroupNCCL option is_high_priority_stream); `compute`:
+/// the model's stream at the highest priority. CPU ranks have no streams and accept only `equal`.
+enum class StreamPriority { equal, comm, compute };
+std::string to_string(StreamPriority priority);
+/// "equal", "comm" or "compute"; throws core::UsageError otherwise.
+StreamPriority parse_stream_priority(const std::string& text);
+
 /// One rank's execution resources. Destruction order matters (model before communicator before timeline's
 /// stream owner), so members are declared in construction order and destroyed in reverse.
 struct RankBackend {
@@ -37,9 +47,10 @@ struct RankBackend {
 std::unique_ptr<RankBackend> make_cpu_rank_backend(const ModelSpec& model);
 
 /// GPU rank: device = local rank, NCCL communicator (bootstrapped from the launcher's environment or, under
-/// mpirun/srun, through MPI), bf16 model (MLP or GPT), CUDA-event timeline. Throws core::Error in CPU-only builds, when
-/// the local rank has no GPU, or when NCCL initialisation fails.
-std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model);
+/// mpirun/srun, through MPI), bf16 model (MLP or GPT), CUDA-event timeline, streams at `priority`. Throws
+/// core::Error in CPU-only builds, when the local rank has no GPU, or when NCCL initialisation fails.
+std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model,
+                                                   StreamPriority priority = StreamPriority::equal);
 
 /// The collective benchmark on this GPU rank (NCCL), bootstrapped like make_gpu_rank_backend. Throws
 /// core::Error in CPU-only builds or when NCCL initialisation fails.

@@ -18,6 +18,23 @@ BackendKind parse_backend_kind(const std::string& text) {
   throw core::UsageError(fmt::format("unknown backend '{}'", text), "use --backend cpu or --backend gpu");
 }
 
+std::string to_string(StreamPriority priority) {
+  switch (priority) {
+    case StreamPriority::equal: return "equal";
+    case StreamPriority::comm: return "comm";
+    case StreamPriority::compute: return "compute";
+  }
+  return "?";
+}
+
+StreamPriority parse_stream_priority(const std::string& text) {
+  if (text == "equal") return StreamPriority::equal;
+  if (text == "comm") return StreamPriority::comm;
+  if (text == "compute") return StreamPriority::compute;
+  throw core::UsageError(fmt::format("unknown stream priority '{}'", text),
+                         "use --stream-priority equal, comm or compute");
+}
+
 std::unique_ptr<RankBackend> make_cpu_rank_backend(const ModelSpec& model) {
   auto b = std::make_unique<RankBackend>();
   auto comm = std::make_unique<comm::MpiCommunicator>();

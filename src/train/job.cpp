@@ -169,6 +169,10 @@ void TrainJobConfig::validate() const {
   if (!(adamw.learning_rate > 0) || !std::isfinite(adamw.learning_rate))
     throw core::UsageError(fmt::format("learning rate {} must be a positive finite number", adamw.learning_rate),
                            "e.g. --lr 0.001");
+  if (backend == BackendKind::cpu && stream_priority != StreamPriority::equal)
+    throw core::UsageError(fmt::format("--stream-priority {} needs GPU ranks: CPU ranks have no CUDA streams",
+                                       to_string(stream_priority)),
+                           "drop --stream-priority or use --backend gpu");
   parse_fault(fault);
 }
 
@@ -190,6 +194,7 @@ void to_json(nlohmann::json& j, const TrainJobConfig& c) {
        {"bucket_cap_bytes", c.engine.buckets.bucket_cap_bytes},
        {"overlap", c.engine.overlap},
        {"gradient_reduction", c.engine.gradient_reduction == comm::ReduceOp::average ? "average" : "sum"},
+       {"stream_priority", to_string(c.stream_priority)},
        {"data", c.data},
        {"data_seed", c.data_seed},
        {"protocol", {{"warmup_rounds", c.protocol.warmup_rounds}, {"timed_rounds", c.protocol.timed_rounds},
@@ -211,6 +216,8 @@ void from_json(const nlohmann::json& j, TrainJobConfig& c) {
   c.engine.buckets.bucket_cap_bytes = j.at("bucket_cap_bytes");
   c.engine.overlap = j.at("overlap");
   c.engine.gradient_reduction = j.at("gradient_reduction") == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
+  // Results written before the option existed ran with equal priorities.
+  c.stream_priority = parse_stream_priority(j.value("stream_priority", std::string("equal")));
   c.data = j.at("data");
   c.data_seed = j.at("data_seed");
   const auto& p = j.at("protocol");
@@ -321,7 +328,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   config.validate();
   const auto fault = parse_fault(config.fault);
   auto backend = config.backend == BackendKind::cpu ? make_cpu_rank_backend(config.model)
-                                                    : make_gpu_rank_backend(config.model);
+                                                    : make_gpu_rank_backend(config.model, config.stream_priority);
   comm::Communicator& comm = *backend->comm;
   Model& model = *backend->model;
   Timeline& timeline = *backend->timeline;

@@ -31,6 +31,7 @@ struct TrainJobConfig {
   int batch = 64;
   core::ScalingMode mode = core::ScalingMode::weak;
   EngineOptions engine;
+  StreamPriority stream_priority = StreamPriority::equal;  ///< GPU ranks only (backend.h)
   std::string data;  ///< "" = default text corpus, "synthetic", or a file/directory path
   core::MeasurementProtocol protocol;
   AdamWConfig adamw;

@@ -50,6 +50,10 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   r = run_cli("doctor --world-sizes 2,4" + kQuick);
   EXPECT_EQ(r.status, 2);
   expect_mentions(r.output, "start at 1");
+  r = run_cli("train --stream-priority comm" + kQuick);  // CPU ranks have no CUDA streams
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "needs GPU ranks");
+  EXPECT_EQ(run_cli("train --stream-priority nccl" + kQuick).status, 2);
 }
 
 TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {

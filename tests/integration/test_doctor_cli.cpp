@@ -28,6 +28,7 @@ TEST(DoctorCli, TwoRankCpuSweepGivesTableVerdictAndJson) {
   EXPECT_EQ(p2.at("result").at("tokens_per_step").get<int>(), 2 * p1.at("result").at("tokens_per_step").get<int>());
   EXPECT_GT(p2.at("result").at("phases").at("all_reduce_s").get<double>(), 0.0);
   EXPECT_EQ(p2.at("result").at("step_s").at("count").get<int>(), 5);
+  EXPECT_EQ(p2.at("result").at("config").at("stream_priority"), "equal");  // the configuration travels with it
   const std::string verdict = j.at("verdict").at("verdict");
   EXPECT_TRUE(verdict == "healthy" || verdict == "watch" || verdict == "investigate") << verdict;
   std::filesystem::remove_all(dir);

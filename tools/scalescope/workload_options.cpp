@@ -62,6 +62,10 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--bucket-cap-mb", f.bucket_cap_mib, "gradient bucket cap, MiB (DDP's bucket_cap_mb, default 25)")
       ->check(number_check(false))->capture_default_str();
   app.add_flag("--no-overlap", f.no_overlap, "start the all-reduces only after the whole backward");
+  app.add_option("--stream-priority", f.stream_priority,
+                 "GPU: which CUDA stream the GPU schedules first while all-reduces overlap backward: equal (as "
+                 "PyTorch DDP), comm (NCCL's, like ProcessGroupNCCL's is_high_priority_stream) or compute")
+      ->check(CLI::IsMember({"equal", "comm", "compute"}))->capture_default_str();
   app.add_option("--data", f.data,
                  "training data: a text file or directory of text files, an llm.c or nanoGPT .bin token file, or "
                  "'synthetic' for random bytes "
@@ -121,6 +125,7 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   c.engine.buckets.first_bucket_bytes = mib(first_bucket_mib, "--first-bucket-mb");
   c.engine.buckets.bucket_cap_bytes = mib(bucket_cap_mib, "--bucket-cap-mb");
   c.engine.overlap = !no_overlap;
+  c.stream_priority = train::parse_stream_priority(stream_priority);
   c.engine.gradient_reduction = gradient_reduction == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
   // SCALESCOPE_DATA names the default text where /usr/share/games/fortunes cannot be installed.
   const char* env_data = std::getenv("SCALESCOPE_DATA");

@@ -24,6 +24,7 @@ struct WorkloadFlags {
   float learning_rate = 1e-3f;
   double timeout_seconds = 1800;
   bool quiet = false;
+  std::string stream_priority = "equal";  // GPU ranks: train::StreamPriority
   std::string fault;               // hidden test hook
   std::string gradient_reduction = "average";  // hidden test hook
 

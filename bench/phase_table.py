@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""Phase breakdown of several `scalescope train --out` results side by side, one line per file.
+
+usage: phase_table.py RESULT.json...
+
+Columns (ms per step, mean over the timed steps of rank 0's phases; step = the headline trimmed mean of the
+slowest rank): forward, backward, exposed communication, optimizer, the sum of the all-reduce durations and
+their busbw (GB/s, GB = 1e9) as they ran beside backward.
+"""
+import json
+import os
+import sys
+
+
+def main():
+    print(f"{'run':<28} {'N':>2} {'prio':<8} {'step':>7} {'fwd':>6} {'bwd':>6} {'exposed':>7} {'optim':>6} "
+          f"{'allred':>7} {'busbw':>6}")
+    for path in sys.argv[1:]:
+        try:
+            doc = json.load(open(path))
+        except (OSError, ValueError) as e:
+            print(f"{os.path.basename(path):<28} unreadable: {e}")
+            continue
+        c, p = doc["config"], doc["phases"]
+        ms = lambda key: p[key] * 1e3
+        busbw = doc.get("all_reduce_busbw_GBps")
+        print(f"{os.path.basename(path)[:-5]:<28} {c['world_size']:>2} {c.get('stream_priority', 'equal'):<8} "
+              f"{doc['step_s']['trimmed_mean'] * 1e3:>7.2f} {ms('forward_s'):>6.2f} {ms('backward_s'):>6.2f} "
+              f"{ms('exposed_comm_s'):>7.2f} {ms('optimizer_s'):>6.2f} {ms('all_reduce_s'):>7.2f} "
+              f"{busbw if busbw is None else round(busbw, 1)!s:>6}")
+
+
+if __name__ == "__main__":
+    main()
