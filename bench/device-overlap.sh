@@ -3,7 +3,9 @@
 # and the GPU tests, runs the tests, then `scalescope train --backend gpu --model gpt2-124m` at world size 1 and
 # at every GPU of the machine for each CUDA stream priority (--stream-priority equal|comm|compute) and NCCL CTA
 # limit (NCCL_MAX_CTAS unset|16|8), with the phase breakdown of each printed last (bench/phase_table.py).
-# Outputs under $OUT, each as soon as it exists.
+# Outputs under $OUT, each as soon as it exists. Environment: OVERLAP_MODEL (gpt2-124m), OVERLAP_TESTS=0 skips
+# the tests, OVERLAP_CTAS (the NCCL_MAX_CTAS values, "unset 16 8"), OVERLAP_CAP (a bucket cap in MiB to try, 100;
+# empty: none).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -15,7 +17,7 @@ MODEL=${OVERLAP_MODEL:-gpt2-124m}
 { cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
   cmake --build build-device -j "$J" --target scalescope test_gpt_cuda test_mlp_lm_cuda; } \
   > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-for t in test_gpt_cuda test_mlp_lm_cuda; do
+for t in $([ "${OVERLAP_TESTS:-1}" = 1 ] && echo test_gpt_cuda test_mlp_lm_cuda); do
   build-device/tests/$t --gtest_brief=1 > "$OUT/$t.txt" 2>&1
   echo "$t: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$t.txt" | tr '\n' ' ')"
 done
@@ -28,10 +30,10 @@ run() {  # run TAG N ENV... -- FLAGS...
 }
 run "n1-equal" 1 --
 for prio in equal comm compute; do
-  for ctas in unset 16 8; do
+  for ctas in ${OVERLAP_CTAS:-unset 16 8}; do
     env=(); [ "$ctas" != unset ] && env=(NCCL_MAX_CTAS=$ctas)
     run "n$GPUS-$prio-ctas$ctas" "$GPUS" "${env[@]}" -- --stream-priority "$prio"
   done
 done
-run "n$GPUS-equal-cap100" "$GPUS" -- --bucket-cap-mb 100
+[ -n "${OVERLAP_CAP:-100}" ] && run "n$GPUS-equal-cap${OVERLAP_CAP:-100}" "$GPUS" -- --bucket-cap-mb "${OVERLAP_CAP:-100}"
 python3 bench/phase_table.py "$OUT"/n*.json

@@ -138,6 +138,9 @@ def main():
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     round_ms, losses, i = [], [], 0
     for r in range(a.warmup_rounds + a.rounds):
+        if dist.is_initialized():  # every rank starts the round together, as scalescope's ranks do
+            dist.barrier(device_ids=[local_rank])
+            torch.cuda.synchronize()
         start.record()
         round_losses = []
         for _ in range(a.steps_per_round):

@@ -38,7 +38,8 @@ struct TrainJobConfig {
   std::uint64_t data_seed = 42;
   double timeout_seconds = 1800;  ///< the launcher stops a job that hangs longer than this
   bool progress = true;           ///< rank 0 reports rounds on stderr
-  /// Test hook "RANK:STEP:exit|abort|hang": that rank fails at that step, to test the launcher's handling.
+  /// Test hook "RANK:STEP:exit|abort|hang|late": that rank fails at that step, to test the launcher's handling,
+  /// or (late) starts the round beginning at that step 0.5 s after the others, to test the round barrier.
   std::string fault;
 
   int rows_per_rank() const;

@@ -34,6 +34,20 @@ TEST(DoctorCli, TwoRankCpuSweepGivesTableVerdictAndJson) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(DoctorCli, HostWorkBetweenRoundsIsNotCountedInTheNextRound) {
+  // Rank 1 reaches the round of steps 4-5 half a second late. Rounds start together after a barrier, so no
+  // rank's round absorbs the wait (without it, rank 0's third round measured ≥ 0.25 s per step).
+  auto dir = scratch_dir("late_rank");
+  auto out = dir / "t.json";
+  auto r = run_cli("train --backend cpu --world-size 2 --model mlp-1m --batch 8 --warmup-rounds 0 --rounds 3 "
+                   "--steps-per-round 2 -q --internal-fault 1:4:late --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto rounds = read_json(out).at("round_step_s");
+  ASSERT_EQ(rounds.size(), 3u);
+  for (const auto& s : rounds) EXPECT_LT(s.get<double>(), 0.2) << rounds.dump();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DoctorCli, TrainPrintsThePhaseBreakdown) {
   auto r = run_cli("train --backend cpu --world-size 2 --model mlp-1m --batch 8 --warmup-rounds 1 --rounds 3 "
                    "--steps-per-round 2 -q");
