@@ -87,6 +87,7 @@ std::vector<StepTiming> DataParallelEngine::take_step_timings() {
       t.all_reduce_seconds += c.seconds;
       t.all_reduce_bytes += c.bytes;
     }
+    if (per_step > 0) t.last_all_reduce_seconds = collectives[s * per_step + per_step - 1].seconds;
     t.all_reduce_count = static_cast<int>(per_step);
     out.push_back(t);
   }

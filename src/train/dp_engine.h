@@ -32,6 +32,9 @@ struct StepTiming {
   double all_reduce_seconds = 0;     ///< sum of the durations of this step's all-reduces
   int all_reduce_count = 0;
   std::uint64_t all_reduce_bytes = 0;
+  /// Duration of the step's last all-reduce (the last bucket), seconds: it can start only once the last
+  /// gradients are ready, so it bounds the exposed communication from below.
+  double last_all_reduce_seconds = 0;
   /// Compute time: forward + backward + optimizer (the seed's "compute time" in the comm ratio).
   double compute() const { return forward + backward + optimizer; }
 };

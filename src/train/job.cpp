@@ -96,10 +96,11 @@ StepTiming mean_of(const std::vector<StepTiming>& steps) {
     m.all_reduce_seconds += s.all_reduce_seconds;
     m.all_reduce_count += s.all_reduce_count;
     m.all_reduce_bytes += s.all_reduce_bytes;
+    m.last_all_reduce_seconds += s.last_all_reduce_seconds;
   }
   const double n = static_cast<double>(steps.size());
   m.data_wait /= n; m.stage /= n; m.forward /= n; m.backward /= n; m.exposed_comm /= n;
-  m.optimizer /= n; m.total /= n; m.all_reduce_seconds /= n;
+  m.optimizer /= n; m.total /= n; m.all_reduce_seconds /= n; m.last_all_reduce_seconds /= n;
   m.all_reduce_count = static_cast<int>(m.all_reduce_count / static_cast<int>(steps.size()));
   m.all_reduce_bytes /= steps.size();
   return m;
@@ -108,14 +109,16 @@ StepTiming mean_of(const std::vector<StepTiming>& steps) {
 // Phase means travel between ranks as doubles in this order.
 std::vector<double> pack(const StepTiming& t) {
   return {t.data_wait, t.stage, t.forward, t.backward, t.exposed_comm, t.optimizer, t.total,
-          t.all_reduce_seconds, static_cast<double>(t.all_reduce_count), static_cast<double>(t.all_reduce_bytes)};
+          t.all_reduce_seconds, static_cast<double>(t.all_reduce_count), static_cast<double>(t.all_reduce_bytes),
+          t.last_all_reduce_seconds};
 }
-constexpr std::size_t kPackedPhases = 10;
+constexpr std::size_t kPackedPhases = 11;
 StepTiming unpack(const double* v) {
   StepTiming t;
   t.data_wait = v[0]; t.stage = v[1]; t.forward = v[2]; t.backward = v[3]; t.exposed_comm = v[4];
   t.optimizer = v[5]; t.total = v[6]; t.all_reduce_seconds = v[7];
   t.all_reduce_count = static_cast<int>(v[8]); t.all_reduce_bytes = static_cast<std::uint64_t>(v[9]);
+  t.last_all_reduce_seconds = v[10];
   return t;
 }
 
@@ -140,13 +143,15 @@ void to_json(nlohmann::json& j, const StepTiming& t) {
   j = {{"data_wait_s", t.data_wait}, {"stage_s", t.stage}, {"forward_s", t.forward},
        {"backward_s", t.backward}, {"exposed_comm_s", t.exposed_comm}, {"optimizer_s", t.optimizer},
        {"total_s", t.total}, {"compute_s", t.compute()}, {"all_reduce_s", t.all_reduce_seconds},
-       {"all_reduce_count", t.all_reduce_count}, {"all_reduce_bytes", t.all_reduce_bytes}};
+       {"all_reduce_count", t.all_reduce_count}, {"all_reduce_bytes", t.all_reduce_bytes},
+       {"last_all_reduce_s", t.last_all_reduce_seconds}};
 }
 void from_json(const nlohmann::json& j, StepTiming& t) {
   t.data_wait = j.at("data_wait_s"); t.stage = j.at("stage_s"); t.forward = j.at("forward_s");
   t.backward = j.at("backward_s"); t.exposed_comm = j.at("exposed_comm_s"); t.optimizer = j.at("optimizer_s");
   t.total = j.at("total_s"); t.all_reduce_seconds = j.at("all_reduce_s");
   t.all_reduce_count = j.at("all_reduce_count"); t.all_reduce_bytes = j.at("all_reduce_bytes");
+  t.last_all_reduce_seconds = j.value("last_all_reduce_s", 0.0);  // absent in results older than the field
 }
 
 // ---------------------------------------------------------------------------------------------- config

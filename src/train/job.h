@@ -53,7 +53,8 @@ struct TrainJobConfig {
 void to_json(nlohmann::json& j, const TrainJobConfig& c);
 void from_json(const nlohmann::json& j, TrainJobConfig& c);
 
-/// JSON of one step's (or a mean step's) phase times: keys data_wait_s … all_reduce_bytes, seconds.
+/// JSON of one step's (or a mean step's) phase times: keys data_wait_s … all_reduce_bytes, last_all_reduce_s,
+/// seconds.
 void to_json(nlohmann::json& j, const StepTiming& t);
 void from_json(const nlohmann::json& j, StepTiming& t);
 
