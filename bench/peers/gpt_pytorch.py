@@ -97,6 +97,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps-per-round", type=int, default=10)
     ap.add_argument("--json", default="")
+    ap.add_argument("--trace-dir", default="",
+                    help="after timing, profile 3 more steps (torch.profiler, CPU + CUDA) and write one Kineto trace "
+                         "per rank, DIR/rank<R>.json, for `scalescope analyze`")
     a = ap.parse_args()
 
     layers, d, heads, ffn, vocab, seq = PRESETS[a.model]
@@ -151,6 +154,18 @@ def main():
         if r >= a.warmup_rounds:
             round_ms.append(start.elapsed_time(stop) / a.steps_per_round)
         losses += [float(x) for x in round_losses]
+    if a.trace_dir:  # outside the timed rounds: the profiler's own overhead never touches the figures above
+        os.makedirs(a.trace_dir, exist_ok=True)
+        path = os.path.join(a.trace_dir, f"rank{rank}.json")
+        sched = torch.profiler.schedule(wait=1, warmup=1, active=3)
+        acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=acts, schedule=sched,
+                                    on_trace_ready=lambda prof: prof.export_chrome_trace(path)) as prof:
+            for _ in range(5):
+                step(i)
+                i += 1
+                prof.step()
+        torch.cuda.synchronize()
     if dist.is_initialized():  # the job's step is the slowest rank's
         t = torch.tensor(round_ms, device=dev)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
