@@ -220,7 +220,7 @@ std::optional<std::int64_t> collective_bytes(std::optional<Collective> kind, con
   return *n * esize;
 }
 
-RankData extract(Trace&& t, std::size_t file_index, const std::string& path) {
+RankData extract(Trace&& t, std::size_t file_index, const std::string& path, StepWindows windows) {
   RankData d;
   RankAnalysis& out = d.out;
   out.source = path;
@@ -273,6 +273,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path) {
   // per CPU thread, the nccl:* / record_param_comms ranges (by start), the item() ranges and data loading.
   std::unordered_map<std::int64_t, std::int32_t> coll_by_external;
   std::unordered_map<std::int64_t, std::size_t> launch_by_corr;
+  std::unordered_map<std::int64_t, std::int64_t> call_ts_by_corr;  // any runtime/driver call: when it was made
   std::map<std::uint32_t, std::vector<std::pair<Iv, std::int32_t>>> coll_ranges;
   std::map<std::uint32_t, Ivs> item_ranges;
   Ivs dataloader;
@@ -309,6 +310,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path) {
       case EventKind::cuda_runtime:
       case EventKind::cuda_driver:
         if (e.correlation >= 0 && name.find("Launch") != std::string_view::npos) launch_by_corr.emplace(e.correlation, i);
+        if (e.correlation >= 0) call_ts_by_corr.emplace(e.correlation, e.ts_ns);
         break;
       default:
         break;
@@ -348,6 +350,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path) {
 
   // GPU operations of the analysed device.
   std::map<std::int32_t, std::int64_t> compute_by_stream;
+  std::map<std::int64_t, Iv> launched_in_step;  // step number → span of the GPU work launched in its CPU range
   for (const auto& e : t.events) {
     if (e.kind != EventKind::kernel && e.kind != EventKind::memcpy && e.kind != EventKind::memset) continue;
     if (device_of(e) != out.device) continue;
@@ -369,6 +372,12 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path) {
     }
     if (op.cls == GpuClass::compute) compute_by_stream[op.stream] += e.dur_ns;
     d.gpu.push_back(op);
+    if (e.correlation >= 0 && out.steps_from_annotations)
+      if (auto it = call_ts_by_corr.find(e.correlation); it != call_ts_by_corr.end())
+        if (const std::int64_t step = step_of(it->second); step >= 0) {
+          auto [span, fresh] = launched_in_step.try_emplace(step, Iv{op.start, op.end});
+          if (!fresh) span->second = {std::min(span->second.first, op.start), std::max(span->second.second, op.end)};
+        }
     if (op.cls != GpuClass::comm) continue;
 
     // Its collective metadata: on the kernel, on the CPU op with the same External id, or on the nccl:* range
@@ -427,6 +436,36 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path) {
   }
   if (assumed_world)
     out.warnings.push_back("some collectives carry no group size: the world size is used for their busbw factor");
+
+  // Step windows on the GPU side (StepWindows::gpu_launches). Collectives keep the step of their launch (above),
+  // which is what matching across ranks needs.
+  out.step_windows = out.steps_from_annotations ? "ProfilerStep#N CPU ranges" : "whole trace";
+  if (windows == StepWindows::gpu_launches && out.steps_from_annotations && out.has_gpu) {
+    std::vector<Iv> spans;
+    std::string missing;
+    for (const Step& s : d.steps) {
+      auto it = launched_in_step.find(s.number);
+      if (it == launched_in_step.end() || s.number < 0) {
+        missing = s.name;
+        break;
+      }
+      if (!spans.empty() && it->second.first <= spans.back().first) {
+        missing = s.name + " (its GPU work starts before the previous step's)";
+        break;
+      }
+      spans.push_back(it->second);
+    }
+    if (missing.empty()) {
+      for (std::size_t k = 0; k < d.steps.size(); ++k) {
+        d.steps[k].begin = spans[k].first;
+        d.steps[k].end = k + 1 < spans.size() ? spans[k + 1].first : spans[k].second;
+      }
+      out.step_windows = "GPU work launched in each step";
+    } else {
+      out.warnings.push_back("steps are the ProfilerStep#N CPU ranges: no GPU work is linked to a launch in " +
+                             missing + ", so the GPU-side windows cannot be drawn");
+    }
+  }
   std::sort(d.gpu.begin(), d.gpu.end(), [](const GpuOp& a, const GpuOp& b) { return a.start < b.start; });
   std::sort(d.comms.begin(), d.comms.end(), [](const CommOp& a, const CommOp& b) { return a.start < b.start; });
   if (!compute_by_stream.empty())
@@ -1055,7 +1094,7 @@ TraceAnalysis analyze_traces(std::vector<Trace> traces, const Trace* baseline, c
   data.reserve(traces.size());
   for (std::size_t i = 0; i < traces.size(); ++i) {
     const std::string src = traces[i].source;
-    data.push_back(extract(std::move(traces[i]), i, src));
+    data.push_back(extract(std::move(traces[i]), i, src, options.step_windows));
   }
   traces.clear();
   std::stable_sort(data.begin(), data.end(), [](const RankData& x, const RankData& y) { return x.out.rank < y.out.rank; });
@@ -1072,7 +1111,7 @@ TraceAnalysis analyze_traces(std::vector<Trace> traces, const Trace* baseline, c
   std::optional<RankData> base;
   if (baseline) {
     Trace copy = *baseline;
-    base = extract(std::move(copy), 0, baseline->source);
+    base = extract(std::move(copy), 0, baseline->source, options.step_windows);
     finish_rank(*base);
     base->out.waterfall = make_waterfall(base->out.mean, nullptr);
   }
@@ -1267,6 +1306,7 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
        {"compute_stream", r.compute_stream},
        {"has_gpu", r.has_gpu},
        {"steps_from_annotations", r.steps_from_annotations},
+       {"step_windows", r.step_windows},
        {"steps", r.steps},
        {"mean", r.mean},
        {"clock_offset_us", r.clock_offset_us},

@@ -8,8 +8,9 @@
 // Units: times in the public records are milliseconds (suffix _ms) or microseconds (_us); bytes are bytes;
 // bandwidths are GB/s with GB = 1e9 bytes. Internally everything is integer nanoseconds, so sums are exact.
 //
-// Definitions (all over one step's time window W = [start, end) of the ProfilerStep#N annotation; GPU intervals
-// are clipped to W, so a kernel launched in step N that runs into step N+1 counts where it runs):
+// Definitions (all over one step's time window W = [start, end): by default from the first GPU activity launched
+// in ProfilerStep#N to the first launched in step N+1, else the annotation's CPU range, see StepWindows; GPU
+// intervals are clipped to W, so a kernel launched in step N that runs into step N+1 counts where it runs):
 //  - C = union of compute-kernel intervals (every kernel that is not communication), M = union of communication
 //    kernels (NCCL kernels by name: ncclKernel_*, ncclDevKernel_* including the 2.17+ ncclDevKernel_AllReduce_
 //    Sum_f32_RING_LL style, or any kernel carrying "Collective name"), Y = union of copies and memsets;
@@ -55,6 +56,18 @@ enum class ClockAlignment {
   none,
 };
 
+/// What time window one training step is.
+enum class StepWindows {
+  /// The default. GPU side: step N runs from the first GPU activity launched inside the ProfilerStep#N CPU range
+  /// (kernel, copy or memset, linked to its launch call by "correlation") to the first one launched in step N+1;
+  /// the last step ends with the end of its last GPU activity. A CPU that runs ahead of its GPU (a loop without
+  /// host synchronisation) then neither shortens nor shifts the steps. A rank falls back to `annotation` when a
+  /// step launched no GPU work or its trace links no activity to a launch (a warning says so).
+  gpu_launches,
+  /// The CPU range of the ProfilerStep#N annotation itself (HTA's temporal breakdown uses it).
+  annotation,
+};
+
 /// Options of the analysis.
 struct TraceOptions {
   /// A trace of the same job on one rank: enables the verdict and makes the waterfall's ideal the baseline's
@@ -63,6 +76,7 @@ struct TraceOptions {
   /// Weak scaling (per-rank batch fixed) or strong (global batch fixed): how speedup is computed.
   core::ScalingMode mode = core::ScalingMode::weak;
   ClockAlignment alignment = ClockAlignment::auto_;
+  StepWindows step_windows = StepWindows::gpu_launches;
   /// Keep what the merged timeline needs (TraceAnalysis::timelines) for write_merged_timeline().
   bool keep_timeline = false;
   /// Reader options for every file.
@@ -163,6 +177,8 @@ struct RankAnalysis {
   int compute_stream = -1;        ///< the stream with the most compute-kernel time
   bool has_gpu = false;           ///< the trace has GPU activity
   bool steps_from_annotations = false;  ///< ProfilerStep#N found; else one step = the whole trace
+  /// The step windows used: "GPU work launched in each step", "ProfilerStep#N CPU ranges" or "whole trace".
+  std::string step_windows;
   std::vector<StepMetrics> steps;
   StepMetrics mean;               ///< mean per step
   Waterfall waterfall;            ///< meaningful only with has_gpu

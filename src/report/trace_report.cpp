@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include "report/table.h"
@@ -42,6 +44,15 @@ std::string render_trace_report(const analyze::TraceAnalysis& a) {
                      a.ranks.size() == 1 ? "" : "s", gpu_ranks,
                      a.world_size ? fmt::format(", world size {}", *a.world_size) : "",
                      a.errors.empty() ? "" : fmt::format(", {} file{} failed", a.errors.size(), a.errors.size() == 1 ? "" : "s"));
+  std::map<std::string, int> windows;  // how each rank's steps were drawn
+  for (const auto& r : a.ranks) ++windows[r.step_windows];
+  if (a.baseline) ++windows[a.baseline->step_windows];
+  if (!windows.empty()) {
+    std::string w;
+    for (const auto& [how, n] : windows)
+      w += fmt::format("{}{}{}", w.empty() ? "" : "; ", how, windows.size() > 1 ? fmt::format(" ({} traces)", n) : "");
+    out += "steps: " + w + "\n";
+  }
   if (gpu_ranks >= 2) {
     out += fmt::format("clocks: {}\n", a.cross.alignment);
     out += fmt::format("collectives matched across ranks: {} (by {}), {} unmatched\n", a.cross.matched,

@@ -489,3 +489,65 @@ TEST(TraceAnalysis, JsonOfNonUtf8PathsAndKeysDumps) {
   EXPECT_NE(dumped.find("x\xEF\xBF\xBD.json"), std::string::npos);
   EXPECT_NE(dumped.find("\\\"traceEvents\\\" is not an array"), std::string::npos) << dumped;
 }
+
+namespace {
+// A loop without host synchronisation: the CPU launches each step in 1 ms while the GPU runs it later, 3–6 ms
+// into the trace. Step 1 launches a 1000 µs kernel and a 500 µs all-reduce, step 2 a 1000 µs kernel and a 400 µs
+// all-reduce (µs; launches at 100, 200, 1100, 1200 with correlations 1–4).
+std::string cpu_ahead_trace(bool step_two_launches = true) {
+
+  std::vector<std::string> ev = {
+      cpu("user_annotation", "ProfilerStep#1", 0, 1000), cpu("user_annotation", "ProfilerStep#2", 1000, 1000),
+      cpu("cuda_runtime", "cudaLaunchKernel", 100, 5, 100, R"("correlation": 1)"),
+      cpu("cuda_runtime", "cudaLaunchKernel", 200, 5, 100, R"("correlation": 2)"),
+      kernel("gemm", 3000, 1000, 7, R"("correlation": 1)"),
+      kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 4000, 500, 20, R"("correlation": 2)"),
+      kernel("gemm", 4600, 1000, 7, R"("correlation": 3)"),
+      kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 5600, 400, 20, R"("correlation": 4)")};
+  if (step_two_launches) {
+    ev.push_back(cpu("cuda_runtime", "cudaLaunchKernel", 1100, 5, 100, R"("correlation": 3)"));
+    ev.push_back(cpu("cuda_runtime", "cudaLaunchKernel", 1200, 5, 100, R"("correlation": 4)"));
+  }
+  return trace(ev, dist_info(0, 2));
+}
+}  // namespace
+
+TEST(TraceAnalysis, StepsFollowTheGpuWhenTheCpuRunsAhead) {
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(cpu_ahead_trace(), "rank0.json"));
+  const TraceAnalysis a = analyze_traces(std::move(v), nullptr, {});
+  const RankAnalysis& r = a.ranks.at(0);
+  EXPECT_EQ(r.step_windows, "GPU work launched in each step");
+  ASSERT_EQ(r.steps.size(), 2u);
+  // Step 1: [3000, 4600), the next step's first kernel; step 2: [4600, 6000), the end of its all-reduce.
+  EXPECT_NEAR(r.steps[0].start_ms, 3.0, kTol);
+  EXPECT_NEAR(r.steps[0].step_ms, 1.6, kTol);
+  EXPECT_NEAR(r.steps[0].compute_ms, 1.0, kTol);
+  EXPECT_NEAR(r.steps[0].exposed_comm_ms, 0.5, kTol);
+  EXPECT_NEAR(r.steps[0].other_ms, 0.1, kTol);  // idle [4500, 4600)
+  EXPECT_NEAR(r.steps[1].step_ms, 1.4, kTol);
+  EXPECT_NEAR(r.steps[1].compute_ms, 1.0, kTol);
+  EXPECT_NEAR(r.steps[1].exposed_comm_ms, 0.4, kTol);
+
+  // The CPU ranges instead: 1 ms steps in which the GPU did nothing.
+  TraceOptions o;
+  o.step_windows = StepWindows::annotation;
+  std::vector<Trace> w;
+  w.push_back(read_trace_bytes(cpu_ahead_trace(), "rank0.json"));
+  const TraceAnalysis b = analyze_traces(std::move(w), nullptr, o);
+  EXPECT_EQ(b.ranks.at(0).step_windows, "ProfilerStep#N CPU ranges");
+  EXPECT_NEAR(b.ranks.at(0).steps.at(0).step_ms, 1.0, kTol);
+  EXPECT_NEAR(b.ranks.at(0).steps.at(0).compute_ms, 0.0, kTol);
+}
+
+TEST(TraceAnalysis, StepWithoutLinkedGpuWorkFallsBackToTheCpuRanges) {
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(cpu_ahead_trace(false), "rank0.json"));
+  const TraceAnalysis a = analyze_traces(std::move(v), nullptr, {});
+  const RankAnalysis& r = a.ranks.at(0);
+  EXPECT_EQ(r.step_windows, "ProfilerStep#N CPU ranges");
+  EXPECT_NEAR(r.steps.at(0).step_ms, 1.0, kTol);
+  bool said = false;
+  for (const auto& w : r.warnings) said |= w.find("no GPU work is linked to a launch in ProfilerStep#2") != std::string::npos;
+  EXPECT_TRUE(said);
+}

@@ -76,9 +76,17 @@ TEST(TraceCorpus, NcclProfilerPluginDumpIsRefusedWithTheByte) {
   }
 }
 
+TraceOptions annotation_windows() {
+  TraceOptions o;
+  o.step_windows = StepWindows::annotation;
+  return o;
+}
+
+// Steps as the ProfilerStep#N CPU ranges (trace_figures.py without --gpu-windows).
 TEST(TraceCorpus, HtaNcclDataFiguresByHand) {
   REQUIRE_CORPUS();
-  const TraceAnalysis a = analyze_trace_files({(corpus() / "hta/hta_nccl_parser_config_nccl_data.json.gz").string()}, {});
+  const TraceAnalysis a =
+      analyze_trace_files({(corpus() / "hta/hta_nccl_parser_config_nccl_data.json.gz").string()}, annotation_windows());
   ASSERT_EQ(a.ranks.size(), 1u);
   const RankAnalysis& r = a.ranks[0];
   EXPECT_EQ(r.rank, 0);
@@ -131,7 +139,8 @@ TEST(TraceCorpus, HtaNcclDataFiguresByHand) {
 
 TEST(TraceCorpus, ParamDlrmEightRanksByHand) {
   REQUIRE_CORPUS();
-  const TraceAnalysis a = analyze_trace_files(dlrm_files(), {});
+  const TraceAnalysis a = analyze_trace_files(dlrm_files(), annotation_windows());
+  EXPECT_EQ(a.ranks[0].step_windows, "ProfilerStep#N CPU ranges");
   ASSERT_EQ(a.ranks.size(), 8u);
   EXPECT_TRUE(a.errors.empty());
   EXPECT_EQ(a.world_size, 8);
@@ -173,6 +182,53 @@ TEST(TraceCorpus, ParamDlrmEightRanksByHand) {
   std::map<std::string, std::int64_t> kinds;
   for (const auto& g : a.ranks[0].collectives) kinds[g.collective] += g.count;
   EXPECT_EQ(kinds, (std::map<std::string, std::int64_t>{{"all_reduce", 3}, {"all_to_all", 5}}));
+}
+
+// The default, GPU-side step windows (trace_figures.py --gpu-windows: from the first GPU activity whose launch lies
+// in ProfilerStep#N to the first of the next step; the last step ends with its last activity).
+TEST(TraceCorpus, HtaNcclDataGpuWindowsByHand) {
+  REQUIRE_CORPUS();
+  const TraceAnalysis a = analyze_trace_files({(corpus() / "hta/hta_nccl_parser_config_nccl_data.json.gz").string()}, {});
+  ASSERT_EQ(a.ranks.size(), 1u);
+  const RankAnalysis& r = a.ranks[0];
+  EXPECT_EQ(r.step_windows, "GPU work launched in each step");
+  // Python (µs): window start, step, compute, comm, overlap, exposed. The GPU runs 4.4–6.1 ms behind the CPU.
+  const double expect[3][6] = {{4458676422880.181, 222054.811, 38506.406, 11989.021, 1825.259, 10163.762},
+                               {4458676644934.992, 219732.155, 38429.422, 12300.029, 1760.420, 10539.609},
+                               {4458676864667.147, 218764.039, 38720.019, 22587.443, 3731.346, 18856.097}};
+  ASSERT_EQ(r.steps.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const StepMetrics& s = r.steps[i];
+    EXPECT_NEAR(s.start_ms, expect[i][0] / 1e3, 1e-6) << i;
+    EXPECT_NEAR(s.step_ms, expect[i][1] / 1e3, 1e-9) << i;
+    EXPECT_NEAR(s.compute_ms, expect[i][2] / 1e3, 1e-9) << i;
+    EXPECT_NEAR(s.comm_ms, expect[i][3] / 1e3, 1e-9) << i;
+    EXPECT_NEAR(s.overlap_ms, expect[i][4] / 1e3, 1e-9) << i;
+    EXPECT_NEAR(s.exposed_comm_ms, expect[i][5] / 1e3, 1e-9) << i;
+  }
+}
+
+TEST(TraceCorpus, ParamDlrmGpuWindowsByHand) {
+  REQUIRE_CORPUS();
+  const TraceAnalysis a = analyze_trace_files(dlrm_files(), {});
+  ASSERT_EQ(a.ranks.size(), 8u);
+  // Python --gpu-windows, ProfilerStep#10 (µs): step, compute, comm, overlap, exposed. The ranks whose CPU range
+  // began earliest lose the GPU work launched before the step (rank 1's compute: 1246 → 1050 µs).
+  const double expect[8][5] = {{13009, 1034, 5798, 261, 5537},  {18467, 1050, 11336, 280, 11056},
+                               {11350, 1068, 3492, 275, 3217},  {17511, 1064, 9774, 324, 9450},
+                               {16589, 1126, 6587, 37, 6550},   {16392, 1041, 6251, 40, 6211},
+                               {11410, 1051, 3558, 269, 3289},  {10967, 1059, 1746, 166, 1580}};
+  for (int i = 0; i < 8; ++i) {
+    const RankAnalysis& r = a.ranks[static_cast<std::size_t>(i)];
+    EXPECT_EQ(r.step_windows, "GPU work launched in each step") << i;
+    EXPECT_NEAR(r.mean.step_ms, expect[i][0] / 1e3, 1e-9) << i;
+    EXPECT_NEAR(r.mean.compute_ms, expect[i][1] / 1e3, 1e-9) << i;
+    EXPECT_NEAR(r.mean.comm_ms, expect[i][2] / 1e3, 1e-9) << i;
+    EXPECT_NEAR(r.mean.overlap_ms, expect[i][3] / 1e3, 1e-9) << i;
+    EXPECT_NEAR(r.mean.exposed_comm_ms, expect[i][4] / 1e3, 1e-9) << i;
+  }
+  ASSERT_TRUE(a.cross.straggler.has_value());
+  EXPECT_EQ(*a.cross.straggler, 7);  // matching and waits do not depend on the windows
 }
 
 TEST(TraceCorpus, CpuOnlyAndSampledRanks) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent figures from Kineto traces, to check scalescope's trace analysis by hand (stdlib only).
 
-Usage: trace_figures.py TRACE.json[.gz] ...
+Usage: trace_figures.py [--gpu-windows] TRACE.json[.gz] ...
 
 For each trace: the NCCL kernels (name starts with "nccl") of the busiest device, their count and total
 duration; then for each ProfilerStep#N window, the unions of compute kernels (the other kernels) and of NCCL
@@ -9,6 +9,9 @@ kernels clipped to the window, their intersection (overlap) and comm minus compu
 With several traces that all carry distributedInfo.rank, it also matches the k-th NCCL kernel of every rank,
 aligns each rank's clock by the median of (lowest rank's end - its end), and prints each rank's lateness
 (start - earliest start) and wait (min(latest start - start, duration)) summed over the matches, in ms.
+With --gpu-windows a step's window is not the ProfilerStep#N CPU range but runs from the first GPU activity
+(kernel, copy, memset on that device) whose launching runtime/driver call (same args "correlation") lies in
+that range, to the first one of the next step; the last step ends with the end of its last such activity.
 Numbers are read as decimal.Decimal: at ts around 4.5e12 µs a float keeps only about 0.5 ns, and sums drift.
 """
 import decimal
@@ -68,19 +71,47 @@ def nccl_kernels(d):
     return nccl, compute
 
 
-def per_step(path, d):
+def gpu_side_windows(d, steps, device):
+    """[(name, lo, hi)]: the windows of the GPU work launched in each step (see --gpu-windows)."""
+    calls = {}
+    for e in d['traceEvents']:
+        if e.get('ph') == 'X' and e.get('cat') in ('cuda_runtime', 'cuda_driver') and 'correlation' in e.get('args', {}):
+            calls.setdefault(e['args']['correlation'], e['ts'])
+    spans = {}
+    for e in d['traceEvents']:
+        if e.get('ph') != 'X' or e.get('cat') not in ('kernel', 'gpu_memcpy', 'gpu_memset'):
+            continue
+        if e.get('args', {}).get('device', 0) != device:
+            continue
+        t = calls.get(e.get('args', {}).get('correlation'))
+        if t is None:
+            continue
+        for s in steps:
+            if s['ts'] <= t < s['ts'] + s['dur']:
+                lo, hi = spans.get(s['name'], (e['ts'], e['ts'] + e['dur']))
+                spans[s['name']] = (min(lo, e['ts']), max(hi, e['ts'] + e['dur']))
+    out = []
+    for k, s in enumerate(steps):
+        lo, hi = spans[s['name']]
+        out.append((s['name'], lo, spans[steps[k + 1]['name']][0] if k + 1 < len(steps) else hi))
+    return out
+
+
+def per_step(path, d, gpu_windows=False):
     nccl, compute = nccl_kernels(d)
     print(path, 'rank', d.get('distributedInfo', {}).get('rank'))
     print('  nccl kernels', len(nccl), 'total dur us', sum(e['dur'] for e in nccl))
-    steps = sorted((e for e in d['traceEvents'] if e.get('ph') == 'X' and e.get('name', '').startswith('ProfilerStep#')),
-                   key=lambda e: e['ts'])
+    steps = sorted((e for e in d['traceEvents'] if e.get('ph') == 'X' and e.get('cat') == 'user_annotation'
+                    and e.get('name', '').startswith('ProfilerStep#')), key=lambda e: e['ts'])
+    windows = [(s['name'], s['ts'], s['ts'] + s['dur']) for s in steps]
+    if gpu_windows:
+        windows = gpu_side_windows(d, steps, (compute + nccl)[0].get('args', {}).get('device', 0))
     c_all = union([[e['ts'], e['ts'] + e['dur']] for e in compute])
     m_all = union([[e['ts'], e['ts'] + e['dur']] for e in nccl])
-    for s in steps:
-        lo, hi = s['ts'], s['ts'] + s['dur']
+    for name, lo, hi in windows:
         c, m = clip(c_all, lo, hi), clip(m_all, lo, hi)
         ov = length(intersect(c, m))
-        print(f"  {s['name']}: step {s['dur']} compute {length(c)} comm {length(m)} overlap {ov} "
+        print(f"  {name}: window {lo} to {hi}, step {hi - lo} compute {length(c)} comm {length(m)} overlap {ov} "
               f"exposed {length(m) - ov}")
 
 
@@ -107,11 +138,13 @@ def cross_rank(traces):
         print(f'  rank {r}: offset {offset[r]} us, late {late[r] / 1000} ms, wait {wait[r] / 1000} ms')
 
 
-def main(paths):
+def main(args):
+    gpu_windows = '--gpu-windows' in args
+    paths = [a for a in args if a != '--gpu-windows']
     traces = []
     for p in paths:
         d = load(p)
-        per_step(p, d)
+        per_step(p, d, gpu_windows)
         traces.append(d)
     if len(traces) > 1 and all('rank' in d.get('distributedInfo', {}) for d in traces):
         cross_rank(traces)

@@ -43,10 +43,11 @@ struct TraceAnalysisOutput {
 /// with an optional 1-rank baseline trace for the verdict, and writes the merged Perfetto timeline when asked.
 /// Bad files are reported per file, never thrown; core::Error only when the timeline cannot be written.
 TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, const std::string& baseline,
-                                         bool strong, const std::string& timeline) {
+                                         bool strong, const std::string& timeline, const std::string& step_windows) {
   analyze::TraceOptions options;
   if (!baseline.empty()) options.baseline_path = baseline;
   options.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;
+  options.step_windows = step_windows == "annotation" ? analyze::StepWindows::annotation : analyze::StepWindows::gpu_launches;
   options.keep_timeline = !timeline.empty();
   const auto analysis = analyze::analyze_trace_files(paths, options);
   TraceAnalysisOutput out;
@@ -69,6 +70,7 @@ struct AnalyzeFlags {
   std::string baseline;  // a 1-rank profiler trace of the same job
   bool strong = false;
   std::string timeline;  // merged Perfetto timeline of the traces
+  std::string step_windows = "gpu";  // analyze::StepWindows
 };
 
 std::string kinds_text(const analyze::InputDetection& d) {
@@ -295,7 +297,7 @@ int run(const AnalyzeFlags& f) {
     std::vector<std::string> paths;
     for (auto i : trace_files) paths.push_back(results[i].path);
     try {
-      auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline);
+      auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline, f.step_windows);
       combined_text += "\n== profiler traces, all ranks together\n" + t.terminal;
       combined["trace"] = std::move(t.combined);
       for (auto i : trace_files) {
@@ -367,6 +369,10 @@ Action add_analyze_command(CLI::App& app) {
   cmd->add_option("--baseline", flags->baseline,
                   "a profiler trace of the same job on one rank: gives speedup, comm ratio and the seed's verdict");
   cmd->add_flag("--strong", flags->strong, "the traces are strong scaling (fixed global batch); default weak");
+  cmd->add_option("--step-windows", flags->step_windows,
+                  "what a step is: gpu (from the first GPU work launched in ProfilerStep#N to the next step's, so a "
+                  "CPU running ahead does not shorten it) or annotation (the ProfilerStep#N CPU range, as HTA)")
+      ->check(CLI::IsMember({"gpu", "annotation"}))->capture_default_str();
   cmd->add_option("--timeline", flags->timeline,
                   "write the ranks' traces merged into one Chrome-trace JSON (compute and communication on separate "
                   "tracks; opens in Perfetto)");
