@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model_test_util.h"
 #include "train/cpu/gpt_cpu.h"
 #include "train/cpu/gpt_ops.h"
 #include "train/gpt.h"
@@ -21,6 +22,8 @@
 using scalescope::core::Error;
 using scalescope::core::UsageError;
 using namespace scalescope::train;
+
+using namespace scalescope::train::testing;
 
 namespace {
 
@@ -38,35 +41,8 @@ GptConfig make_config(int layers, int d, int heads, int ffn, int vocab, int seq)
 /// The finite-difference configuration of the brief: 2 layers, d 16, 2 heads, ffn 32, vocab 64, seq 8.
 GptConfig tiny_config() { return make_config(2, 16, 2, 32, 64, 8); }
 
-std::vector<std::int32_t> random_tokens(int rows, int row_tokens, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<std::int32_t> dist(0, vocab - 1);
-  std::vector<std::int32_t> t(static_cast<std::size_t>(rows) * static_cast<std::size_t>(row_tokens));
-  for (auto& x : t) x = dist(rng);
-  return t;
-}
 
-/// Gradient offsets in reverse parameter order with `gap` unused elements before each range (like DDP
-/// buckets, filled in backward order). Returns the total size.
-std::size_t reverse_offsets(const std::vector<ParameterInfo>& params, std::size_t gap, std::vector<std::size_t>& offsets) {
-  offsets.assign(params.size(), 0);
-  std::size_t at = 0;
-  for (std::size_t i = params.size(); i-- > 0;) {
-    at += gap;
-    offsets[i] = at;
-    at += params[i].numel;
-  }
-  return at + gap;
-}
 
-double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    ref += want[i] * want[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-300);
-}
 
 /// Initial parameters moved off their special values (LayerNorm 1/0, biases 0), so every path is exercised.
 std::vector<double> perturbed_parameters(const GptConfig& config, unsigned seed) {
@@ -323,26 +299,7 @@ TEST(GptCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
   const double loss = gpt_reference_loss(config, std::vector<double>(init.begin(), init.end()), batch, &oracle);
   EXPECT_NEAR(model.take_losses().at(0), loss, 1e-5 * loss);
 
-  const auto got = model.gradients_to_host();
-  std::vector<bool> covered(total, false);
-  std::size_t at = 0;
-  const auto& params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    std::vector<double> g(got.begin() + static_cast<std::ptrdiff_t>(offsets[i]),
-                          got.begin() + static_cast<std::ptrdiff_t>(offsets[i] + params[i].numel));
-    std::vector<double> want(oracle.begin() + static_cast<std::ptrdiff_t>(at),
-                             oracle.begin() + static_cast<std::ptrdiff_t>(at + params[i].numel));
-    EXPECT_LT(relative_error(g, want), 1e-4) << params[i].name;
-    for (std::size_t e = 0; e < params[i].numel; ++e) covered[offsets[i] + e] = true;
-    at += params[i].numel;
-  }
-  std::size_t unwritten = 0, stray = 0;
-  for (std::size_t e = 0; e < total; ++e) {
-    if (covered[e] && !std::isfinite(got[e])) ++unwritten;
-    if (!covered[e] && !std::isnan(got[e])) ++stray;
-  }
-  EXPECT_EQ(unwritten, 0u);
-  EXPECT_EQ(stray, 0u);
+  expect_gradients_match(model.parameters(), model.gradients_to_host(), offsets, total, oracle, 1e-4);
 }
 
 TEST(GptCpu, GradientsBecomeReadyInReverseParameterOrder) {

@@ -12,11 +12,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model_test_util.h"
 #include "train/cpu/mlp_lm_cpu.h"
 #include "train/mlp_lm.h"
 
 using scalescope::core::Error;
 using namespace scalescope::train;
+
+using namespace scalescope::train::testing;
 
 namespace {
 
@@ -30,38 +33,9 @@ MlpLmConfig make_config(int context, int embed, int hidden, int layers, int voca
   return c;
 }
 
-std::vector<std::int32_t> random_tokens(int rows, int row_tokens, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<std::int32_t> dist(0, vocab - 1);
-  std::vector<std::int32_t> t(static_cast<std::size_t>(rows) * static_cast<std::size_t>(row_tokens));
-  for (auto& x : t) x = dist(rng);
-  return t;
-}
 
-/// Gradient offsets in reverse parameter order with `gap` unused elements before each range (like DDP
-/// buckets, which are filled in backward order). Returns the total size.
-std::size_t reverse_offsets(const std::vector<ParameterInfo>& params, std::size_t gap, std::vector<std::size_t>& offsets) {
-  offsets.assign(params.size(), 0);
-  std::size_t at = 0;
-  for (std::size_t i = params.size(); i-- > 0;) {
-    at += gap;
-    offsets[i] = at;
-    at += params[i].numel;
-  }
-  return at + gap;
-}
 
-double norm(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x * x;
-  return std::sqrt(s);
-}
 
-double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
-  std::vector<double> d(got.size());
-  for (std::size_t i = 0; i < got.size(); ++i) d[i] = got[i] - want[i];
-  return norm(d) / std::max(norm(want), 1e-300);
-}
 
 }  // namespace
 
@@ -149,23 +123,7 @@ TEST(MlpLmCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
   const double loss = mlp_lm_reference_loss(config, std::vector<double>(init.begin(), init.end()), batch, &oracle);
   EXPECT_NEAR(model.take_losses().at(0), loss, 1e-5 * loss);
 
-  const auto got = model.gradients_to_host();
-  std::vector<bool> covered(total, false);
-  std::size_t at = 0;
-  const auto& params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    std::vector<double> g(got.begin() + static_cast<std::ptrdiff_t>(offsets[i]),
-                          got.begin() + static_cast<std::ptrdiff_t>(offsets[i] + params[i].numel));
-    std::vector<double> want(oracle.begin() + static_cast<std::ptrdiff_t>(at),
-                             oracle.begin() + static_cast<std::ptrdiff_t>(at + params[i].numel));
-    EXPECT_LT(relative_error(g, want), 1e-4) << params[i].name;
-    for (std::size_t e = 0; e < params[i].numel; ++e) covered[offsets[i] + e] = true;
-    at += params[i].numel;
-  }
-  for (std::size_t e = 0; e < total; ++e) {
-    if (covered[e]) EXPECT_TRUE(std::isfinite(got[e])) << "element " << e;
-    else EXPECT_TRUE(std::isnan(got[e])) << "gap element " << e << " was written";
-  }
+  expect_gradients_match(model.parameters(), model.gradients_to_host(), offsets, total, oracle, 1e-4);
 }
 
 TEST(MlpLmCpu, GradientsBecomeReadyInReverseParameterOrder) {
