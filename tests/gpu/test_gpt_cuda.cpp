@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "cuda_test_util.h"
 #include "train/cpu/gpt_cpu.h"
 #include "train/cpu/gpt_ops.h"
 #include "train/cuda/gpt_cuda.h"
@@ -38,6 +39,8 @@ using scalescope::core::UsageError;
 using namespace scalescope::train;
 namespace k = scalescope::train::gpt_kernels;
 using bf16 = __nv_bfloat16;
+
+using namespace scalescope::train::testing;
 
 namespace {
 
@@ -52,13 +55,6 @@ GptConfig make_config(int layers, int d, int heads, int ffn, int vocab, int seq)
   return c;
 }
 
-std::vector<std::int32_t> random_tokens(int rows, int row_tokens, int vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<std::int32_t> dist(0, vocab - 1);
-  std::vector<std::int32_t> t(static_cast<std::size_t>(rows) * static_cast<std::size_t>(row_tokens));
-  for (auto& x : t) x = dist(rng);
-  return t;
-}
 
 /// n values ~ N(mean, stddev²), rounded to bf16 and returned as double (what the kernel will see).
 std::vector<double> random_bf16_values(std::size_t n, double mean, double stddev, unsigned seed) {
@@ -125,15 +121,6 @@ std::vector<double> download(const Device<float>& src) {
   return {host.begin(), host.end()};
 }
 
-double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    diff += (got[i] - want[i]) * (got[i] - want[i]);
-    ref += want[i] * want[i];
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
-}
-
 /// ‖got − want‖ / ‖want‖ over [got_at, got_at + n) and [want_at, want_at + n).
 double relative_error(const std::vector<float>& got, std::size_t got_at, const std::vector<float>& want,
                       std::size_t want_at, std::size_t n) {
@@ -153,17 +140,6 @@ std::vector<double> column_sums(const std::vector<double>& m, std::size_t rows, 
   return s;
 }
 
-/// Gradient offsets in reverse parameter order (as DDP buckets) with `gap` unused elements before each.
-std::size_t reverse_offsets(const std::vector<ParameterInfo>& params, std::size_t gap, std::vector<std::size_t>& offsets) {
-  offsets.assign(params.size(), 0);
-  std::size_t at = 0;
-  for (std::size_t i = params.size(); i-- > 0;) {
-    at += gap;
-    offsets[i] = at;
-    at += params[i].numel;
-  }
-  return at + gap;
-}
 
 class GptCudaTest : public ::testing::Test {
  protected:
@@ -547,39 +523,7 @@ TEST_F(GptCudaTest, AdamWMatchesCpuForTheSameGradients) {
   const auto config = make_config(2, 64, 4, 128, 256, 32);
   GptCpu cpu(config);
   GptCuda gpu(config, stream_);
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(cpu.parameters(), 3, offsets);
-  float* g_cpu = cpu.allocate_gradients(offsets, total);
-  float* g_gpu = gpu.allocate_gradients(offsets, total);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> dist(0.0f, 1e-2f);
-  for (std::size_t i = 0; i < total; ++i) g_cpu[i] = dist(rng);
-  ASSERT_EQ(cudaMemcpyAsync(g_gpu, g_cpu, total * sizeof(float), cudaMemcpyHostToDevice, stream_), cudaSuccess);
-
-  AdamWConfig adam;
-  adam.learning_rate = 1e-3f;
-  adam.weight_decay = 0.1f;
-  for (int step = 0; step < 3; ++step) {
-    cpu.optimizer_step(adam);
-    gpu.optimizer_step(adam);
-  }
-  const auto p_cpu = cpu.parameters_to_host();
-  const auto p_gpu = gpu.parameters_to_host();
-  ASSERT_EQ(p_gpu.size(), p_cpu.size());
-  // Same fp32 formula on both sides; only rounding differs (the GPU contracts into FMAs).
-  std::size_t differ = 0;
-  for (std::size_t i = 0; i < p_cpu.size(); ++i)
-    differ += std::abs(p_gpu[i] - p_cpu[i]) > 1e-6f * std::max(1.0f, std::abs(p_cpu[i]));
-  EXPECT_EQ(differ, 0u) << "fp32 AdamW differs beyond rounding";
-
-  // The fused kernel also refreshed the bf16 weights: the forward pass sees the updated parameters.
-  const auto tokens = random_tokens(4, 33, 256, 12);
-  cpu.stage_batch({4, 33, tokens.data()});
-  gpu.stage_batch({4, 33, tokens.data()});
-  cpu.forward();
-  gpu.forward();
-  const float l_cpu = cpu.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
-  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
+  expect_adamw_matches_cpu(cpu, gpu, stream_, 3, random_tokens(4, 33, 256, 12), 4, 33);
 }
 
 TEST_F(GptCudaTest, TrainingStepsTrackCpu) {

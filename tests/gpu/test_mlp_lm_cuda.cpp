@@ -13,12 +13,15 @@
 #include <vector>
 
 #include "core/error.h"
+#include "cuda_test_util.h"
 #include "train/cpu/mlp_lm_cpu.h"
 #include "train/cuda/mlp_lm_cuda.h"
 #include "train/mlp_lm.h"
 
 using scalescope::core::Error;
 using namespace scalescope::train;
+
+using namespace scalescope::train::testing;
 
 namespace {
 
@@ -31,25 +34,7 @@ MlpLmConfig make_config(int context, int embed, int hidden, int layers) {
   return c;
 }
 
-std::vector<std::int32_t> random_tokens(int rows, int row_tokens, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<std::int32_t> dist(0, 255);
-  std::vector<std::int32_t> t(static_cast<std::size_t>(rows) * static_cast<std::size_t>(row_tokens));
-  for (auto& x : t) x = dist(rng);
-  return t;
-}
 
-/// Gradient offsets in reverse parameter order (as DDP buckets) with `gap` unused elements before each.
-std::size_t reverse_offsets(const std::vector<ParameterInfo>& params, std::size_t gap, std::vector<std::size_t>& offsets) {
-  offsets.assign(params.size(), 0);
-  std::size_t at = 0;
-  for (std::size_t i = params.size(); i-- > 0;) {
-    at += gap;
-    offsets[i] = at;
-    at += params[i].numel;
-  }
-  return at + gap;
-}
 
 /// ‖got − want‖ / ‖want‖ over [got_at, got_at + n) and [want_at, want_at + n).
 double relative_error(const std::vector<float>& got, std::size_t got_at, const std::vector<float>& want,
@@ -94,7 +79,7 @@ class MlpLmCudaTest : public ::testing::Test {
     cpu.allocate_gradients(offsets, total);
     poison(gpu.allocate_gradients(offsets, total), total);
 
-    const auto tokens = random_tokens(rows, config.context + 1, 11);
+    const auto tokens = random_tokens(rows, config.context + 1, 256, 11);
     const TokenBatchView batch{rows, config.context + 1, tokens.data()};
     cpu.stage_batch(batch);
     gpu.stage_batch(batch);
@@ -166,39 +151,7 @@ TEST_F(MlpLmCudaTest, AdamWMatchesCpuForTheSameGradients) {
   const auto config = make_config(16, 16, 256, 3);
   MlpLmCpu cpu(config);
   MlpLmCuda gpu(config, stream_);
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(cpu.parameters(), 64, offsets);
-  float* g_cpu = cpu.allocate_gradients(offsets, total);
-  float* g_gpu = gpu.allocate_gradients(offsets, total);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> dist(0.0f, 1e-2f);
-  for (std::size_t i = 0; i < total; ++i) g_cpu[i] = dist(rng);
-  ASSERT_EQ(cudaMemcpyAsync(g_gpu, g_cpu, total * sizeof(float), cudaMemcpyHostToDevice, stream_), cudaSuccess);
-
-  AdamWConfig adam;
-  adam.learning_rate = 1e-3f;
-  adam.weight_decay = 0.1f;
-  for (int step = 0; step < 3; ++step) {
-    cpu.optimizer_step(adam);
-    gpu.optimizer_step(adam);
-  }
-  const auto p_cpu = cpu.parameters_to_host();
-  const auto p_gpu = gpu.parameters_to_host();
-  ASSERT_EQ(p_gpu.size(), p_cpu.size());
-  // Same fp32 formula on both sides; only rounding differs (the GPU contracts into FMAs).
-  std::size_t differ = 0;
-  for (std::size_t i = 0; i < p_cpu.size(); ++i)
-    differ += std::abs(p_gpu[i] - p_cpu[i]) > 1e-6f * std::max(1.0f, std::abs(p_cpu[i]));
-  EXPECT_EQ(differ, 0u) << "fp32 AdamW differs beyond rounding";
-
-  // The fused kernel also refreshed the bf16 weights: the forward pass sees the updated parameters.
-  const auto tokens = random_tokens(64, 17, 12);
-  cpu.stage_batch({64, 17, tokens.data()});
-  gpu.stage_batch({64, 17, tokens.data()});
-  cpu.forward();
-  gpu.forward();
-  const float l_cpu = cpu.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
-  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
+  expect_adamw_matches_cpu(cpu, gpu, stream_, 64, random_tokens(64, 17, 256, 12), 64, 17);
 }
 
 TEST_F(MlpLmCudaTest, TrainingStepsTrackCpu) {
@@ -213,7 +166,7 @@ TEST_F(MlpLmCudaTest, TrainingStepsTrackCpu) {
   adam.learning_rate = 1e-3f;
   adam.weight_decay = 0.1f;
   for (int step = 0; step < 5; ++step) {
-    const auto tokens = random_tokens(64, 17, 100 + static_cast<unsigned>(step));
+    const auto tokens = random_tokens(64, 17, 256, 100 + static_cast<unsigned>(step));
     for (Model* m : {static_cast<Model*>(&cpu), static_cast<Model*>(&gpu)}) {
       m->stage_batch({64, 17, tokens.data()});
       m->forward();
@@ -253,7 +206,7 @@ TEST_F(MlpLmCudaTest, ParametersChangedRefreshesTheBf16Weights) {
                             stream_),
             cudaSuccess);
   gpu.parameters_changed();
-  const auto tokens = random_tokens(64, 17, 13);
+  const auto tokens = random_tokens(64, 17, 256, 13);
   cpu.stage_batch({64, 17, tokens.data()});
   gpu.stage_batch({64, 17, tokens.data()});
   cpu.forward();
@@ -270,7 +223,7 @@ TEST_F(MlpLmCudaTest, BatchesOfDifferentSizes) {
   const std::size_t total = reverse_offsets(gpu.parameters(), 0, offsets);
   gpu.allocate_gradients(offsets, total);
   for (int rows : {1, 7, 300, 5}) {
-    const auto tokens = random_tokens(rows, 9, static_cast<unsigned>(rows));
+    const auto tokens = random_tokens(rows, 9, 256, static_cast<unsigned>(rows));
     gpu.stage_batch({rows, 9, tokens.data()});
     gpu.forward();
     gpu.backward([](std::size_t) {});
@@ -288,7 +241,7 @@ TEST_F(MlpLmCudaTest, OddWidthsUseTheScalarKernels) {
 
 TEST_F(MlpLmCudaTest, BadBatchesThrow) {
   MlpLmCuda gpu(make_config(4, 8, 64, 1), stream_);
-  std::vector<std::int32_t> tokens = random_tokens(2, 5, 14);
+  std::vector<std::int32_t> tokens = random_tokens(2, 5, 256, 14);
   EXPECT_NO_THROW(gpu.stage_batch({2, 5, tokens.data()}));
   tokens[3] = 256;
   EXPECT_THROW(gpu.stage_batch({2, 5, tokens.data()}), Error);
