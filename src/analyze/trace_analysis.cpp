@@ -957,6 +957,10 @@ RankTimeline make_timeline(const RankData& d) {
 
 std::string pct(double part, double whole) { return whole > 0 ? fmt::format("{:.0f} %", 100.0 * part / whole) : "-"; }
 
+/// GPU busy share below which a 1-rank baseline counts as CPU- or launch-bound (a judgement, not a published
+/// threshold: a GPU-bound training step keeps its GPU ≥ 90 % busy, e.g. 97.6 % for gpt-1.3b on H200 in RESULTS).
+constexpr double kBusyBaselineShare = 0.85;
+
 void add_findings(TraceAnalysis& a) {
   auto add_f = [&](std::string sev, std::string text) { a.findings.push_back({std::move(sev), std::move(text)}); };
   const std::vector<RankAnalysis>& R = a.ranks;
@@ -1021,6 +1025,22 @@ void add_findings(TraceAnalysis& a) {
                        "CPU-bound — CUDA graphs, torch.compile, larger batches, less Python per step",
                        pct(r.mean.other_ms, r.mean.step_ms), r.mean.other_ms, r.mean.launch_gaps, r.launch_gaps.p95_us);
   });
+  // A baseline whose GPU idles is CPU- or launch-bound (the profiler's own per-operator cost can make it so):
+  // the speedup against it then measures the host as much as the GPUs.
+  if (a.baseline && a.baseline->has_gpu && a.metrics && a.baseline->mean.step_ms > 0) {
+    const double busy = a.baseline->mean.gpu_busy_ms / a.baseline->mean.step_ms;
+    if (busy < kBusyBaselineShare)
+      add_f("warning",
+            fmt::format("the 1-rank baseline's GPU was busy only {} of its steps{}: that run was CPU- or "
+                        "launch-bound (profiling adds CPU time to every operator), so the speedup {:.2f} against it "
+                        "says as much about the host as about the GPUs — compare unprofiled step times (scalescope "
+                        "doctor, or the job's own timer)",
+                        pct(busy, 1),
+                        a.baseline->mean.launch_gaps >= 1
+                            ? fmt::format(" ({:.0f} launch gaps per step)", a.baseline->mean.launch_gaps)
+                            : std::string(),
+                        a.metrics->speedup));
+  }
   for (const auto& r : R)
     if (!r.has_gpu)
       add_f("info", fmt::format("rank {} has no GPU activity{}: a CPU-only rank, its GPU figures are absent", r.rank,

@@ -551,3 +551,19 @@ TEST(TraceAnalysis, StepWithoutLinkedGpuWorkFallsBackToTheCpuRanges) {
   for (const auto& w : r.warnings) said |= w.find("no GPU work is linked to a launch in ProfilerStep#2") != std::string::npos;
   EXPECT_TRUE(said);
 }
+
+TEST(TraceAnalysis, IdleBaselineIsCalledCpuBound) {
+  // The baseline's GPU is busy 700 of 1000 µs: the speedup against it is flagged; the usual baseline (700 of 800,
+  // 87.5 %) is not.
+  auto flagged = [](const std::string& base_text) {
+    const Trace base = read_trace_bytes(base_text, "base.json");
+    const TraceAnalysis a = analyze_traces(two_ranks(), &base, {});
+    for (const auto& f : a.findings)
+      if (f.text.find("baseline's GPU was busy only") != std::string::npos) return f.text;
+    return std::string();
+  };
+  const std::string idle = trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000), kernel("sgemm_a", 0, 700, 7)},
+                                 dist_info(0, 1));
+  EXPECT_NE(flagged(idle).find("busy only 70 % of its steps: that run was CPU- or launch-bound"), std::string::npos) << flagged(idle);
+  EXPECT_EQ(flagged(baseline()), "");
+}
