@@ -1229,13 +1229,23 @@ TraceAnalysis analyze_trace_files(const std::vector<std::string>& paths, const T
   }
   std::optional<Trace> base;
   if (options.baseline_path) {
+    const std::string& p = *options.baseline_path;
     try {
-      base = read_trace_file(*options.baseline_path, options.read);
+      base = read_trace_file(p, options.read);
+      if (base->events.empty()) {  // e.g. a JSON array of unrelated objects: no verdict can come from it
+        errors.push_back({p, "baseline '" + p + "' holds no event the analysis uses (no GPU activity, no ProfilerStep#N)",
+                          "pass a torch.profiler trace of the same job on one rank (activities=[CPU, CUDA])"});
+        base.reset();
+      }
     } catch (const core::Error& e) {
-      errors.push_back({*options.baseline_path, std::string("baseline: ") + e.what(), e.remedy()});
+      errors.push_back({p, std::string("baseline: ") + e.what(), e.remedy()});
+    } catch (const std::bad_alloc&) {
+      errors.push_back({p, "out of memory while reading the baseline '" + p + "'", "pass a smaller baseline trace"});
     }
   }
   TraceAnalysis a = analyze_traces(std::move(traces), base ? &*base : nullptr, options);
+  if (options.baseline_path && !base)
+    a.verdict_note = "the baseline trace could not be used (see its error): no speedup, comm ratio or verdict";
   a.errors.insert(a.errors.begin(), errors.begin(), errors.end());
   return a;
 }

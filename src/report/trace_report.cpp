@@ -36,7 +36,7 @@ void add_row(TextTable& t, const analyze::RankAnalysis& r, const std::string& la
 
 }  // namespace
 
-std::string render_trace_report(const analyze::TraceAnalysis& a) {
+std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_errors) {
   std::string out;
   const std::size_t gpu_ranks =
       static_cast<std::size_t>(std::count_if(a.ranks.begin(), a.ranks.end(), [](const auto& r) { return r.has_gpu; }));
@@ -115,7 +115,7 @@ std::string render_trace_report(const analyze::TraceAnalysis& a) {
     out += "\nnotes:\n";
     for (const auto& n : a.cross.notes) out += "  " + n + "\n";
   }
-  if (!a.errors.empty()) {
+  if (!a.errors.empty() && list_file_errors) {
     out += "\nfiles not analysed:\n";
     for (const auto& e : a.errors) out += fmt::format("  {}\n    {}\n", e.cause, e.remedy);
   }

@@ -13,7 +13,8 @@ namespace scalescope::report {
 /// rank to arrive) — all means per step; the baseline's row when given; the waterfall of each rank (where the step
 /// time beyond the ideal went, ms per step, adding up to measured − ideal); the largest collectives with their
 /// busbw (GB/s, 1e9 bytes/s); the verdict (or why there is none); the findings; and the files that could not be
-/// analysed with their cause and remedy. Absent figures print as "-".
-std::string render_trace_report(const analyze::TraceAnalysis& analysis);
+/// analysed with their cause and remedy (unless `list_file_errors` is false: the CLI reports each file's errors
+/// with that file). Absent figures print as "-".
+std::string render_trace_report(const analyze::TraceAnalysis& analysis, bool list_file_errors = true);
 
 }  // namespace scalescope::report

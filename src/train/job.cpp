@@ -474,6 +474,10 @@ void require_devices(BackendKind backend, int world_size) {
   if (backend != BackendKind::gpu) return;
   std::string why;
   const int gpus = visible_gpu_count(&why);
+  if (gpus == 0)  // the machine, not the command line: exit 1
+    throw core::Error(fmt::format("--backend gpu, but no GPU is usable here{}", why.empty() ? "" : " (" + why + ")"),
+                      "use --backend cpu (or auto), or run on a machine with an NVIDIA GPU and driver; check "
+                      "CUDA_VISIBLE_DEVICES");
   if (gpus < world_size)
     throw core::UsageError(fmt::format("world size {} needs {} GPU{}, but {} {} visible{}", world_size, world_size,
                                        world_size == 1 ? "" : "s", gpus, gpus == 1 ? "is" : "are",

@@ -106,7 +106,7 @@ TEST(AnalyzeCli, SeveralFilesCombinedViewAndExitStatus) {
   EXPECT_NE(r.output.find("NCCL fell back to sockets"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("verdict: rank 0 timed out in ALLREDUCE #1234 after 10 min while rank 1 was in BROADCAST #1234: collective mismatch"),
             std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("notes.txt' is not a recognised input"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("notes.txt': not a recognised input"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("missing.log"), std::string::npos) << r.output;
   const auto j = read_json(out);
   ASSERT_EQ(j.at("files").size(), 4u);
@@ -158,5 +158,37 @@ TEST(AnalyzeCli, ProfilerTracesOfTwoRanksGiveTheCombinedReportAndATimeline) {
   ASSERT_TRUE(fs::exists(timeline));
   const auto t = read_json(timeline);
   EXPECT_TRUE(t.contains("traceEvents")) << "Perfetto reads Chrome-trace JSON with a traceEvents array";
+  fs::remove_all(dir);
+}
+
+TEST(AnalyzeCli, UnusableBaselineOrTimelinePathFailsLoudly) {
+  const auto dir = scratch_dir("analyze_baseline");
+  const auto rank = dir / "rank0.json";
+  write(rank, R"({"distributedInfo": {"rank": 0, "world_size": 2, "backend": "nccl"}, "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+  {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 500}]})");
+  // A baseline that is JSON but not a trace, and one cut off: the rank is still analysed, the exit status is 1.
+  const auto array = dir / "array.json", cut = dir / "cut.json";
+  write(array, R"([{"a": 1}, {"b": [1, 2]}, {"name": "x"}])");
+  write(cut, R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "du)");
+  for (const auto& base : {array, cut}) {
+    const auto r = run_cli("analyze --baseline " + quote(base) + " " + quote(rank));
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("scalescope: error: baseline"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("the baseline trace could not be used"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("1 rank analysed"), std::string::npos) << r.output;
+  }
+  // A timeline that cannot be written is refused before anything is read, naming the flag.
+  const auto r = run_cli("analyze --timeline /nonexistent-dir/t.json " + quote(rank));
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("--timeline: output directory '/nonexistent-dir' does not exist"), std::string::npos)
+      << r.output;
+  // An empty file says so, once, with what to do.
+  const auto empty = dir / "empty.json";
+  write(empty, "");
+  const auto e = run_cli("analyze " + quote(empty));
+  EXPECT_EQ(e.status, 1);
+  EXPECT_NE(e.output.find("empty.json': the file is empty\n  what to do: nothing was written to it"), std::string::npos)
+      << e.output;
   fs::remove_all(dir);
 }

@@ -3,6 +3,7 @@
 // file is, and prints what it shows: per file, then across the NCCL logs and watchdog messages of one run.
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,7 +52,8 @@ TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, 
   options.keep_timeline = !timeline.empty();
   const auto analysis = analyze::analyze_trace_files(paths, options);
   TraceAnalysisOutput out;
-  out.terminal = report::render_trace_report(analysis);
+  // Each file's errors are reported with that file; with no rank analysed there is no joint report.
+  if (!analysis.ranks.empty()) out.terminal = report::render_trace_report(analysis, false);
   out.combined = analysis;
   for (const auto& r : analysis.ranks) out.rank_of[r.source] = r.rank;
   for (const auto& e : analysis.errors) out.errors[e.path] = {e.cause, e.remedy};
@@ -203,6 +205,13 @@ void record_error(FileResult& r, const std::string& what, const core::Error& e) 
 
 int run(const AnalyzeFlags& f) {
   if (!f.out.empty()) core::check_output_path_writable(f.out);
+  if (!f.timeline.empty()) {  // before reading anything: the analysis must not be lost to a bad output path
+    try {
+      core::check_output_path_writable(f.timeline);
+    } catch (const core::Error& e) {
+      throw core::UsageError(std::string("--timeline: ") + e.what(), e.remedy());
+    }
+  }
   std::vector<FileResult> results;
   std::vector<analyze::NcclLog> nccl_logs;
   std::vector<analyze::WatchdogLog> watchdog_logs;
@@ -224,9 +233,13 @@ int run(const AnalyzeFlags& f) {
     }
     r.detection = input.detection;
     if (r.detection.kinds.empty()) {
-      r.errors.push_back({"'" + path + "' is " + r.detection.reason,
-                          "pass an NCCL log (NCCL_DEBUG=INFO), watchdog messages, an nccl-tests output, `nvidia-smi "
-                          "topo -m`, a profiler trace or a scalescope JSON report"});
+      std::error_code size_error;
+      r.errors.push_back({"'" + path + "': " + r.detection.reason,
+                          std::filesystem::file_size(path, size_error) == 0 && !size_error
+                              ? "nothing was written to it: was the run that writes it cut short, or the "
+                                               "file copied before it finished? Pass the complete file"
+                              : "pass an NCCL log (NCCL_DEBUG=INFO), watchdog messages, an nccl-tests "
+                                "output, `nvidia-smi topo -m`, a profiler trace or a scalescope JSON report"});
       results.push_back(std::move(r));
       continue;
     }
@@ -293,17 +306,25 @@ int run(const AnalyzeFlags& f) {
 
   nlohmann::json combined = nlohmann::json::object();
   std::string combined_text;
+  std::vector<std::pair<std::string, std::string>> baseline_errors;  // cause, remedy
   if (!trace_files.empty()) {
     std::vector<std::string> paths;
     for (auto i : trace_files) paths.push_back(results[i].path);
     try {
       auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline, f.step_windows);
-      combined_text += "\n== profiler traces, all ranks together\n" + t.terminal;
+      if (!t.terminal.empty()) combined_text += "\n== profiler traces, all ranks together\n" + t.terminal;
       combined["trace"] = std::move(t.combined);
+      if (!f.baseline.empty())
+        if (auto e = t.errors.find(f.baseline); e != t.errors.end()) baseline_errors.push_back(e->second);
       for (auto i : trace_files) {
         auto& r = results[i];
-        if (auto e = t.errors.find(r.path); e != t.errors.end())
-          r.errors.push_back({"'" + r.path + "' as a profiler trace: " + e->second.first, e->second.second});
+        if (auto e = t.errors.find(r.path); e != t.errors.end()) {
+          // The reader's messages name the file already ("'x.json': …"); say what it was read as.
+          const std::string& cause = e->second.first;
+          r.errors.push_back({cause.rfind("'" + r.path + "'", 0) == 0 ? cause + " (read as a profiler trace)"
+                                                                      : "'" + r.path + "' as a profiler trace: " + cause,
+                              e->second.second});
+        }
         else if (auto k = t.rank_of.find(r.path); k != t.rank_of.end()) {
           r.json["trace"] = {{"rank", k->second}};
           r.terminal += fmt::format("profiler trace of rank {}: see the traces' report below\n", k->second);
@@ -348,6 +369,15 @@ int run(const AnalyzeFlags& f) {
     std::fflush(stderr);
   }
   std::fputs(combined_text.c_str(), stdout);
+  nlohmann::json baseline_json = nlohmann::json::array();
+  for (const auto& [cause, remedy] : baseline_errors) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "scalescope: error: %s\n", cause.c_str());
+    if (!remedy.empty()) std::fprintf(stderr, "  what to do: %s\n", remedy.c_str());
+    baseline_json.push_back({{"cause", analyze::to_valid_utf8(cause)}, {"remedy", analyze::to_valid_utf8(remedy)}});
+    status = 1;
+  }
+  if (!baseline_json.empty()) combined["baseline_errors"] = baseline_json;
   if (!f.out.empty()) {
     nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined}};
     core::write_file_atomically(f.out, out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");

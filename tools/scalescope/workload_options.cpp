@@ -54,7 +54,7 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--seq", f.seq, "override (GPT): context length in tokens")->check(number_check(false));
   app.add_option("--batch", f.batch,
                  "batch rows: per rank (weak scaling) or global (--strong); default: the preset's (MLP 64 on CPU, "
-                 "8192 on GPU; gpt2-124m 16 …)")
+                 "8192 on GPU; GPT on GPU tiny-14m 64, gpt2-124m 16, gpt-1.3b 8 …; GPT on CPU 2)")
       ->check(number_check(false));
   app.add_flag("--strong", f.strong, "strong scaling: fixed global batch split over the ranks (default: weak)");
   app.add_option("--first-bucket-mb", f.first_bucket_mib, "first gradient bucket size, MiB (DDP default 1)")
