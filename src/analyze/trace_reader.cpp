@@ -610,10 +610,11 @@ EventKind kind_of_category(std::string_view cat) {
 }
 
 // Runtime/driver calls the analysis needs: launches (to link kernels to CPU annotations and steps), host
-// synchronisation, and copies (blocking copies are synchronisation too).
+// synchronisation, copies (blocking copies are synchronisation too) and memsets.
 bool is_kept_api_call(std::string_view n) {
   return n.find("Launch") != std::string_view::npos || n.find("ynchronize") != std::string_view::npos ||
-         n.find("Memcpy") != std::string_view::npos || n.find("emcpy") != std::string_view::npos;
+         n.find("Memcpy") != std::string_view::npos || n.find("emcpy") != std::string_view::npos ||
+         n.find("emset") != std::string_view::npos;  // memsets: their GPU side belongs to a step too
 }
 
 // CPU ops and annotations the analysis needs: steps, item()/scalar reads (host syncs), collectives, data loading.
@@ -1104,9 +1105,12 @@ class TraceReader {
       return;
     }
     if (f.ph != "X") return;
-    const EventKind kind = f.has_cat ? kind_of_category(f.cat) : EventKind::other;
-    if (kind == EventKind::other) return;
     const std::string_view name = f.has_name ? f.name : std::string_view();
+    // A step annotation written without "cat" (hand-made or converted traces) is still a step.
+    const EventKind kind = f.has_cat ? kind_of_category(f.cat)
+                           : starts_with(name, "ProfilerStep#") ? EventKind::user_annotation
+                                                                : EventKind::other;
+    if (kind == EventKind::other) return;
     const bool has_coll = !f.coll_name.empty();
     bool keep = false;
     switch (kind) {

@@ -567,3 +567,14 @@ TEST(TraceAnalysis, IdleBaselineIsCalledCpuBound) {
   EXPECT_NE(flagged(idle).find("busy only 70 % of its steps: that run was CPU- or launch-bound"), std::string::npos) << flagged(idle);
   EXPECT_EQ(flagged(baseline()), "");
 }
+
+TEST(TraceAnalysis, StepAnnotationWithoutCategoryIsAStep) {
+  const std::string t = trace({R"({"ph": "X", "name": "ProfilerStep#7", "pid": 100, "tid": 100, "ts": 0, "dur": 1000})",
+                               kernel("sgemm_a", 100, 500, 7)},
+                              dist_info(0, 1));
+  std::vector<Trace> v;
+  v.push_back(read_trace_bytes(t, "rank0.json"));
+  const TraceAnalysis a = analyze_traces(std::move(v), nullptr, {});
+  ASSERT_TRUE(a.ranks.at(0).steps_from_annotations);
+  EXPECT_EQ(a.ranks.at(0).steps.at(0).name, "ProfilerStep#7");
+}
