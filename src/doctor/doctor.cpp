@@ -40,6 +40,15 @@ std::optional<std::string> overlap_note(const train::TrainResult& r) {
   return note;
 }
 
+std::optional<std::string> step_stall_note(const train::TrainResult& r) {
+  const auto& e = r.step_event_seconds;
+  if (e.count < 10 || !(e.median > 0) || !(e.p95 > kStallingStepRatio * e.median)) return std::nullopt;
+  return fmt::format("N={}: some steps stall — per-step time p95 {:.2f} ms vs median {:.2f} ms (max {:.2f} ms, {} "
+                     "steps): a rank paused now and then (host work between steps, another process on its cores or "
+                     "GPU); the step ms above is the mean of the middle 3 rounds, stalls included",
+                     r.config.world_size, 1e3 * e.p95, 1e3 * e.median, 1e3 * e.max, e.count);
+}
+
 ScalingLoss scaling_loss(core::ScalingMode mode, const train::TrainResult& baseline, const train::TrainResult& sample) {
   if (baseline.config.world_size != 1)
     throw core::Error(fmt::format("the scaling-loss baseline must be world size 1, not {}", baseline.config.world_size));
@@ -103,6 +112,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
       verdicts.emplace_back(n, *point.verdict);
     }
     if (auto note = overlap_note(point.result)) report.notes.push_back(*note);
+    if (auto note = step_stall_note(point.result)) report.notes.push_back(*note);
     report.points.push_back(std::move(point));
   }
   if (!verdicts.empty()) report.verdict = diagnose::judge_overall(verdicts);

@@ -78,3 +78,22 @@ TEST(Doctor, OverlapNoteNamesTheLastBucketWhenItIsTheExposedTime) {
   r.phases.last_all_reduce_seconds = 0.0002;
   EXPECT_EQ(doctor::overlap_note(r)->find("last bucket"), std::string::npos);
 }
+
+TEST(Doctor, StallingStepsAreNoted) {
+  train::TrainResult r;
+  r.config.world_size = 2;
+  r.step_event_seconds.count = 50;
+  r.step_event_seconds.median = 0.04145;  // gpt2-124m on 2 × H200 before the round barrier
+  r.step_event_seconds.p95 = 0.15177;
+  r.step_event_seconds.max = 0.2104;
+  auto note = doctor::step_stall_note(r);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("N=2: some steps stall — per-step time p95 151.77 ms vs median 41.45 ms (max 210.40 ms, 50 steps)"),
+            std::string::npos)
+      << *note;
+  r.step_event_seconds.p95 = 0.0417;  // steady: p95 within 1 % of the median
+  EXPECT_FALSE(doctor::step_stall_note(r).has_value());
+  r.step_event_seconds.p95 = 0.15;
+  r.step_event_seconds.count = 5;  // too few steps to say
+  EXPECT_FALSE(doctor::step_stall_note(r).has_value());
+}
