@@ -47,6 +47,24 @@ double investigate_max_speedup(int world_size) {
   return kInvestigateMaxSpeedupAt2 * (world_size / 2.0);
 }
 
+std::vector<std::string> near_thresholds(int world_size, double speedup, double comm_ratio) {
+  const Verdict now = judge(world_size, speedup, comm_ratio).verdict;  // also the same validation
+  std::vector<std::string> out;
+  // Near a threshold, and would the same figure mirrored to the threshold's other side change the verdict?
+  auto matters = [](double x, double t, auto verdict_at) {
+    return std::abs(x - t) <= kNearThresholdMargin * t && verdict_at(std::max(2 * t - x, 0.0));
+  };
+  const std::string margin = threshold_percent(kNearThresholdMargin);
+  for (double t : {kHealthyMaxCommRatio, kInvestigateMinCommRatio})
+    if (matters(comm_ratio, t, [&](double c) { return judge(world_size, speedup, c).verdict != now; }))
+      out.push_back(fmt::format("comm ratio {} is within {} of the {} threshold", percent(comm_ratio), margin,
+                                threshold_percent(t)));
+  for (double t : {investigate_max_speedup(world_size), healthy_min_speedup(world_size)})
+    if (matters(speedup, t, [&](double sp) { return sp > 0 && judge(world_size, sp, comm_ratio).verdict != now; }))
+      out.push_back(fmt::format("speedup {:.2f} is within {} of the {:g} threshold", speedup, margin, t));
+  return out;
+}
+
 VerdictFinding judge(int world_size, double speedup, double comm_ratio) {
   require_scaled(world_size);
   if (!std::isfinite(speedup) || speedup <= 0.0)

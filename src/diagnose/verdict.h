@@ -58,6 +58,18 @@ double investigate_max_speedup(int world_size);
 /// positive and finite, or if comm_ratio is negative or not finite.
 VerdictFinding judge(int world_size, double speedup, double comm_ratio);
 
+/// Relative distance from a threshold within which near_thresholds() warns (10 %): a judgement from repeated
+/// runs of one configuration on the project's 2-core machine, whose comm ratio moved between 28.7 % and 34.7 %
+/// (bench/RESULTS.md), i.e. ±10 % around 31 %.
+inline constexpr double kNearThresholdMargin = 0.10;
+
+/// The figures of one world size N ≥ 2 that lie within kNearThresholdMargin (relative) of one of judge()'s
+/// thresholds where crossing it would change the verdict (the figure mirrored to the other side, the other
+/// figure kept), so that ordinary run-to-run variation could; one sentence each, e.g. "comm ratio 31.0 % is
+/// within 10 % of the 30 % threshold". Empty when no such figure.
+/// Throws as judge() for bad input.
+std::vector<std::string> near_thresholds(int world_size, double speedup, double comm_ratio);
+
 /// Combines the findings of several world sizes (pairs of N and judge()'s finding for it, any order): the
 /// verdict is the worst one; the reasons are those of the world sizes that have that worst verdict, in
 /// increasing N, each prefixed with "N=<world size>: ". Throws core::Error if the list is empty, a world

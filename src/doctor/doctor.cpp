@@ -110,6 +110,10 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     if (n >= 2) {
       point.verdict = diagnose::judge(n, point.metrics.speedup, point.metrics.comm_ratio);
       verdicts.emplace_back(n, *point.verdict);
+      for (const auto& near : diagnose::near_thresholds(n, point.metrics.speedup, point.metrics.comm_ratio))
+        report.notes.push_back(fmt::format("N={}: {}: run-to-run variation can change the verdict; repeat the run "
+                                           "(or more --rounds) before acting on it",
+                                           n, near));
     }
     if (auto note = overlap_note(point.result)) report.notes.push_back(*note);
     if (auto note = step_stall_note(point.result)) report.notes.push_back(*note);

@@ -169,3 +169,25 @@ TEST(Verdict, Json) {
   EXPECT_EQ(j.at("reasons").get<Reasons>(), (Reasons{"comm ratio 34.1 % > 30 %"}));
   EXPECT_EQ(nlohmann::json(Verdict::watch).get<std::string>(), "watch");
 }
+
+TEST(Verdict, FiguresNearAThresholdAreNamed) {
+  // The CPU doctor of RESULTS: comm ratio 31.0 % (within 10 % of 30 %: investigate ↔ watch). Its speedup 1.62
+  // is within 10 % of 1.7 too, but crossing it would not change the verdict (the comm ratio keeps it out of
+  // healthy), so it is not named.
+  EXPECT_EQ(near_thresholds(2, 1.62, 0.310), (Reasons{"comm ratio 31.0 % is within 10 % of the 30 % threshold"}));
+  // Watch only because of a comm ratio just above 15 %: that figure is named, the speedup (already healthy) not.
+  EXPECT_EQ(near_thresholds(2, 1.75, 0.16), (Reasons{"comm ratio 16.0 % is within 10 % of the 15 % threshold"}));
+  // Healthy by a small margin on both: either could tip it to watch.
+  EXPECT_EQ(near_thresholds(2, 1.8, 0.14), (Reasons{"comm ratio 14.0 % is within 10 % of the 15 % threshold",
+                                                    "speedup 1.80 is within 10 % of the 1.7 threshold"}));
+  // Watch with both just short of healthy: crossing either alone still leaves watch, so neither is named.
+  EXPECT_TRUE(near_thresholds(2, 1.65, 0.16).empty());
+  // Investigate by the comm ratio far above 30 %: a speedup near 1.7 changes nothing.
+  EXPECT_TRUE(near_thresholds(2, 1.63, 0.353).empty());
+  // Clear of every threshold: 2 × H200 gpt2-124m (speedup 1.90, comm ratio 10.1 %) — 10.1 % is 33 % below 15 %.
+  EXPECT_TRUE(near_thresholds(2, 1.90, 0.101).empty());
+  // At N = 4 the speedup thresholds scale: 2.4 and 3.4.
+  EXPECT_EQ(near_thresholds(4, 2.3, 0.05), (Reasons{"speedup 2.30 is within 10 % of the 2.4 threshold"}));
+  EXPECT_THROW(near_thresholds(1, 1.0, 0.1), Error);
+  EXPECT_THROW(near_thresholds(2, -1.0, 0.1), Error);
+}
