@@ -59,8 +59,8 @@ double investigate_max_speedup(int world_size);
 VerdictFinding judge(int world_size, double speedup, double comm_ratio);
 
 /// Relative distance from a threshold within which near_thresholds() warns (10 %): a judgement from repeated
-/// runs of one configuration on the project's 2-core machine, whose comm ratio moved between 28.7 % and 34.7 %
-/// (bench/RESULTS.md), i.e. ±10 % around 31 %.
+/// runs of one configuration on the project's 2-core machine, whose 2-rank comm ratio moved between 31.0 % and
+/// 36.8 % in one hour (±9 % around its mean; bench/RESULTS.md, "the CPU doctor's run-to-run spread").
 inline constexpr double kNearThresholdMargin = 0.10;
 
 /// The figures of one world size N ≥ 2 that lie within kNearThresholdMargin (relative) of one of judge()'s
