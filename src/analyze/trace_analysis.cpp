@@ -1045,6 +1045,9 @@ void add_findings(TraceAnalysis& a) {
     if (!r.has_gpu)
       add_f("info", fmt::format("rank {} has no GPU activity{}: a CPU-only rank, its GPU figures are absent", r.rank,
                                 r.backend.empty() ? "" : " (backend " + r.backend + ")"));
+  if (a.metrics && a.world_size)
+    for (const auto& near : diagnose::near_thresholds(*a.world_size, a.metrics->speedup, a.metrics->comm_ratio))
+      add_f("info", near + ": another run could get another verdict; compare several steps or runs before acting");
   if (a.world_size && *a.world_size > static_cast<int>(R.size()) && R.size() >= 1)
     add_f("info", fmt::format("{} of {} ranks analysed: waits and the straggler are among these ranks only", R.size(),
                               *a.world_size));
