@@ -272,8 +272,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
   // Links: External id → collective metadata of a CPU op (record_param_comms); correlation → launch call;
   // per CPU thread, the nccl:* / record_param_comms ranges (by start), the item() ranges and data loading.
   std::unordered_map<std::int64_t, std::int32_t> coll_by_external;
-  std::unordered_map<std::int64_t, std::size_t> launch_by_corr;
-  std::unordered_map<std::int64_t, std::int64_t> call_ts_by_corr;  // any runtime/driver call: when it was made
+  std::unordered_map<std::int64_t, std::size_t> call_by_corr;  // runtime/driver call (its event) by correlation
   std::map<std::uint32_t, std::vector<std::pair<Iv, std::int32_t>>> coll_ranges;
   std::map<std::uint32_t, Ivs> item_ranges;
   Ivs dataloader;
@@ -309,8 +308,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
         break;
       case EventKind::cuda_runtime:
       case EventKind::cuda_driver:
-        if (e.correlation >= 0 && name.find("Launch") != std::string_view::npos) launch_by_corr.emplace(e.correlation, i);
-        if (e.correlation >= 0) call_ts_by_corr.emplace(e.correlation, e.ts_ns);
+        if (e.correlation >= 0) call_by_corr.emplace(e.correlation, i);
         break;
       default:
         break;
@@ -372,12 +370,15 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
     }
     if (op.cls == GpuClass::compute) compute_by_stream[op.stream] += e.dur_ns;
     d.gpu.push_back(op);
-    if (e.correlation >= 0 && out.steps_from_annotations)
-      if (auto it = call_ts_by_corr.find(e.correlation); it != call_ts_by_corr.end())
-        if (const std::int64_t step = step_of(it->second); step >= 0) {
-          auto [span, fresh] = launched_in_step.try_emplace(step, Iv{op.start, op.end});
-          if (!fresh) span->second = {std::min(span->second.first, op.start), std::max(span->second.second, op.end)};
-        }
+    // The API call that issued it (a launch, copy or memset), linked by correlation: it says the step.
+    const TraceEvent* call = nullptr;
+    if (e.correlation >= 0)
+      if (auto it = call_by_corr.find(e.correlation); it != call_by_corr.end()) call = &t.events[it->second];
+    if (call && out.steps_from_annotations)
+      if (const std::int64_t step = step_of(call->ts_ns); step >= 0) {
+        auto [span, fresh] = launched_in_step.try_emplace(step, Iv{op.start, op.end});
+        if (!fresh) span->second = {std::min(span->second.first, op.start), std::max(span->second.second, op.end)};
+      }
     if (op.cls != GpuClass::comm) continue;
 
     // Its collective metadata: on the kernel, on the CPU op with the same External id, or on the nccl:* range
@@ -390,20 +391,17 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
     if (coll < 0 && e.external_id >= 0)
       if (auto it = coll_by_external.find(e.external_id); it != coll_by_external.end()) coll = it->second;
     std::int64_t launch_ts = e.ts_ns;
-    if (e.correlation >= 0) {
-      if (auto it = launch_by_corr.find(e.correlation); it != launch_by_corr.end()) {
-        const TraceEvent& l = t.events[it->second];
-        launch_ts = l.ts_ns;
-        if (coll < 0) {
-          if (auto r = coll_ranges.find(l.tid); r != coll_ranges.end()) {
-            const auto& v = r->second;
-            auto up = std::upper_bound(v.begin(), v.end(), std::make_pair(Iv{l.ts_ns, INT64_MAX}, INT32_MAX));
-            for (int k = 0; k < 16 && up != v.begin(); ++k) {
-              --up;
-              if (up->first.first <= l.ts_ns && l.ts_ns <= up->first.second) {
-                coll = up->second;
-                break;
-              }
+    if (call && t.names[call->name].find("Launch") != std::string_view::npos) {
+      launch_ts = call->ts_ns;
+      if (coll < 0) {
+        if (auto r = coll_ranges.find(call->tid); r != coll_ranges.end()) {
+          const auto& v = r->second;
+          auto up = std::upper_bound(v.begin(), v.end(), std::make_pair(Iv{call->ts_ns, INT64_MAX}, INT32_MAX));
+          for (int k = 0; k < 16 && up != v.begin(); ++k) {
+            --up;
+            if (up->first.first <= call->ts_ns && call->ts_ns <= up->first.second) {
+              coll = up->second;
+              break;
             }
           }
         }
