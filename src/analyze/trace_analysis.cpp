@@ -1211,39 +1211,30 @@ TraceAnalysis analyze_traces(std::vector<Trace> traces, const Trace* baseline, c
 }
 
 TraceAnalysis analyze_trace_files(const std::vector<std::string>& paths, const TraceOptions& options) {
-  std::vector<Trace> traces;
   std::vector<FileError> errors;
-  for (const auto& p : paths) {
+  // Reads one trace; a file that cannot be read, or holds nothing the analysis uses, becomes its error.
+  auto read_usable = [&](const std::string& p, bool baseline) -> std::optional<Trace> {
+    const std::string role = baseline ? "baseline " : "";
     try {
       Trace t = read_trace_file(p, options.read);
-      if (t.events.empty()) {
-        errors.push_back({p, "'" + p + "' holds no event the analysis uses (no GPU activity, no ProfilerStep#N, no collectives)",
-                          "profile with torch.profiler and activities=[CPU, CUDA] over a few training steps"});
-        continue;
-      }
-      traces.push_back(std::move(t));
+      if (!t.events.empty()) return t;
+      errors.push_back({p, role + "'" + p + "' holds no event the analysis uses (no GPU activity, no ProfilerStep#N, "
+                               "no collectives)",
+                        baseline ? "pass a torch.profiler trace of the same job on one rank (activities=[CPU, CUDA])"
+                                 : "profile with torch.profiler and activities=[CPU, CUDA] over a few training steps"});
     } catch (const core::Error& e) {
-      errors.push_back({p, e.what(), e.remedy()});
+      errors.push_back({p, baseline ? std::string("baseline: ") + e.what() : std::string(e.what()), e.remedy()});
     } catch (const std::bad_alloc&) {
-      errors.push_back({p, "out of memory while reading '" + p + "'", "analyse fewer or smaller traces at once"});
+      errors.push_back({p, "out of memory while reading " + role + "'" + p + "'",
+                        baseline ? "pass a smaller baseline trace" : "analyse fewer or smaller traces at once"});
     }
-  }
+    return std::nullopt;
+  };
+  std::vector<Trace> traces;
+  for (const auto& p : paths)
+    if (auto t = read_usable(p, false)) traces.push_back(std::move(*t));
   std::optional<Trace> base;
-  if (options.baseline_path) {
-    const std::string& p = *options.baseline_path;
-    try {
-      base = read_trace_file(p, options.read);
-      if (base->events.empty()) {  // e.g. a JSON array of unrelated objects: no verdict can come from it
-        errors.push_back({p, "baseline '" + p + "' holds no event the analysis uses (no GPU activity, no ProfilerStep#N)",
-                          "pass a torch.profiler trace of the same job on one rank (activities=[CPU, CUDA])"});
-        base.reset();
-      }
-    } catch (const core::Error& e) {
-      errors.push_back({p, std::string("baseline: ") + e.what(), e.remedy()});
-    } catch (const std::bad_alloc&) {
-      errors.push_back({p, "out of memory while reading the baseline '" + p + "'", "pass a smaller baseline trace"});
-    }
-  }
+  if (options.baseline_path) base = read_usable(*options.baseline_path, true);
   TraceAnalysis a = analyze_traces(std::move(traces), base ? &*base : nullptr, options);
   if (options.baseline_path && !base)
     a.verdict_note = "the baseline trace could not be used (see its error): no speedup, comm ratio or verdict";
