@@ -199,6 +199,19 @@ struct FileResult {
   std::vector<std::pair<std::string, std::string>> errors;  // cause, remedy
 };
 
+/// Prints each (cause, remedy) on stderr as scalescope reports errors and returns them as JSON
+/// [{"cause", "remedy"}…] (valid UTF-8).
+nlohmann::json print_errors(const std::vector<std::pair<std::string, std::string>>& errors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [cause, remedy] : errors) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "scalescope: error: %s\n", cause.c_str());
+    if (!remedy.empty()) std::fprintf(stderr, "  what to do: %s\n", remedy.c_str());
+    out.push_back({{"cause", analyze::to_valid_utf8(cause)}, {"remedy", analyze::to_valid_utf8(remedy)}});
+  }
+  return out;
+}
+
 void record_error(FileResult& r, const std::string& what, const core::Error& e) {
   r.errors.push_back({what.empty() ? e.what() : what + ": " + e.what(), e.remedy()});
 }
@@ -355,29 +368,17 @@ int run(const AnalyzeFlags& f) {
     r.json["file"] = analyze::to_valid_utf8(r.path);
     r.json["kinds"] = kinds;
     r.json["detection"] = analyze::to_valid_utf8(r.detection.reason);
-    nlohmann::json errors = nlohmann::json::array();
-    for (const auto& [cause, remedy] : r.errors) {
-      std::fflush(stdout);
-      std::fprintf(stderr, "scalescope: error: %s\n", cause.c_str());
-      if (!remedy.empty()) std::fprintf(stderr, "  what to do: %s\n", remedy.c_str());
-      errors.push_back({{"cause", analyze::to_valid_utf8(cause)}, {"remedy", analyze::to_valid_utf8(remedy)}});
-      status = 1;
-    }
-    r.json["errors"] = errors;
+    if (!r.errors.empty()) status = 1;
+    r.json["errors"] = print_errors(r.errors);
     r.json["status"] = r.errors.empty() ? "ok" : "error";
     files.push_back(std::move(r.json));
     std::fflush(stderr);
   }
   std::fputs(combined_text.c_str(), stdout);
-  nlohmann::json baseline_json = nlohmann::json::array();
-  for (const auto& [cause, remedy] : baseline_errors) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "scalescope: error: %s\n", cause.c_str());
-    if (!remedy.empty()) std::fprintf(stderr, "  what to do: %s\n", remedy.c_str());
-    baseline_json.push_back({{"cause", analyze::to_valid_utf8(cause)}, {"remedy", analyze::to_valid_utf8(remedy)}});
+  if (!baseline_errors.empty()) {
     status = 1;
+    combined["baseline_errors"] = print_errors(baseline_errors);
   }
-  if (!baseline_json.empty()) combined["baseline_errors"] = baseline_json;
   if (!f.out.empty()) {
     nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined}};
     core::write_file_atomically(f.out, out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
