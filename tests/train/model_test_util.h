@@ -74,4 +74,21 @@ inline void expect_gradients_match(const std::vector<ParameterInfo>& params, con
   EXPECT_EQ(stray, 0u) << "elements between the ranges were written";
 }
 
+/// Forward and backward of `model` on `tokens` (`rows` × `row_tokens`), gradients laid out by reverse_offsets
+/// (no gap): every parameter's gradient must be reported ready exactly once, in reverse parameter order (the
+/// order DDP buckets are filled in).
+inline void expect_ready_in_reverse_order(Model& model, const std::vector<std::int32_t>& tokens, int rows,
+                                          int row_tokens) {
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(model.parameters(), 0, offsets);
+  model.allocate_gradients(offsets, total);
+  model.stage_batch({rows, row_tokens, tokens.data()});
+  model.forward();
+  std::vector<std::size_t> order;
+  model.backward([&](std::size_t i) { order.push_back(i); });
+  std::vector<std::size_t> want(model.parameters().size());
+  for (std::size_t i = 0; i < want.size(); ++i) want[i] = want.size() - 1 - i;
+  EXPECT_EQ(order, want);
+}
+
 }  // namespace scalescope::train::testing

@@ -304,17 +304,8 @@ TEST(GptCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
 
 TEST(GptCpu, GradientsBecomeReadyInReverseParameterOrder) {
   GptCpu model(make_config(3, 8, 2, 16, 32, 4));
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(model.parameters(), 0, offsets);
-  model.allocate_gradients(offsets, total);
-  const auto tokens = random_tokens(2, 5, 32, 5);
-  model.stage_batch({2, 5, tokens.data()});
-  model.forward();
-  std::vector<std::size_t> order;
-  model.backward([&](std::size_t i) { order.push_back(i); });
-  std::vector<std::size_t> want(model.parameters().size());
-  std::iota(want.rbegin(), want.rend(), std::size_t{0});
-  EXPECT_EQ(order, want);  // lnf.bias, lnf.weight, h.2.mlp.proj.bias, …, h.0.ln1.weight, wpe, wte: each once
+  // lnf.bias, lnf.weight, h.2.mlp.proj.bias, …, h.0.ln1.weight, wpe, wte: each once
+  expect_ready_in_reverse_order(model, random_tokens(2, 5, 32, 5), 2, 5);
 }
 
 TEST(GptCpu, AdamWMatchesTheFormulaAndDecaysMatricesOnly) {

@@ -128,17 +128,8 @@ TEST(MlpLmCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
 
 TEST(MlpLmCpu, GradientsBecomeReadyInReverseParameterOrder) {
   MlpLmCpu model(make_config(4, 4, 8, 3));
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(model.parameters(), 0, offsets);
-  model.allocate_gradients(offsets, total);
-  const auto tokens = random_tokens(6, 5, 256, 5);
-  model.stage_batch({6, 5, tokens.data()});
-  model.forward();
-  std::vector<std::size_t> order;
-  model.backward([&](std::size_t i) { order.push_back(i); });
-  std::vector<std::size_t> want(model.parameters().size());
-  std::iota(want.rbegin(), want.rend(), std::size_t{0});
-  EXPECT_EQ(order, want);  // output.bias, output.weight, hidden.2.bias, …, embedding.weight: each once
+  // output.bias, output.weight, hidden.2.bias, …, embedding.weight: each once
+  expect_ready_in_reverse_order(model, random_tokens(6, 5, 256, 5), 6, 5);
 }
 
 TEST(MlpLmCpu, AdamWMatchesTheFormula) {
