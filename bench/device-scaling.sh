@@ -14,8 +14,8 @@ S=build-device/tools/scalescope
 GPUS=$(nvidia-smi -L | wc -l)
 for spec in ${SCALING_MODELS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
   model=${spec%%:*}; batch=${spec##*:}
-  for n in 1 2 4 8; do
-    [ "$n" -le "$GPUS" ] || break
+  for n in ${SCALING_NS:-1 2 4 8}; do  # world sizes; e.g. SCALING_NS="1 4" when 2 was measured before
+    [ "$n" -le "$GPUS" ] || continue
     for p2p in on off; do
       [ "$p2p" = off ] && [ "$n" -lt 2 ] && continue
       env=(); [ "$p2p" = off ] && env=(NCCL_P2P_DISABLE=1)
