@@ -104,16 +104,16 @@ GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
                                  + R * d * 2      // LN1, LN2 outputs
                                  + 3 * heads_elems  // q, k, v
                                  + R * d          // attention output (merged heads)
-                                 + scores         // attention probabilities
-                                 + R * f * 2)     // MLP pre-activation, GELU output
-                           + fp * R * 4;          // LN1/LN2 mean and rstd
+                                 + R * f)         // MLP pre-activation (the GELU output is recomputed)
+                           + fp * (R * 4          // LN1/LN2 mean and rstd
+                                   + B * H * T);  // attention log-sum-exp (the probabilities are recomputed)
   const double global = bf * (R * d * 2 + R * vp) + fp * (R * 3) + 4 * B * (T + 1);  // x0, LNf, logits; stats, losses; tokens
   const double scratch = bf * (R * 3 * d          // qkv GEMM output / its gradient
                                + heads_elems      // attention output in head layout / its gradient
-                               + scores           // dP, then dS
+                               + scores * 2       // scores then P (forward and backward); dP, then dS
                                + 3 * heads_elems  // dq, dk, dv
                                + R * d * 2        // residual gradient, LayerNorm input gradient
-                               + R * f);          // MLP hidden gradient
+                               + R * f);          // GELU output (forward and backward), then its gradient
   m.activations = L * per_layer + global + scratch;
   return m;
 }

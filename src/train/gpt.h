@@ -70,11 +70,12 @@ struct GptConfig {
   double flops_per_token() const;
   /// Memory per rank for a batch of `rows` rows (each seq + 1 tokens), following GptCuda's buffers:
   /// per layer and token the saved activations are 2 residual-stream tensors, 2 LayerNorm outputs, q/k/v,
-  /// the attention output (bf16 d each, q/k/v head dims padded to a multiple of 8), the causal attention
-  /// probabilities (bf16 H·T), the MLP pre-activation and GELU output (bf16 ffn each) and LayerNorm
-  /// statistics; plus the embedding output, final LayerNorm, bf16 logits over V rounded up to a multiple of
-  /// 8, and shared scratch (qkv, attention-score gradient [B, H, T, T], gradients of one layer). Excludes the
-  /// CUDA context and library workspaces. Throws core::UsageError for rows < 1.
+  /// the attention output (bf16 d each, q/k/v head dims padded to a multiple of 8), the MLP pre-activation
+  /// (bf16 ffn), LayerNorm statistics and the attention log-sum-exp (fp32 H); the attention probabilities
+  /// and the GELU output are recomputed in backward, not kept. Plus the embedding output, final LayerNorm,
+  /// bf16 logits over V rounded up to a multiple of 8, and shared scratch (qkv, two [B, H, T, T] score
+  /// buffers, the GELU output, gradients of one layer). Excludes the CUDA context and library workspaces.
+  /// Throws core::UsageError for rows < 1.
   GptMemoryEstimate memory_per_rank(int rows) const;
   /// Throws core::UsageError naming the bad field (non-positive sizes, d_model not divisible by heads, …).
   void validate() const;

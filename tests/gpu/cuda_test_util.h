@@ -56,4 +56,44 @@ inline void expect_adamw_matches_cpu(Model& cpu, Model& gpu, cudaStream_t stream
   EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
 }
 
+/// One forward and backward of the host model `cpu` and the CUDA model `gpu` (work on `stream`) on the same
+/// `tokens` (`rows` × `row_tokens`), gradients in reverse parameter order with `gap` elements between ranges
+/// (the GPU's buffer pre-filled with NaN): the losses must agree within 1 %, the GPU must report every gradient
+/// ready once in reverse order, and its gradients must match the host's within `grad_tolerance` (relative, per
+/// parameter), with every range element written and no gap element touched (expect_gradients_match).
+inline void expect_step_matches_cpu(Model& cpu, Model& gpu, cudaStream_t stream, const std::vector<std::int32_t>& tokens,
+                                    int rows, int row_tokens, std::size_t gap, double grad_tolerance) {
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(cpu.parameters(), gap, offsets);
+  cpu.allocate_gradients(offsets, total);
+  float* g = gpu.allocate_gradients(offsets, total);
+  ASSERT_EQ(cudaMemsetAsync(g, 0xFF, total * sizeof(float), stream), cudaSuccess);  // NaN everywhere
+
+  const TokenBatchView batch{rows, row_tokens, tokens.data()};
+  cpu.stage_batch(batch);
+  gpu.stage_batch(batch);
+  cpu.forward();
+  gpu.forward();
+  cpu.backward([](std::size_t) {});
+  std::vector<std::size_t> order;
+  gpu.backward([&](std::size_t i) { order.push_back(i); });
+
+  const float cpu_loss = cpu.take_losses().at(0);
+  const auto gpu_losses = gpu.take_losses();
+  ASSERT_EQ(gpu_losses.size(), 1u);
+  EXPECT_LT(std::abs(gpu_losses[0] - cpu_loss) / cpu_loss, 1e-2) << "cpu " << cpu_loss << " gpu " << gpu_losses[0];
+
+  std::vector<std::size_t> want_order(cpu.parameters().size());
+  for (std::size_t i = 0; i < want_order.size(); ++i) want_order[i] = want_order.size() - 1 - i;
+  EXPECT_EQ(order, want_order);
+
+  const auto g_cpu = cpu.gradients_to_host();
+  std::vector<double> oracle;  // the host's gradients in forward order, concatenated
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    const auto begin = g_cpu.begin() + static_cast<std::ptrdiff_t>(offsets[i]);
+    oracle.insert(oracle.end(), begin, begin + static_cast<std::ptrdiff_t>(cpu.parameters()[i].numel));
+  }
+  expect_gradients_match(cpu.parameters(), gpu.gradients_to_host(), offsets, total, oracle, grad_tolerance);
+}
+
 }  // namespace scalescope::train::testing

@@ -160,50 +160,13 @@ class GptCudaTest : public ::testing::Test {
   /// One forward + backward of both models on the same batch, gradients in reverse order with `gap`
   /// elements between ranges (NaN-poisoned); checks loss, every gradient, the ready order and that backward
   /// wrote every gradient element and nothing else.
+  /// One step of the host and CUDA models on the same random batch (expect_step_matches_cpu; gradients within
+  /// 5e-2: several bf16 roundings in a row).
   void compare_step(const GptConfig& config, int rows, std::size_t gap) {
     GptCpu cpu(config);
     GptCuda gpu(config, stream_);
-    std::vector<std::size_t> offsets;
-    const std::size_t total = reverse_offsets(cpu.parameters(), gap, offsets);
-    cpu.allocate_gradients(offsets, total);
-    float* g = gpu.allocate_gradients(offsets, total);
-    ASSERT_EQ(cudaMemsetAsync(g, 0xFF, total * sizeof(float), stream_), cudaSuccess);  // NaN everywhere
-
-    const auto tokens = random_tokens(rows, config.seq + 1, config.vocab, 11);
-    const TokenBatchView batch{rows, config.seq + 1, tokens.data()};
-    cpu.stage_batch(batch);
-    gpu.stage_batch(batch);
-    cpu.forward();
-    gpu.forward();
-    cpu.backward([](std::size_t) {});
-    std::vector<std::size_t> order;
-    gpu.backward([&](std::size_t i) { order.push_back(i); });
-
-    const float cpu_loss = cpu.take_losses().at(0);
-    const auto gpu_losses = gpu.take_losses();
-    ASSERT_EQ(gpu_losses.size(), 1u);
-    EXPECT_LT(std::abs(gpu_losses[0] - cpu_loss) / cpu_loss, 1e-2) << "cpu " << cpu_loss << " gpu " << gpu_losses[0];
-
-    std::vector<std::size_t> want_order(cpu.parameters().size());
-    std::iota(want_order.rbegin(), want_order.rend(), std::size_t{0});
-    EXPECT_EQ(order, want_order);
-
-    const auto g_cpu = cpu.gradients_to_host();
-    const auto g_gpu = gpu.gradients_to_host();
-    ASSERT_EQ(g_gpu.size(), total);
-    std::vector<bool> covered(total, false);
-    const auto& params = cpu.parameters();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      EXPECT_LT(relative_error(g_gpu, offsets[i], g_cpu, offsets[i], params[i].numel), 5e-2) << params[i].name;
-      std::fill_n(covered.begin() + static_cast<std::ptrdiff_t>(offsets[i]), params[i].numel, true);
-    }
-    std::size_t unwritten = 0, stray = 0;
-    for (std::size_t e = 0; e < total; ++e) {
-      if (covered[e] && !std::isfinite(g_gpu[e])) ++unwritten;
-      if (!covered[e] && !std::isnan(g_gpu[e])) ++stray;
-    }
-    EXPECT_EQ(unwritten, 0u) << "gradient elements left NaN (not written by backward)";
-    EXPECT_EQ(stray, 0u) << "elements outside the gradient ranges were written";
+    expect_step_matches_cpu(cpu, gpu, stream_, random_tokens(rows, config.seq + 1, config.vocab, 11), rows, config.seq + 1,
+                            gap, 5e-2);
   }
 
   cudaStream_t stream_ = nullptr;
@@ -317,18 +280,20 @@ TEST_F(GptCudaTest, CausalSoftmaxForwardAndBackwardMatchCpu) {
     const std::size_t rows = 2 * 3 * static_cast<std::size_t>(T), n = rows * static_cast<std::size_t>(T);
     const auto scores = random_bf16_values(n, 0.0, 3.0, 12);
     const auto dp = random_bf16_values(n, 0.0, 1.0, 13);
-    Device<bf16> s_d(n), g_d(n);
+    Device<bf16> s_d(n), again_d(n), g_d(n);
+    Device<float> lse_d(rows);
     upload(s_d, scores);
+    upload(again_d, scores);
     upload(g_d, dp);
-    k::causal_softmax_forward(stream_, s_d.get(), rows, T, c.chunk);
+    k::causal_softmax_forward(stream_, s_d.get(), rows, T, c.chunk, lse_d.get());
+    // The backward starts from the scores again, as the model's does: P comes from them and lse alone.
+    k::causal_softmax_backward(stream_, again_d.get(), lse_d.get(), g_d.get(), rows, T, c.chunk);
     sync();
-    const auto p_gpu = download(s_d);
-    k::causal_softmax_backward(stream_, s_d.get(), g_d.get(), rows, T, c.chunk);
-    sync();
-    const auto ds_gpu = download(g_d);
+    const auto p_gpu = download(s_d), p_again = download(again_d), ds_gpu = download(g_d);
+    const auto lse_gpu = download(lse_d);
 
     // Within j < end(i) the kernels' outputs; past the chunk's end the inputs must be left untouched.
-    std::vector<double> p, p_want, ds, ds_want;
+    std::vector<double> p, p_want, p_back, lse, lse_want, ds, ds_want;
     std::size_t zero_violations = 0, touched = 0;
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t i = r % static_cast<std::size_t>(T);
@@ -337,26 +302,35 @@ TEST_F(GptCudaTest, CausalSoftmaxForwardAndBackwardMatchCpu) {
       const double m = *std::max_element(sr, sr + i + 1);
       double sum = 0, dot = 0;
       for (std::size_t j = 0; j <= i; ++j) sum += std::exp(sr[j] - m);
-      for (std::size_t j = 0; j <= i; ++j) dot += p_gpu[r * T + j] * dp[r * T + j];  // from the GPU's probabilities
+      for (std::size_t j = 0; j <= i; ++j) dot += std::exp(sr[j] - m) / sum * dp[r * T + j];
+      lse.push_back(lse_gpu[r]);
+      lse_want.push_back(m + std::log(sum));
       for (std::size_t j = 0; j < static_cast<std::size_t>(T); ++j) {
         const std::size_t at = r * T + j;
         if (j <= i) {
+          const double want = std::exp(sr[j] - m) / sum;
           p.push_back(p_gpu[at]);
-          p_want.push_back(std::exp(sr[j] - m) / sum);
+          p_back.push_back(p_again[at]);
+          p_want.push_back(want);
           ds.push_back(ds_gpu[at]);
-          ds_want.push_back(p_gpu[at] * (dp[at] - dot));
+          ds_want.push_back(want * (dp[at] - dot));
         } else if (j < end) {
-          zero_violations += p_gpu[at] != 0.0 || ds_gpu[at] != 0.0;
+          zero_violations += p_gpu[at] != 0.0 || p_again[at] != 0.0 || ds_gpu[at] != 0.0;
         } else {
-          touched += p_gpu[at] != scores[at] || ds_gpu[at] != dp[at];
+          touched += p_gpu[at] != scores[at] || p_again[at] != scores[at] || ds_gpu[at] != dp[at];
         }
       }
     }
-    EXPECT_EQ(zero_violations, 0u) << "T " << T << " chunk " << c.chunk << ": non-zero above the diagonal";
-    EXPECT_EQ(touched, 0u) << "T " << T << " chunk " << c.chunk << ": written past the chunk's end";
-    EXPECT_LT(relative_error(p, p_want), 5e-3) << "T " << T << " chunk " << c.chunk;
-    EXPECT_LT(relative_error(ds, ds_want), 1e-2) << "T " << T << " chunk " << c.chunk;
+    const std::string what = "T " + std::to_string(T) + " chunk " + std::to_string(c.chunk);
+    EXPECT_EQ(zero_violations, 0u) << what << ": non-zero above the diagonal";
+    EXPECT_EQ(touched, 0u) << what << ": written past the chunk's end";
+    EXPECT_LT(relative_error(lse, lse_want), 1e-5) << what;
+    EXPECT_LT(relative_error(p, p_want), 5e-3) << what;
+    EXPECT_LT(relative_error(p_back, p_want), 5e-3) << what << ": probabilities recomputed in backward";
+    EXPECT_LT(relative_error(ds, ds_want), 1e-2) << what;
   }
+  Device<bf16> any(64);
+  EXPECT_THROW(k::causal_softmax_backward(stream_, any.get(), nullptr, any.get(), 1, 8, 8), std::invalid_argument);
 }
 
 TEST_F(GptCudaTest, HeadRelayoutRoundTripsAndPadsWithZeros) {
@@ -398,20 +372,25 @@ TEST_F(GptCudaTest, AttentionForwardAndBackwardMatchCpu) {
     Device<bf16> qkv_d(qkv.size()), qkvh_d(3 * shape.head_elements()), probs_d(shape.score_elements());
     Device<bf16> heads_d(shape.head_elements()), y_d(R * c.d), dy_d(dy.size()), ds_d(shape.score_elements());
     Device<bf16> dqkvh_d(3 * shape.head_elements()), dqkv_d(qkv.size());
+    Device<float> lse_d(shape.score_elements() / static_cast<std::size_t>(c.T));
     upload(qkv_d, qkv);
     upload(dy_d, dy);
     // NaN in the score buffers: a GEMM reading past a chunk's end would poison y or dqkv.
     ASSERT_EQ(cudaMemset(probs_d.get(), 0xFF, probs_d.size() * sizeof(bf16)), cudaSuccess);
     ASSERT_EQ(cudaMemset(ds_d.get(), 0xFF, ds_d.size() * sizeof(bf16)), cudaSuccess);
     scalescope::train::cuda::LtMatmul gemm;
-    k::attention_forward(stream_, gemm, qkv_d.get(), shape, qkvh_d.get(), probs_d.get(), heads_d.get(), y_d.get());
-    k::attention_backward(stream_, gemm, dy_d.get(), qkvh_d.get(), probs_d.get(), shape, heads_d.get(), ds_d.get(),
-                          dqkvh_d.get(), dqkv_d.get());
+    k::attention_forward(stream_, gemm, qkv_d.get(), shape, qkvh_d.get(), probs_d.get(), lse_d.get(), heads_d.get(),
+                         y_d.get());
+    sync();
+    const auto probs_gpu = download(probs_d);
+    // NaN over the forward's probabilities: the backward must recompute them from q, k and lse.
+    ASSERT_EQ(cudaMemset(probs_d.get(), 0xFF, probs_d.size() * sizeof(bf16)), cudaSuccess);
+    k::attention_backward(stream_, gemm, dy_d.get(), qkvh_d.get(), lse_d.get(), shape, probs_d.get(), heads_d.get(),
+                          ds_d.get(), dqkvh_d.get(), dqkv_d.get());
     sync();
     std::vector<double> probs(shape.score_elements()), y(R * c.d), dqkv(qkv.size());
     gpt_ops::attention_forward(qkv.data(), c.B, c.T, c.d, c.H, probs.data(), y.data());
     gpt_ops::attention_backward(dy.data(), qkv.data(), probs.data(), c.B, c.T, c.d, c.H, dqkv.data());
-    const auto probs_gpu = download(probs_d);
     std::vector<double> lower_gpu, lower_cpu;  // j ≤ i: what every chunking writes
     for (std::size_t r = 0; r < probs.size() / static_cast<std::size_t>(c.T); ++r)
       for (std::size_t j = 0; j <= r % static_cast<std::size_t>(c.T); ++j) {

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -63,57 +62,12 @@ class MlpLmCudaTest : public ::testing::Test {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
-  /// Fills [ptr, ptr + n) with NaN (all bits set) on the test stream.
-  void poison(float* ptr, std::size_t n) {
-    ASSERT_EQ(cudaMemsetAsync(ptr, 0xFF, n * sizeof(float), stream_), cudaSuccess);
-  }
-
-  /// One forward + backward of both models on the same batch, gradients in reverse order with `gap`
-  /// elements between ranges; checks loss, every gradient, the ready order and that backward wrote every
-  /// gradient element and nothing else.
+  /// One step of the host and CUDA models on the same random batch (expect_step_matches_cpu).
   void compare_step(const MlpLmConfig& config, int rows, std::size_t gap, double grad_tolerance) {
     MlpLmCpu cpu(config);
     MlpLmCuda gpu(config, stream_);
-    std::vector<std::size_t> offsets;
-    const std::size_t total = reverse_offsets(cpu.parameters(), gap, offsets);
-    cpu.allocate_gradients(offsets, total);
-    poison(gpu.allocate_gradients(offsets, total), total);
-
-    const auto tokens = random_tokens(rows, config.context + 1, 256, 11);
-    const TokenBatchView batch{rows, config.context + 1, tokens.data()};
-    cpu.stage_batch(batch);
-    gpu.stage_batch(batch);
-    cpu.forward();
-    gpu.forward();
-    cpu.backward([](std::size_t) {});
-    std::vector<std::size_t> order;
-    gpu.backward([&](std::size_t i) { order.push_back(i); });
-
-    const float cpu_loss = cpu.take_losses().at(0);
-    const auto gpu_losses = gpu.take_losses();
-    ASSERT_EQ(gpu_losses.size(), 1u);
-    EXPECT_LT(std::abs(gpu_losses[0] - cpu_loss) / cpu_loss, 1e-2) << "cpu " << cpu_loss << " gpu " << gpu_losses[0];
-
-    std::vector<std::size_t> want_order(cpu.parameters().size());
-    std::iota(want_order.rbegin(), want_order.rend(), std::size_t{0});
-    EXPECT_EQ(order, want_order);
-
-    const auto g_cpu = cpu.gradients_to_host();
-    const auto g_gpu = gpu.gradients_to_host();
-    ASSERT_EQ(g_gpu.size(), total);
-    std::vector<bool> covered(total, false);
-    const auto& params = cpu.parameters();
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      EXPECT_LT(relative_error(g_gpu, offsets[i], g_cpu, offsets[i], params[i].numel), grad_tolerance) << params[i].name;
-      std::fill_n(covered.begin() + static_cast<std::ptrdiff_t>(offsets[i]), params[i].numel, true);
-    }
-    std::size_t unwritten = 0, stray = 0;
-    for (std::size_t e = 0; e < total; ++e) {
-      if (covered[e] && !std::isfinite(g_gpu[e])) ++unwritten;
-      if (!covered[e] && !std::isnan(g_gpu[e])) ++stray;
-    }
-    EXPECT_EQ(unwritten, 0u) << "gradient elements left NaN (not written by backward)";
-    EXPECT_EQ(stray, 0u) << "elements outside the gradient ranges were written";
+    expect_step_matches_cpu(cpu, gpu, stream_, random_tokens(rows, config.context + 1, 256, 11), rows, config.context + 1,
+                            gap, grad_tolerance);
   }
 
   cudaStream_t stream_ = nullptr;

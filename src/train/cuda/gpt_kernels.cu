@@ -419,7 +419,7 @@ __device__ __forceinline__ int chunk_end(int i, int seq, int chunk) { return min
 
 template <int VEC>
 __global__ void __launch_bounds__(kThreads) causal_softmax_forward_kernel(bf16* scores, std::size_t rows, int seq,
-                                                                          int chunk) {
+                                                                          int chunk, float* lse) {
   const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
@@ -435,6 +435,7 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_forward_kernel(bf16* 
       if (k * VEC + v <= i) push_softmax(m, sum, to_f(p.v[v]));
   }
   warp_merge_softmax(m, sum);
+  if (lse != nullptr && lane == 0) lse[row] = m + __logf(sum);
   const float inv = 1.0f / sum;
   for (int k = lane; k < packs; k += kWarp) {
     Pack<VEC> p{};
@@ -446,36 +447,45 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_forward_kernel(bf16* 
   }
 }
 
+// The backward recomputes P from the scores and the forward's log-sum-exp (flash attention's trade, Dao et al.
+// 2022): one more score GEMM instead of keeping B·H·T² probabilities per layer. P is computed in fp32 for
+// dS and written back over the scores in bf16 for the dv GEMM.
 template <int VEC>
-__global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(const bf16* probs, bf16* grad, std::size_t rows,
-                                                                           int seq, int chunk) {
+__global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(bf16* scores, const float* lse, bf16* grad,
+                                                                           std::size_t rows, int seq, int chunk) {
   const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
   const int i = static_cast<int>(row % seq);
-  const Pack<VEC>* pr = reinterpret_cast<const Pack<VEC>*>(probs + row * seq);
+  Pack<VEC>* s = reinterpret_cast<Pack<VEC>*>(scores + row * seq);
   Pack<VEC>* g = reinterpret_cast<Pack<VEC>*>(grad + row * seq);
+  const float row_lse = lse[row];
   const int valid = (i + VEC) / VEC, packs = chunk_end(i, seq, chunk) / VEC;
   float dot = 0.0f;
   for (int k = lane; k < valid; k += kWarp) {
-    const Pack<VEC> p = pr[k], q = g[k];
+    const Pack<VEC> sp = s[k], dp = g[k];
 #pragma unroll
     for (int v = 0; v < VEC; ++v)
-      if (k * VEC + v <= i) dot += to_f(p.v[v]) * to_f(q.v[v]);
+      if (k * VEC + v <= i) dot += __expf(to_f(sp.v[v]) - row_lse) * to_f(dp.v[v]);
   }
   dot = warp_sum(dot);
+  // Each lane rewrites only the packs it read above, so reading and writing in place needs no barrier.
   for (int k = lane; k < packs; k += kWarp) {
-    Pack<VEC> out;
+    Pack<VEC> p_out, ds_out;
     if (k < valid) {
-      const Pack<VEC> p = pr[k], q = g[k];
+      const Pack<VEC> sp = s[k], dp = g[k];
 #pragma unroll
-      for (int v = 0; v < VEC; ++v)
-        out.v[v] = __float2bfloat16(k * VEC + v <= i ? to_f(p.v[v]) * (to_f(q.v[v]) - dot) : 0.0f);
+      for (int v = 0; v < VEC; ++v) {
+        const float p = k * VEC + v <= i ? __expf(to_f(sp.v[v]) - row_lse) : 0.0f;
+        p_out.v[v] = __float2bfloat16(p);
+        ds_out.v[v] = __float2bfloat16(p * (to_f(dp.v[v]) - dot));
+      }
     } else {
 #pragma unroll
-      for (int v = 0; v < VEC; ++v) out.v[v] = __float2bfloat16(0.0f);
+      for (int v = 0; v < VEC; ++v) p_out.v[v] = ds_out.v[v] = __float2bfloat16(0.0f);
     }
-    g[k] = out;
+    s[k] = p_out;
+    g[k] = ds_out;
   }
 }
 
@@ -669,25 +679,27 @@ void rows_from_heads(cudaStream_t stream, const bf16* src, int nb, int batch, in
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
 
-void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq, int chunk) {
+void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq, int chunk, float* lse) {
   chunk = chunk <= 0 || chunk > seq ? seq : chunk;
   if (seq % 8 == 0 && chunk % 8 == 0) {
     require_aligned(scores, "scores");
-    causal_softmax_forward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq, chunk);
+    causal_softmax_forward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq, chunk, lse);
   } else {
-    causal_softmax_forward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq, chunk);
+    causal_softmax_forward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, seq, chunk, lse);
   }
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
 
-void causal_softmax_backward(cudaStream_t stream, const bf16* probs, bf16* grad, std::size_t rows, int seq, int chunk) {
+void causal_softmax_backward(cudaStream_t stream, bf16* scores, const float* lse, bf16* grad, std::size_t rows, int seq,
+                             int chunk) {
+  require(lse != nullptr, "causal_softmax_backward needs the forward's log-sum-exp of every row");
   chunk = chunk <= 0 || chunk > seq ? seq : chunk;
   if (seq % 8 == 0 && chunk % 8 == 0) {
-    require_aligned(probs, "probs");
+    require_aligned(scores, "scores");
     require_aligned(grad, "grad");
-    causal_softmax_backward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, grad, rows, seq, chunk);
+    causal_softmax_backward_kernel<8><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, lse, grad, rows, seq, chunk);
   } else {
-    causal_softmax_backward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, grad, rows, seq, chunk);
+    causal_softmax_backward_kernel<1><<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, lse, grad, rows, seq, chunk);
   }
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
@@ -720,54 +732,72 @@ void attention_gemm(cudaStream_t stream, cuda::LtMatmul& gemm, const AttentionSh
   gemm.run(stream, g);
 }
 
+/// Calls body(r0, r1) for each query chunk [r0, r1) of `s` in order (one chunk of T rows when unchunked).
+template <class Body>
+void for_each_query_chunk(const AttentionShape& s, Body body) {
+  const int T = s.seq, C = s.query_chunk <= 0 || s.query_chunk > T ? T : s.query_chunk;
+  for (int r0 = 0; r0 < T; r0 += C) body(r0, std::min(T, r0 + C));
+}
+
+int effective_chunk(const AttentionShape& s) { return s.query_chunk <= 0 || s.query_chunk > s.seq ? s.seq : s.query_chunk; }
+
+float score_scale(const AttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
+
+/// scores = q·kᵀ/√hd for queries [r0, r1) against keys [0, r1), chunk by chunk: the forward's scores, and the
+/// backward's again (the same GEMMs, so the same values) when it recomputes the probabilities.
+void attention_scores(cudaStream_t stream, cuda::LtMatmul& gemm, const AttentionShape& s, const bf16* q, const bf16* k,
+                      bf16* scores) {
+  const std::size_t t = static_cast<std::size_t>(s.seq), h = static_cast<std::size_t>(s.head_dim_padded);
+  for_each_query_chunk(s, [&](int r0, int r1) {
+    const std::size_t o = static_cast<std::size_t>(r0);
+    attention_gemm(stream, gemm, s, false, true, r1 - r0, r1, s.head_dim_padded, q + o * h, s.head_dim_padded, k,
+                   s.head_dim_padded, scores + o * t, s.seq, score_scale(s));
+  });
+}
+
 }  // namespace
 
 void attention_forward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* qkv, const AttentionShape& s, bf16* qkvh,
-                       bf16* probs, bf16* heads, bf16* y) {
-  const int T = s.seq, hdp = s.head_dim_padded, C = s.query_chunk <= 0 || s.query_chunk > T ? T : s.query_chunk;
+                       bf16* scores, float* lse, bf16* heads, bf16* y) {
+  require(lse != nullptr, "attention_forward needs a log-sum-exp buffer of B·H·T floats");
+  const int T = s.seq, hdp = s.head_dim_padded;
   const std::size_t he = s.head_elements(), t = static_cast<std::size_t>(T), h = static_cast<std::size_t>(hdp);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   heads_from_rows(stream, qkv, 3, s.batch, T, s.heads, s.head_dim, hdp, qkvh);
   const bf16 *q = qkvh, *k = qkvh + he, *v = qkvh + 2 * he;
-  for (int r0 = 0; r0 < T; r0 += C) {  // queries [r0, r1) see keys [0, r1)
-    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+  attention_scores(stream, gemm, s, q, k, scores);
+  causal_softmax_forward(stream, scores, static_cast<std::size_t>(s.batch) * s.heads * T, T, effective_chunk(s), lse);
+  for_each_query_chunk(s, [&](int r0, int r1) {  // P·v for queries [r0, r1) over keys [0, r1)
     const std::size_t o = static_cast<std::size_t>(r0);
-    attention_gemm(stream, gemm, s, false, true, m, r1, hdp, q + o * h, hdp, k, hdp, probs + o * t, T, scale);  // q·kᵀ/√hd
-  }
-  causal_softmax_forward(stream, probs, static_cast<std::size_t>(s.batch) * s.heads * T, T, C);
-  for (int r0 = 0; r0 < T; r0 += C) {
-    const int r1 = std::min(T, r0 + C), m = r1 - r0;
-    const std::size_t o = static_cast<std::size_t>(r0);
-    attention_gemm(stream, gemm, s, false, false, m, hdp, r1, probs + o * t, T, v, hdp, heads + o * h, hdp, 1.0f);  // P·v
-  }
+    attention_gemm(stream, gemm, s, false, false, r1 - r0, hdp, r1, scores + o * t, T, v, hdp, heads + o * h, hdp, 1.0f);
+  });
   rows_from_heads(stream, heads, 1, s.batch, T, s.heads, s.head_dim, hdp, y);
 }
 
-void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* dy, const bf16* qkvh, const bf16* probs,
-                        const AttentionShape& s, bf16* heads, bf16* dscores, bf16* dqkvh, bf16* dqkv) {
-  const int T = s.seq, hdp = s.head_dim_padded, C = s.query_chunk <= 0 || s.query_chunk > T ? T : s.query_chunk;
+void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* dy, const bf16* qkvh, const float* lse,
+                        const AttentionShape& s, bf16* scores, bf16* heads, bf16* dscores, bf16* dqkvh, bf16* dqkv) {
+  const int T = s.seq, hdp = s.head_dim_padded;
   const std::size_t he = s.head_elements(), t = static_cast<std::size_t>(T), h = static_cast<std::size_t>(hdp);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   heads_from_rows(stream, dy, 1, s.batch, T, s.heads, s.head_dim, hdp, heads);
   const bf16 *q = qkvh, *k = qkvh + he, *v = qkvh + 2 * he;
   bf16 *dq = dqkvh, *dk = dqkvh + he, *dv = dqkvh + 2 * he;
-  for (int r0 = 0; r0 < T; r0 += C) {  // dP for queries [r0, r1), keys [0, r1)
-    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+  for_each_query_chunk(s, [&](int r0, int r1) {  // dP for queries [r0, r1), keys [0, r1)
     const std::size_t o = static_cast<std::size_t>(r0);
-    attention_gemm(stream, gemm, s, false, true, m, r1, hdp, heads + o * h, hdp, v, hdp, dscores + o * t, T, 1.0f);
-  }
-  causal_softmax_backward(stream, probs, dscores, static_cast<std::size_t>(s.batch) * s.heads * T, T, C);
-  for (int r0 = 0; r0 < T; r0 += C) {
-    const int r1 = std::min(T, r0 + C), m = r1 - r0;
+    attention_gemm(stream, gemm, s, false, true, r1 - r0, r1, hdp, heads + o * h, hdp, v, hdp, dscores + o * t, T, 1.0f);
+  });
+  attention_scores(stream, gemm, s, q, k, scores);
+  causal_softmax_backward(stream, scores, lse, dscores, static_cast<std::size_t>(s.batch) * s.heads * T, T,
+                          effective_chunk(s));
+  for_each_query_chunk(s, [&](int r0, int r1) {
+    const int m = r1 - r0;
     const std::size_t o = static_cast<std::size_t>(r0);
     // dq for queries [r0, r1) from keys [0, r1): dS·k/√hd.
-    attention_gemm(stream, gemm, s, false, false, m, hdp, r1, dscores + o * t, T, k, hdp, dq + o * h, hdp, scale);
+    attention_gemm(stream, gemm, s, false, false, m, hdp, r1, dscores + o * t, T, k, hdp, dq + o * h, hdp, score_scale(s));
     // dk and dv for keys [r0, r1) from the queries that see them, [r0, T): dSᵀ·q/√hd and Pᵀ·dy.
     attention_gemm(stream, gemm, s, true, false, m, hdp, T - r0, dscores + o * t + o, T, q + o * h, hdp, dk + o * h, hdp,
-                   scale);
-    attention_gemm(stream, gemm, s, true, false, m, hdp, T - r0, probs + o * t + o, T, heads + o * h, hdp, dv + o * h, hdp,
-                   1.0f);
-  }
+                   score_scale(s));
+    attention_gemm(stream, gemm, s, true, false, m, hdp, T - r0, scores + o * t + o, T, heads + o * h, hdp, dv + o * h,
+                   hdp, 1.0f);
+  });
   rows_from_heads(stream, dqkvh, 3, s.batch, T, s.heads, s.head_dim, hdp, dqkv);
 }
 

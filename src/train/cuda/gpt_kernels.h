@@ -17,11 +17,14 @@
 //   heads_from_rows / rows_from_heads  [B, T, nb·d] ↔ [nb, B, H, T, hdp] relayout for the batched attention
 //                          GEMMs (head width padded to hdp = multiple of 8 with zeros so every matrix is
 //                          16-byte aligned)
-//   causal_softmax_forward  causal mask + softmax in place on the (already scaled) scores, reading only j ≤ i
-//   causal_softmax_backward dS = P ⊙ (dP − Σ P·dP) in place, reading only j ≤ i
+//   causal_softmax_forward  causal mask + softmax in place on the (already scaled) scores, reading only j ≤ i,
+//                          and each row's log-sum-exp (fp32), the only softmax state kept for backward
+//   causal_softmax_backward P recomputed from the scores and the log-sum-exp, written over the scores, and
+//                          dS = P ⊙ (dP − Σ P·dP) over dP, in one pass reading only j ≤ i
 //   attention_forward/backward  the relayouts, the strided-batched cuBLASLt GEMMs (q·kᵀ with the 1/√hd
-//                          scale in alpha, P·v; dP, dq, dk, dv) and the softmax kernels above, in order: not
-//                          flash attention — the bf16 probabilities [B, H, T, T] are materialised and kept
+//                          scale in alpha, P·v; dP, q·kᵀ again, dq, dk, dv) and the softmax kernels above, in
+//                          order: not flash attention — the bf16 probabilities [B, H, T, T] are materialised in
+//                          a scratch buffer, but, as in flash attention, not kept between forward and backward
 //   cross_entropy          softmax cross-entropy forward and backward in one pass over the logits: per-position
 //                          loss (fp32) and d logits (bf16) written over the logits
 //   mean                   deterministic mean of the per-position losses
@@ -97,11 +100,16 @@ void rows_from_heads(cudaStream_t stream, const bf16* src, int nb, int batch, in
 /// p[i, j] = exp(s[i, j] − m)/Σ_{j' ≤ i} exp(s[i, j'] − m) for j ≤ i and 0 for i < j < end(i) (Vaswani et al.
 /// 2017), where queries come in chunks of `chunk` rows and end(i) = min(T, (⌊i/chunk⌋ + 1)·chunk) is the end of
 /// i's chunk: the chunked attention GEMMs never read past it, so the rest of the row is left as it was.
-/// chunk ≥ T: whole rows.
-void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq, int chunk);
+/// chunk ≥ T: whole rows. When lse is not null, lse[r] = m + ln Σ_{j' ≤ i} exp(s[i, j'] − m) (fp32, [rows]).
+void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq, int chunk,
+                            float* lse = nullptr);
 
-/// In place on grad [rows, T]: dP in, dS = P ⊙ (dP − Σ_{j ≤ i} P·dP) out for j ≤ i, 0 for i < j < end(i).
-void causal_softmax_backward(cudaStream_t stream, const bf16* probs, bf16* grad, std::size_t rows, int seq, int chunk);
+/// Softmax backward from the scores (flash attention's recomputation, Dao et al. 2022), in place on both
+/// buffers [rows, T]: scores s in, P = exp(s − lse) out (bf16); grad dP in, dS = P ⊙ (dP − Σ_{j ≤ i} P·dP) out
+/// (P in fp32 here); both 0 for i < j < end(i) and untouched past end(i). lse from causal_softmax_forward on the
+/// same scores (std::invalid_argument when null).
+void causal_softmax_backward(cudaStream_t stream, bf16* scores, const float* lse, bf16* grad, std::size_t rows, int seq,
+                             int chunk);
 
 /// Sizes of one causal self-attention call: hd = d/H, hdp = hd rounded up to a multiple of 8. Queries are
 /// processed in chunks of `query_chunk` rows (≥ T: one chunk): chunk j only needs keys before its end, so the
@@ -119,17 +127,19 @@ struct AttentionShape {
 
 /// Causal multi-head attention forward (formula in gpt_ops::attention_forward) through cuBLASLt
 /// strided-batched GEMMs over the B·H heads, one set per query chunk: qkv [B, T, 3d] → qkvh [3, B, H, T, hdp]
-/// (kept for backward), probs = causal_softmax(q·kᵀ/√hd) [B, H, T, T] bf16 (kept; only the lower triangle
-/// and the diagonal blocks of each chunk are written), heads = P·v [B, H, T, hdp] (scratch), y [B, T, d]. The
-/// score scale is applied by the GEMM.
+/// (kept for backward), scores = causal_softmax(q·kᵀ/√hd) [B, H, T, T] bf16 (scratch: only the lower
+/// triangle and the diagonal blocks of each chunk are written), lse [B, H, T] fp32 (each row's log-sum-exp,
+/// kept for backward), heads = P·v [B, H, T, hdp] (scratch), y [B, T, d]. The score scale is applied by the
+/// GEMM. std::invalid_argument when lse is null.
 void attention_forward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* qkv, const AttentionShape& shape,
-                       bf16* qkvh, bf16* probs, bf16* heads, bf16* y);
+                       bf16* qkvh, bf16* scores, float* lse, bf16* heads, bf16* y);
 
-/// Its backward: dy [B, T, d] → dqkv [B, T, 3d], with scratch heads [B, H, T, hdp] (d y in head layout),
-/// dscores [B, H, T, T] (dP, then dS) and dqkvh [3, B, H, T, hdp]:
-/// dP = dy·vᵀ; dS = softmax backward; dq = dS·k/√hd; dk = dSᵀ·q/√hd; dv = Pᵀ·dy.
-void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* dy, const bf16* qkvh, const bf16* probs,
-                        const AttentionShape& shape, bf16* heads, bf16* dscores, bf16* dqkvh, bf16* dqkv);
+/// Its backward: dy [B, T, d] → dqkv [B, T, 3d] from the forward's qkvh and lse, with scratch scores
+/// [B, H, T, T] (q·kᵀ/√hd recomputed, then P), heads [B, H, T, hdp] (d y in head layout), dscores
+/// [B, H, T, T] (dP, then dS) and dqkvh [3, B, H, T, hdp]: dP = dy·vᵀ; P and dS by causal_softmax_backward;
+/// dq = dS·k/√hd; dk = dSᵀ·q/√hd; dv = Pᵀ·dy. Nothing of the forward's scores buffer is read.
+void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* dy, const bf16* qkvh, const float* lse,
+                        const AttentionShape& shape, bf16* scores, bf16* heads, bf16* dscores, bf16* dqkvh, bf16* dqkv);
 
 /// Fused softmax cross-entropy forward and backward over the vocabulary for each of the B·T positions:
 /// losses[r] = logsumexp(l_r) − l_r[target] (fp32 math on the bf16 logits) and, over the logits in place,
