@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (issue #5): build the GPT targets, run the GPT tests (CPU reference and every CUDA
 # kernel against it), then time our CUDA GPT and the PyTorch peer back to back on one GPU for tiny-14m
-# (batch 64), gpt2-124m (batch 16) and gpt-1.3b (batch 8), and print the comparison table last.
+# (batch 64), gpt2-124m (batch 16) and gpt-1.3b (batch 8) — ours both with its default (attention probabilities
+# and GELU outputs recomputed in backward) and with --keep-activations — and print the comparison table last.
 # Results go to $OUT (default ./out): gpt-speed.json (every measurement), gpt-speed.txt (the table),
 # tests.txt (test summary) and logs.tar.gz (everything else). Meant to finish in under 8 minutes.
 #
@@ -53,6 +54,9 @@ for spec in tiny-14m:64 gpt2-124m:16 gpt-1.3b:8; do
   log "$model batch $batch: ours"
   timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --json "$LOGS/ours-$model.json" 2>&1 \
     | tee "$LOGS/ours-$model.txt"
+  log "$model batch $batch: ours, --keep-activations"
+  timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --keep-activations \
+    --json "$LOGS/keep-$model.json" 2>&1 | tee "$LOGS/keep-$model.txt" | tail -1
   log "$model batch $batch: pytorch"
   timeout 150 python3 bench/peers/gpt_pytorch.py --model "$model" --batch "$batch" --json "$LOGS/torch-$model.json" 2>&1 \
     | tee "$LOGS/torch-$model.txt" | tail -3
@@ -71,8 +75,8 @@ for model in ("tiny-14m", "gpt2-124m", "gpt-1.3b"):
                 return json.load(f)
         except (OSError, ValueError):
             return None
-    ours, torch_ = load("ours"), load("torch")
-    everything[model] = {"ours": ours, "pytorch": torch_}
+    ours, torch_, keep = load("ours"), load("torch"), load("keep")
+    everything[model] = {"ours": ours, "ours_keep_activations": keep, "pytorch": torch_}
     def fmt(x, spec):
         return format(x, spec) if x is not None else "-"
     o_tps = ours["tokens_per_s"] if ours else None
@@ -85,9 +89,11 @@ for model in ("tiny-14m", "gpt2-124m", "gpt-1.3b"):
                  fmt(ours["memory"]["model_bytes"] / gib if ours else None, ".2f"),
                  fmt(ours["memory"]["device_used_bytes"] / gib if ours else None, ".2f"),
                  fmt(torch_["memory"]["max_allocated_bytes"] / gib if torch_ else None, ".2f"),
-                 fmt(torch_["memory"]["max_reserved_bytes"] / gib if torch_ else None, ".2f")))
+                 fmt(torch_["memory"]["max_reserved_bytes"] / gib if torch_ else None, ".2f"),
+                 fmt(keep["tokens_per_s"] / t_tps if keep and t_tps else None, ".2f"),
+                 fmt(keep["memory"]["model_bytes"] / gib if keep else None, ".2f")))
 head = ("preset", "batch", "ours ktok/s", "torch ktok/s", "ratio", "ours MFU %", "ours ms", "torch ms",
-        "ours GiB", "ours dev GiB", "torch alloc GiB", "torch rsv GiB")
+        "ours GiB", "ours dev GiB", "torch alloc GiB", "torch rsv GiB", "keep ratio", "keep GiB")
 widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
 print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
 print("  ".join("-" * w for w in widths))
@@ -97,7 +103,8 @@ gemm = next((v["ours"]["gemm_flops"] for v in everything.values() if v["ours"]),
 if gemm:
     print(f"MFU = model FLOPs (6N + 12LTd per token) x tokens/s / measured cuBLASLt bf16 8192^3 GEMM rate "
           f"({gemm / 1e12:.0f} TFLOP/s). ours GiB = GptCuda::device_bytes (live buffers, compare with torch alloc = "
-          f"max_memory_allocated); ours dev GiB = drop in cudaMemGetInfo (compare with torch rsv = max_memory_reserved).")
+          f"max_memory_allocated); ours dev GiB = drop in cudaMemGetInfo (compare with torch rsv = max_memory_reserved); "
+          f"keep = ours with --keep-activations (probabilities and GELU outputs kept, not recomputed).")
 with open(os.path.join(out, "gpt-speed.json"), "w") as f:
     json.dump(everything, f, indent=2)
 EOF

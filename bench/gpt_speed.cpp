@@ -99,6 +99,7 @@ struct Options {
   std::string model = "gpt2-124m";
   int batch = 16;
   int layers = 0;  // 0: the preset's
+  bool keep_activations = false;
   int warmup_rounds = 3, rounds = 5, steps_per_round = 10;
   int gemm_size = 8192;
   std::string json;
@@ -107,6 +108,7 @@ struct Options {
 nlohmann::json run(const Options& o) {
   GptConfig config = GptConfig::preset(o.model);
   if (o.layers > 0) config.layers = o.layers;
+  config.recompute_activations = !o.keep_activations;
   config.validate();
   if (o.batch < 1) throw core::UsageError("--batch must be ≥ 1");
   if (o.rounds < 3) throw core::UsageError("--rounds must be ≥ 3 (the middle rounds are averaged)");
@@ -197,6 +199,7 @@ nlohmann::json run(const Options& o) {
   j["model"] = o.model;
   j["describe"] = model.describe();
   j["layers"] = config.layers;
+  j["recompute_activations"] = config.recompute_activations;
   j["batch"] = o.batch;
   j["seq"] = config.seq;
   j["parameters"] = config.parameter_count();
@@ -225,6 +228,8 @@ int main(int argc, char** argv) {
   app.add_option("--model", o.model, "GPT preset: " + fmt::format("{}", fmt::join(GptConfig::preset_names(), ", ")));
   app.add_option("--batch", o.batch, "rows per step (each seq + 1 tokens)");
   app.add_option("--layers", o.layers, "override the preset's layer count (0: keep)");
+  app.add_flag("--keep-activations", o.keep_activations,
+               "keep attention probabilities and GELU outputs for backward (default: recompute them)");
   app.add_option("--warmup-rounds", o.warmup_rounds, "discarded rounds");
   app.add_option("--rounds", o.rounds, "timed rounds (the middle ones are averaged)");
   app.add_option("--steps-per-round", o.steps_per_round, "steps per round");

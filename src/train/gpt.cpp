@@ -104,17 +104,19 @@ GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
                                  + R * d * 2      // LN1, LN2 outputs
                                  + 3 * heads_elems  // q, k, v
                                  + R * d          // attention output (merged heads)
-                                 + R * f)         // MLP pre-activation (the GELU output is recomputed)
+                                 + R * f)         // MLP pre-activation
                            + fp * (R * 4          // LN1/LN2 mean and rstd
-                                   + B * H * T);  // attention log-sum-exp (the probabilities are recomputed)
+                                   + B * H * T);  // attention log-sum-exp
+  const double kept_or_recomputed = bf * (scores + R * f);  // attention probabilities, GELU output
   const double global = bf * (R * d * 2 + R * vp) + fp * (R * 3) + 4 * B * (T + 1);  // x0, LNf, logits; stats, losses; tokens
   const double scratch = bf * (R * 3 * d          // qkv GEMM output / its gradient
                                + heads_elems      // attention output in head layout / its gradient
-                               + scores * 2       // scores then P (forward and backward); dP, then dS
+                               + scores           // dP, then dS
                                + 3 * heads_elems  // dq, dk, dv
                                + R * d * 2        // residual gradient, LayerNorm input gradient
-                               + R * f);          // GELU output (forward and backward), then its gradient
-  m.activations = L * per_layer + global + scratch;
+                               + R * f);          // MLP hidden gradient
+  // Kept: one copy per layer. Recomputed: one shared buffer each (the GELU output shares the hidden gradient's).
+  m.activations = L * per_layer + global + scratch + (recompute_activations ? bf * scores : L * kept_or_recomputed);
   return m;
 }
 
@@ -134,8 +136,9 @@ void GptConfig::validate() const {
 }
 
 std::string GptConfig::describe() const {
-  return fmt::format("gpt: {} layer{} × d {} ({} heads × {}, ffn {}), vocab {}, seq {}", layers, layers == 1 ? "" : "s", d_model, heads,
-                     head_dim(), ffn, vocab, seq);
+  return fmt::format("gpt: {} layer{} × d {} ({} heads × {}, ffn {}), vocab {}, seq {}{}", layers, layers == 1 ? "" : "s",
+                     d_model, heads, head_dim(), ffn, vocab, seq,
+                     recompute_activations ? "" : ", attention probabilities and GELU outputs kept for backward");
 }
 
 GptConfig GptConfig::preset(std::string_view name) {

@@ -46,6 +46,12 @@ struct GptConfig {
   int vocab = 30522;          ///< token ids in [0, vocab)
   int seq = 128;              ///< context length T: a batch row holds T + 1 tokens
   std::uint64_t seed = 1234;  ///< initialisation seed (same on every rank)
+  /// GptCuda: recompute the attention probabilities (from q, k and each row's log-sum-exp, as flash attention,
+  /// Dao et al. 2022) and the GELU output (from the pre-activation) in backward instead of keeping them per
+  /// layer — the selective recomputation of Korthikanti et al. 2022. Saves B·H·T² + R·ffn bf16 elements per
+  /// layer for one more score GEMM and two memory-bound passes per layer (on one H200, gpt-1.3b at 8 rows:
+  /// 32.8 instead of 41.5 GiB, bench/RESULTS.md). The CPU reference ignores it.
+  bool recompute_activations = true;
 
   int head_dim() const { return d_model / heads; }
 
@@ -71,10 +77,11 @@ struct GptConfig {
   /// Memory per rank for a batch of `rows` rows (each seq + 1 tokens), following GptCuda's buffers:
   /// per layer and token the saved activations are 2 residual-stream tensors, 2 LayerNorm outputs, q/k/v,
   /// the attention output (bf16 d each, q/k/v head dims padded to a multiple of 8), the MLP pre-activation
-  /// (bf16 ffn), LayerNorm statistics and the attention log-sum-exp (fp32 H); the attention probabilities
-  /// and the GELU output are recomputed in backward, not kept. Plus the embedding output, final LayerNorm,
-  /// bf16 logits over V rounded up to a multiple of 8, and shared scratch (qkv, two [B, H, T, T] score
-  /// buffers, the GELU output, gradients of one layer). Excludes the CUDA context and library workspaces.
+  /// (bf16 ffn), LayerNorm statistics and the attention log-sum-exp (fp32 H), and, unless
+  /// recompute_activations, the attention probabilities (bf16 H·T) and the GELU output (bf16 ffn). Plus the
+  /// embedding output, final LayerNorm, bf16 logits over V rounded up to a multiple of 8, and shared scratch
+  /// (qkv, the score gradient [B, H, T, T] and, when recomputing, the recomputed probabilities [B, H, T, T],
+  /// the MLP hidden gradient, gradients of one layer). Excludes the CUDA context and library workspaces.
   /// Throws core::UsageError for rows < 1.
   GptMemoryEstimate memory_per_rank(int rows) const;
   /// Throws core::UsageError naming the bad field (non-positive sizes, d_model not divisible by heads, …).

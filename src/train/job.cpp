@@ -185,6 +185,9 @@ void TrainJobConfig::validate() const {
     throw core::UsageError(fmt::format("--stream-priority {} needs GPU ranks: CPU ranks have no CUDA streams",
                                        to_string(stream_priority)),
                            "drop --stream-priority or use --backend gpu");
+  if (backend == BackendKind::cpu && model.family == ModelFamily::gpt && !model.gpt.recompute_activations)
+    throw core::UsageError("--keep-activations needs GPU ranks: the CPU reference keeps every activation anyway",
+                           "drop --keep-activations or use --backend gpu");
   parse_fault(fault);
 }
 

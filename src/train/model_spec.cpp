@@ -36,6 +36,8 @@ ModelSpec ModelSpec::from_preset(std::string_view name, const ModelOverrides& o)
     spec.family = ModelFamily::mlp;
     spec.mlp = MlpLmConfig::preset(name);
     if (o.seq) throw core::UsageError("--seq applies to GPT presets; the MLP's context is --context");
+    if (o.keep_activations)
+      throw core::UsageError("--keep-activations applies to GPT presets: the MLP keeps all its activations anyway");
     if (o.layers) spec.mlp.layers = o.layers;
     if (o.context) spec.mlp.context = o.context;
     if (o.embed) spec.mlp.embed = o.embed;
@@ -48,6 +50,7 @@ ModelSpec ModelSpec::from_preset(std::string_view name, const ModelOverrides& o)
                              "for a GPT preset use --layers (a slice of its blocks) and --seq");
     if (o.layers) spec.gpt.layers = o.layers;
     if (o.seq) spec.gpt.seq = o.seq;
+    if (o.keep_activations) spec.gpt.recompute_activations = false;
   } else {
     throw core::UsageError(fmt::format("unknown model '{}'", name),
                            fmt::format("choose one of: {}", fmt::join(preset_names(), ", ")));
@@ -95,7 +98,8 @@ void to_json(nlohmann::json& j, const ModelSpec& m) {
                 {"hidden", m.mlp.hidden}, {"layers", m.mlp.layers}, {"seed", m.mlp.seed}};
   else
     j["gpt"] = {{"layers", m.gpt.layers}, {"d_model", m.gpt.d_model}, {"heads", m.gpt.heads}, {"ffn", m.gpt.ffn},
-                {"vocab", m.gpt.vocab}, {"seq", m.gpt.seq}, {"seed", m.gpt.seed}};
+                {"vocab", m.gpt.vocab}, {"seq", m.gpt.seq}, {"seed", m.gpt.seed},
+                {"recompute_activations", m.gpt.recompute_activations}};
 }
 
 void from_json(const nlohmann::json& j, ModelSpec& m) {
@@ -111,6 +115,7 @@ void from_json(const nlohmann::json& j, ModelSpec& m) {
     const auto& c = j.at("gpt");
     m.gpt.layers = c.at("layers"); m.gpt.d_model = c.at("d_model"); m.gpt.heads = c.at("heads");
     m.gpt.ffn = c.at("ffn"); m.gpt.vocab = c.at("vocab"); m.gpt.seq = c.at("seq"); m.gpt.seed = c.at("seed");
+    m.gpt.recompute_activations = c.at("recompute_activations");
   } else {
     throw core::Error("unknown model family '" + family + "' in a job description");
   }

@@ -25,6 +25,7 @@ struct ModelOverrides {
   int embed = 0;    ///< MLP: embedding width
   int hidden = 0;   ///< MLP: hidden width
   int seq = 0;      ///< GPT: context length T
+  bool keep_activations = false;  ///< GPT: GptConfig::recompute_activations = false
 };
 
 struct ModelSpec {

@@ -161,12 +161,16 @@ class GptCudaTest : public ::testing::Test {
   /// elements between ranges (NaN-poisoned); checks loss, every gradient, the ready order and that backward
   /// wrote every gradient element and nothing else.
   /// One step of the host and CUDA models on the same random batch (expect_step_matches_cpu; gradients within
-  /// 5e-2: several bf16 roundings in a row).
-  void compare_step(const GptConfig& config, int rows, std::size_t gap) {
-    GptCpu cpu(config);
-    GptCuda gpu(config, stream_);
-    expect_step_matches_cpu(cpu, gpu, stream_, random_tokens(rows, config.seq + 1, config.vocab, 11), rows, config.seq + 1,
-                            gap, 5e-2);
+  /// 5e-2: several bf16 roundings in a row), with activations recomputed in backward and with them kept.
+  void compare_step(GptConfig config, int rows, std::size_t gap) {
+    for (const bool recompute : {true, false}) {
+      SCOPED_TRACE(recompute ? "activations recomputed" : "activations kept");
+      config.recompute_activations = recompute;
+      GptCpu cpu(config);
+      GptCuda gpu(config, stream_);
+      expect_step_matches_cpu(cpu, gpu, stream_, random_tokens(rows, config.seq + 1, config.vocab, 11), rows,
+                              config.seq + 1, gap, 5e-2);
+    }
   }
 
   cudaStream_t stream_ = nullptr;
@@ -280,20 +284,26 @@ TEST_F(GptCudaTest, CausalSoftmaxForwardAndBackwardMatchCpu) {
     const std::size_t rows = 2 * 3 * static_cast<std::size_t>(T), n = rows * static_cast<std::size_t>(T);
     const auto scores = random_bf16_values(n, 0.0, 3.0, 12);
     const auto dp = random_bf16_values(n, 0.0, 1.0, 13);
-    Device<bf16> s_d(n), again_d(n), g_d(n);
+    Device<bf16> s_d(n), again_d(n), g_d(n), g_kept_d(n);
     Device<float> lse_d(rows);
     upload(s_d, scores);
     upload(again_d, scores);
     upload(g_d, dp);
+    upload(g_kept_d, dp);
     k::causal_softmax_forward(stream_, s_d.get(), rows, T, c.chunk, lse_d.get());
-    // The backward starts from the scores again, as the model's does: P comes from them and lse alone.
+    // The backward starts from the scores again, as the model's does when recomputing: P from them and lse.
     k::causal_softmax_backward(stream_, again_d.get(), lse_d.get(), g_d.get(), rows, T, c.chunk);
     sync();
     const auto p_gpu = download(s_d), p_again = download(again_d), ds_gpu = download(g_d);
     const auto lse_gpu = download(lse_d);
+    // Kept probabilities (no lse): the forward's P is read, not rewritten.
+    k::causal_softmax_backward(stream_, s_d.get(), nullptr, g_kept_d.get(), rows, T, c.chunk);
+    sync();
+    EXPECT_EQ(download(s_d), p_gpu) << "kept probabilities were changed";
+    const auto ds_kept = download(g_kept_d);
 
     // Within j < end(i) the kernels' outputs; past the chunk's end the inputs must be left untouched.
-    std::vector<double> p, p_want, p_back, lse, lse_want, ds, ds_want;
+    std::vector<double> p, p_want, p_back, lse, lse_want, ds, ds_kept_lower, ds_want;
     std::size_t zero_violations = 0, touched = 0;
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t i = r % static_cast<std::size_t>(T);
@@ -313,11 +323,13 @@ TEST_F(GptCudaTest, CausalSoftmaxForwardAndBackwardMatchCpu) {
           p_back.push_back(p_again[at]);
           p_want.push_back(want);
           ds.push_back(ds_gpu[at]);
+          ds_kept_lower.push_back(ds_kept[at]);
           ds_want.push_back(want * (dp[at] - dot));
         } else if (j < end) {
-          zero_violations += p_gpu[at] != 0.0 || p_again[at] != 0.0 || ds_gpu[at] != 0.0;
+          zero_violations += p_gpu[at] != 0.0 || p_again[at] != 0.0 || ds_gpu[at] != 0.0 || ds_kept[at] != 0.0;
         } else {
-          touched += p_gpu[at] != scores[at] || p_again[at] != scores[at] || ds_gpu[at] != dp[at];
+          touched += p_gpu[at] != scores[at] || p_again[at] != scores[at] || ds_gpu[at] != dp[at] ||
+                     ds_kept[at] != dp[at];
         }
       }
     }
@@ -328,9 +340,8 @@ TEST_F(GptCudaTest, CausalSoftmaxForwardAndBackwardMatchCpu) {
     EXPECT_LT(relative_error(p, p_want), 5e-3) << what;
     EXPECT_LT(relative_error(p_back, p_want), 5e-3) << what << ": probabilities recomputed in backward";
     EXPECT_LT(relative_error(ds, ds_want), 1e-2) << what;
+    EXPECT_LT(relative_error(ds_kept_lower, ds_want), 1e-2) << what << ": from kept probabilities";
   }
-  Device<bf16> any(64);
-  EXPECT_THROW(k::causal_softmax_backward(stream_, any.get(), nullptr, any.get(), 1, 8, 8), std::invalid_argument);
 }
 
 TEST_F(GptCudaTest, HeadRelayoutRoundTripsAndPadsWithZeros) {
@@ -383,7 +394,11 @@ TEST_F(GptCudaTest, AttentionForwardAndBackwardMatchCpu) {
                          y_d.get());
     sync();
     const auto probs_gpu = download(probs_d);
-    // NaN over the forward's probabilities: the backward must recompute them from q, k and lse.
+    // Kept probabilities first (no lse: the forward's P is read), into a second gradient buffer.
+    Device<bf16> dqkv_kept_d(qkv.size());
+    k::attention_backward(stream_, gemm, dy_d.get(), qkvh_d.get(), nullptr, shape, probs_d.get(), heads_d.get(),
+                          ds_d.get(), dqkvh_d.get(), dqkv_kept_d.get());
+    // Then NaN over the forward's probabilities: the recomputing backward must rebuild them from q, k and lse.
     ASSERT_EQ(cudaMemset(probs_d.get(), 0xFF, probs_d.size() * sizeof(bf16)), cudaSuccess);
     k::attention_backward(stream_, gemm, dy_d.get(), qkvh_d.get(), lse_d.get(), shape, probs_d.get(), heads_d.get(),
                           ds_d.get(), dqkvh_d.get(), dqkv_d.get());
@@ -401,6 +416,7 @@ TEST_F(GptCudaTest, AttentionForwardAndBackwardMatchCpu) {
     EXPECT_LT(relative_error(lower_gpu, lower_cpu), 2e-2) << what;
     EXPECT_LT(relative_error(download(y_d), y), 2e-2) << what;
     EXPECT_LT(relative_error(download(dqkv_d), dqkv), 5e-2) << what;
+    EXPECT_LT(relative_error(download(dqkv_kept_d), dqkv), 5e-2) << what << ": from kept probabilities";
   }
 }
 
@@ -584,10 +600,13 @@ TEST_F(GptCudaTest, PresetsRunForwardAndBackward) {
   struct Case {
     const char* name;
     int layers, rows;
+    bool recompute;
   };
-  for (const Case c : {Case{"tiny-14m", 4, 8}, Case{"gpt2-124m", 2, 2}}) {
+  for (const Case c : {Case{"tiny-14m", 4, 8, true}, Case{"gpt2-124m", 2, 2, true}, Case{"gpt2-124m", 2, 2, false}}) {
     auto config = GptConfig::preset(c.name);
     config.layers = c.layers;
+    config.recompute_activations = c.recompute;
+    SCOPED_TRACE(c.recompute ? "activations recomputed" : "activations kept");
     GptCuda gpu(config, stream_);
     std::vector<std::size_t> offsets;
     const std::size_t total = reverse_offsets(gpu.parameters(), 0, offsets);

@@ -54,6 +54,12 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "needs GPU ranks");
   EXPECT_EQ(run_cli("train --stream-priority nccl" + kQuick).status, 2);
+  r = run_cli("train --backend cpu --model tiny-14m --keep-activations --rounds 1 -q");  // a GptCuda setting
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "needs GPU ranks");
+  r = run_cli("train --keep-activations" + kQuick);  // the MLP has nothing to recompute
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "applies to GPT presets");
 }
 
 TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {

@@ -142,6 +142,14 @@ TEST(GptConfig, MemoryEstimateCountsStateAndActivations) {
   const double tokens = 16.0 * 1024;
   const double want = tokens * (12 * per_layer + global + scratch) + 4.0 * 16 * 1025;  // + the int32 tokens
   EXPECT_NEAR(m.activations, want, 1e-9 * want);
+  // Keeping them instead: per layer the probabilities (bf16 H·T) and GELU output (ffn), less the one shared
+  // buffer the recomputed probabilities used.
+  auto keep = c;
+  keep.recompute_activations = false;
+  const double kept = tokens * (12 * 2.0 * (12 * 1024 + 3072) - 2.0 * 12 * 1024);
+  EXPECT_NEAR(keep.memory_per_rank(16).activations - m.activations, kept, 1e-9 * kept);
+  EXPECT_NE(keep.describe().find("kept for backward"), std::string::npos) << keep.describe();
+  EXPECT_EQ(c.describe().find("kept"), std::string::npos) << c.describe();
   EXPECT_DOUBLE_EQ(m.total(), m.parameters + m.gradients + m.optimizer + m.weight_copies + m.activations);
   EXPECT_LT(c.memory_per_rank(8).activations, m.activations);
   EXPECT_THROW(c.memory_per_rank(0), UsageError);

@@ -41,12 +41,13 @@ const GptConfig& validated(const GptConfig& config) {
   return config;
 }
 
-/// Activations of one transformer block kept for backward (pointers into the arena). Not kept, recomputed in
-/// backward instead: the attention probabilities (from q, k and lse: B·H·T² bf16 per layer) and the GELU output
-/// (from pre: one elementwise pass instead of R·ffn bf16 per layer).
+/// Activations of one transformer block kept for backward (pointers into the arena). With
+/// GptConfig::recompute_activations, `probs` and `act` point at shared scratch and are recomputed in backward:
+/// the attention probabilities from q, k and lse (B·H·T² bf16 per layer), the GELU output from pre (R·ffn).
 struct LayerActivations {
   bf16 *ln1 = nullptr, *qkvh = nullptr, *att = nullptr, *mid = nullptr, *ln2 = nullptr, *pre = nullptr, *out = nullptr;
-  float* lse = nullptr;  // [B, H, T] attention log-sum-exp
+  bf16 *probs = nullptr, *act = nullptr;  // [B, H, T, T] attention probabilities, [R, ffn] GELU output
+  float* lse = nullptr;                   // [B, H, T] attention log-sum-exp
   float *mean1 = nullptr, *rstd1 = nullptr, *mean2 = nullptr, *rstd2 = nullptr;
 };
 
@@ -176,12 +177,12 @@ struct GptCuda::State {
   // Scratch shared by all layers.
   bf16* qkv = nullptr;       // [R, 3d]: qkv GEMM output; backward: d qkv
   bf16* heads = nullptr;     // [B, H, T, hdp]: attention output; backward: its gradient
-  bf16* scores = nullptr;    // [B, H, T, T]: scores, then P (forward, and again in backward)
+  bf16* scores = nullptr;    // recomputing only: [B, H, T, T] scores, then P (forward, and again in backward)
   bf16* dscores = nullptr;   // [B, H, T, T]: dP, then dS
   bf16* dqkvh = nullptr;     // [3, B, H, T, hdp]
   bf16* dres = nullptr;      // [R, d] residual-stream gradient
   bf16* dln = nullptr;       // [R, d] LayerNorm-output (or attention-output) gradient
-  bf16* mlp_hidden = nullptr;  // [R, ffn]: GELU output (forward, and again in backward), then its gradient
+  bf16* mlp_hidden = nullptr;  // [R, ffn]: MLP hidden gradient; recomputing: the GELU output before it
   float* workspace = nullptr;
   std::size_t workspace_floats = 0;
 
@@ -214,6 +215,10 @@ void GptCuda::State::ensure_rows(int needed) {
       l.mid = a.take<bf16>(R * d);
       l.ln2 = a.take<bf16>(R * d);
       l.pre = a.take<bf16>(R * f);
+      if (!c.recompute_activations) {
+        l.probs = a.take<bf16>(scores_elems);
+        l.act = a.take<bf16>(R * f);
+      }
       l.out = a.take<bf16>(R * d);
       l.mean1 = a.take<float>(R);
       l.rstd1 = a.take<float>(R);
@@ -227,13 +232,18 @@ void GptCuda::State::ensure_rows(int needed) {
     position_losses = a.take<float>(R);
     qkv = a.take<bf16>(R * 3 * d);
     heads = a.take<bf16>(head_elems);
-    scores = a.take<bf16>(scores_elems);
+    scores = c.recompute_activations ? a.take<bf16>(scores_elems) : nullptr;
     dscores = a.take<bf16>(scores_elems);
     dqkvh = a.take<bf16>(3 * head_elems);
     dres = a.take<bf16>(R * d);
     dln = a.take<bf16>(R * d);
     mlp_hidden = a.take<bf16>(R * f);
     workspace = a.take<float>(workspace_floats);
+    if (c.recompute_activations)
+      for (auto& l : acts) {
+        l.probs = scores;
+        l.act = mlp_hidden;
+      }
   };
   ArenaLayout sizing(nullptr);
   place(sizing);
@@ -347,13 +357,13 @@ void GptCuda::forward() {
     // Attention: mid = x + Attn(LN1(x))·W_proj + b_proj.
     k::layernorm_forward(s.stream, x, s.master(base + State::kLn1W), s.master(base + State::kLn1B), z(R), d, a.ln1, a.mean1, a.rstd1);
     s.linear(a.ln1, R, d, 3 * d, base + State::kQkvW, s.qkv, nullptr);
-    k::attention_forward(s.stream, s.gemm, s.qkv, s.attention, a.qkvh, s.scores, a.lse, s.heads, a.att);
+    k::attention_forward(s.stream, s.gemm, s.qkv, s.attention, a.qkvh, a.probs, a.lse, s.heads, a.att);
     s.linear(a.att, R, d, d, base + State::kProjW, a.mid, x);
     // MLP: out = mid + GELU(LN2(mid)·W_fc + b_fc)·W_fp + b_fp.
     k::layernorm_forward(s.stream, a.mid, s.master(base + State::kLn2W), s.master(base + State::kLn2B), z(R), d, a.ln2, a.mean2, a.rstd2);
     s.linear(a.ln2, R, d, f, base + State::kFcW, a.pre, nullptr);
-    k::gelu_forward(s.stream, a.pre, s.mlp_hidden, z(R) * z(f));
-    s.linear(s.mlp_hidden, R, f, d, base + State::kFpW, a.out, a.mid);
+    k::gelu_forward(s.stream, a.pre, a.act, z(R) * z(f));
+    s.linear(a.act, R, f, d, base + State::kFpW, a.out, a.mid);
   }
   const std::size_t lnf = s.lnf_weight();
   k::layernorm_forward(s.stream, s.x_in(c.layers), s.master(lnf), s.master(lnf + 1), z(R), d, s.lnf, s.lnf_mean, s.lnf_rstd);
@@ -421,10 +431,10 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
     LayerActivations& a = s.acts[z(l)];
     const std::size_t base = State::slot(l, 0);
     // MLP (its output bias gradient was summed by the LayerNorm backward above this block).
-    k::gelu_forward(s.stream, a.pre, s.mlp_hidden, z(R) * z(f));  // the GELU output again, for d W_fp
-    s.linear_weight_grad(s.mlp_hidden, s.dres, R, f, d, base + State::kFpW);
+    if (c.recompute_activations) k::gelu_forward(s.stream, a.pre, a.act, z(R) * z(f));  // a.act is mlp_hidden
+    s.linear_weight_grad(a.act, s.dres, R, f, d, base + State::kFpW);
     ready(base + State::kFpW);
-    s.linear_input_grad(s.dres, R, f, d, base + State::kFpW, s.mlp_hidden);  // its last use is above
+    s.linear_input_grad(s.dres, R, f, d, base + State::kFpW, s.mlp_hidden);  // after the GELU output's last use
     k::gelu_backward_bias_grad(s.stream, s.mlp_hidden, a.pre, z(R), f, s.grad(base + State::kFcB), s.workspace,
                                s.workspace_floats);
     ready(base + State::kFcB);
@@ -441,8 +451,8 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
     s.linear_weight_grad(a.att, s.dres, R, d, d, base + State::kProjW);
     ready(base + State::kProjW);
     s.linear_input_grad(s.dres, R, d, d, base + State::kProjW, s.dln);  // d attention output
-    k::attention_backward(s.stream, s.gemm, s.dln, a.qkvh, a.lse, s.attention, s.scores, s.heads, s.dscores, s.dqkvh,
-                          s.qkv);
+    k::attention_backward(s.stream, s.gemm, s.dln, a.qkvh, c.recompute_activations ? a.lse : nullptr, s.attention,
+                          a.probs, s.heads, s.dscores, s.dqkvh, s.qkv);
     k::column_sum(s.stream, s.qkv, z(R), 3 * d, s.grad(base + State::kQkvB), s.workspace, s.workspace_floats);
     ready(base + State::kQkvB);
     s.linear_weight_grad(a.ln1, s.qkv, R, d, 3 * d, base + State::kQkvW);

@@ -447,9 +447,9 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_forward_kernel(bf16* 
   }
 }
 
-// The backward recomputes P from the scores and the forward's log-sum-exp (flash attention's trade, Dao et al.
-// 2022): one more score GEMM instead of keeping B·H·T² probabilities per layer. P is computed in fp32 for
-// dS and written back over the scores in bf16 for the dv GEMM.
+// With lse, the backward recomputes P from the scores and the forward's log-sum-exp (flash attention's trade,
+// Dao et al. 2022): one more score GEMM instead of keeping B·H·T² probabilities per layer. P is computed in
+// fp32 for dS and written back over the scores in bf16 for the dv GEMM. Without lse, `scores` holds P.
 template <int VEC>
 __global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(bf16* scores, const float* lse, bf16* grad,
                                                                            std::size_t rows, int seq, int chunk) {
@@ -459,14 +459,15 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(bf16*
   const int i = static_cast<int>(row % seq);
   Pack<VEC>* s = reinterpret_cast<Pack<VEC>*>(scores + row * seq);
   Pack<VEC>* g = reinterpret_cast<Pack<VEC>*>(grad + row * seq);
-  const float row_lse = lse[row];
+  const bool recompute = lse != nullptr;
+  const float row_lse = recompute ? lse[row] : 0.0f;
   const int valid = (i + VEC) / VEC, packs = chunk_end(i, seq, chunk) / VEC;
   float dot = 0.0f;
   for (int k = lane; k < valid; k += kWarp) {
     const Pack<VEC> sp = s[k], dp = g[k];
 #pragma unroll
     for (int v = 0; v < VEC; ++v)
-      if (k * VEC + v <= i) dot += __expf(to_f(sp.v[v]) - row_lse) * to_f(dp.v[v]);
+      if (k * VEC + v <= i) dot += (recompute ? __expf(to_f(sp.v[v]) - row_lse) : to_f(sp.v[v])) * to_f(dp.v[v]);
   }
   dot = warp_sum(dot);
   // Each lane rewrites only the packs it read above, so reading and writing in place needs no barrier.
@@ -476,7 +477,7 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(bf16*
       const Pack<VEC> sp = s[k], dp = g[k];
 #pragma unroll
       for (int v = 0; v < VEC; ++v) {
-        const float p = k * VEC + v <= i ? __expf(to_f(sp.v[v]) - row_lse) : 0.0f;
+        const float p = k * VEC + v > i ? 0.0f : recompute ? __expf(to_f(sp.v[v]) - row_lse) : to_f(sp.v[v]);
         p_out.v[v] = __float2bfloat16(p);
         ds_out.v[v] = __float2bfloat16(p * (to_f(dp.v[v]) - dot));
       }
@@ -484,7 +485,7 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(bf16*
 #pragma unroll
       for (int v = 0; v < VEC; ++v) p_out.v[v] = ds_out.v[v] = __float2bfloat16(0.0f);
     }
-    s[k] = p_out;
+    if (recompute) s[k] = p_out;  // kept probabilities are already P, zeros included
     g[k] = ds_out;
   }
 }
@@ -692,7 +693,6 @@ void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows,
 
 void causal_softmax_backward(cudaStream_t stream, bf16* scores, const float* lse, bf16* grad, std::size_t rows, int seq,
                              int chunk) {
-  require(lse != nullptr, "causal_softmax_backward needs the forward's log-sum-exp of every row");
   chunk = chunk <= 0 || chunk > seq ? seq : chunk;
   if (seq % 8 == 0 && chunk % 8 == 0) {
     require_aligned(scores, "scores");
@@ -784,7 +784,7 @@ void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* d
     const std::size_t o = static_cast<std::size_t>(r0);
     attention_gemm(stream, gemm, s, false, true, r1 - r0, r1, hdp, heads + o * h, hdp, v, hdp, dscores + o * t, T, 1.0f);
   });
-  attention_scores(stream, gemm, s, q, k, scores);
+  if (lse != nullptr) attention_scores(stream, gemm, s, q, k, scores);  // else scores holds the forward's P
   causal_softmax_backward(stream, scores, lse, dscores, static_cast<std::size_t>(s.batch) * s.heads * T, T,
                           effective_chunk(s));
   for_each_query_chunk(s, [&](int r0, int r1) {

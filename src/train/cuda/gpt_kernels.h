@@ -104,10 +104,10 @@ void rows_from_heads(cudaStream_t stream, const bf16* src, int nb, int batch, in
 void causal_softmax_forward(cudaStream_t stream, bf16* scores, std::size_t rows, int seq, int chunk,
                             float* lse = nullptr);
 
-/// Softmax backward from the scores (flash attention's recomputation, Dao et al. 2022), in place on both
-/// buffers [rows, T]: scores s in, P = exp(s − lse) out (bf16); grad dP in, dS = P ⊙ (dP − Σ_{j ≤ i} P·dP) out
-/// (P in fp32 here); both 0 for i < j < end(i) and untouched past end(i). lse from causal_softmax_forward on the
-/// same scores (std::invalid_argument when null).
+/// Softmax backward, in place on grad [rows, T]: dP in, dS = P ⊙ (dP − Σ_{j ≤ i} P·dP) out for j ≤ i, 0 for
+/// i < j < end(i), untouched past end(i). With lse (from causal_softmax_forward on the same scores), P is
+/// recomputed from the scores (flash attention's recomputation, Dao et al. 2022; fp32 for dS) and written over
+/// them in bf16 (0 for i < j < end(i)); with lse null, `scores` already holds the forward's P and is only read.
 void causal_softmax_backward(cudaStream_t stream, bf16* scores, const float* lse, bf16* grad, std::size_t rows, int seq,
                              int chunk);
 
@@ -134,10 +134,11 @@ struct AttentionShape {
 void attention_forward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* qkv, const AttentionShape& shape,
                        bf16* qkvh, bf16* scores, float* lse, bf16* heads, bf16* y);
 
-/// Its backward: dy [B, T, d] → dqkv [B, T, 3d] from the forward's qkvh and lse, with scratch scores
-/// [B, H, T, T] (q·kᵀ/√hd recomputed, then P), heads [B, H, T, hdp] (d y in head layout), dscores
-/// [B, H, T, T] (dP, then dS) and dqkvh [3, B, H, T, hdp]: dP = dy·vᵀ; P and dS by causal_softmax_backward;
-/// dq = dS·k/√hd; dk = dSᵀ·q/√hd; dv = Pᵀ·dy. Nothing of the forward's scores buffer is read.
+/// Its backward: dy [B, T, d] → dqkv [B, T, 3d] from the forward's qkvh, with scratch heads [B, H, T, hdp]
+/// (d y in head layout), dscores [B, H, T, T] (dP, then dS) and dqkvh [3, B, H, T, hdp]: dP = dy·vᵀ; P and dS
+/// by causal_softmax_backward; dq = dS·k/√hd; dk = dSᵀ·q/√hd; dv = Pᵀ·dy. With lse (the forward's), `scores`
+/// is scratch: q·kᵀ/√hd is recomputed into it, then P, and nothing the forward left there is read. With lse
+/// null, `scores` must hold the forward's probabilities (kept for backward).
 void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* dy, const bf16* qkvh, const float* lse,
                         const AttentionShape& shape, bf16* scores, bf16* heads, bf16* dscores, bf16* dqkvh, bf16* dqkv);
 
