@@ -56,6 +56,27 @@ inline void expect_adamw_matches_cpu(Model& cpu, Model& gpu, cudaStream_t stream
   EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
 }
 
+/// Writes the fp32 parameters of `other` (a host model of the same shape, another seed) into the CUDA model
+/// `gpu` through flat_parameters() and calls parameters_changed(): a forward over `tokens` (`rows` ×
+/// `row_tokens`) must then give `other`'s loss within 1 % — the bf16 weight copies were refreshed — and the
+/// parameters read back must be exactly what was written.
+inline void expect_parameters_changed_refreshes_bf16_weights(Model& other, Model& gpu, cudaStream_t stream,
+                                                            const std::vector<std::int32_t>& tokens, int rows,
+                                                            int row_tokens) {
+  const auto values = other.parameters_to_host();
+  ASSERT_EQ(cudaMemcpyAsync(gpu.flat_parameters(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice,
+                            stream),
+            cudaSuccess);
+  gpu.parameters_changed();
+  other.stage_batch({rows, row_tokens, tokens.data()});
+  gpu.stage_batch({rows, row_tokens, tokens.data()});
+  other.forward();
+  gpu.forward();
+  const float l_cpu = other.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
+  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
+  EXPECT_EQ(gpu.parameters_to_host(), values);
+}
+
 /// One forward and backward of the host model `cpu` and the CUDA model `gpu` (work on `stream`) on the same
 /// `tokens` (`rows` × `row_tokens`), gradients in reverse parameter order with `gap` elements between ranges
 /// (the GPU's buffer pre-filled with NaN): the losses must agree within 1 %, the GPU must report every gradient

@@ -29,6 +29,7 @@
 #include "cuda_test_util.h"
 #include "train/cpu/gpt_cpu.h"
 #include "train/cpu/gpt_ops.h"
+#include "train/cuda/device_buffer.h"
 #include "train/cuda/gpt_cuda.h"
 #include "train/cuda/gpt_kernels.h"
 #include "train/cuda/lt_matmul.h"
@@ -581,19 +582,7 @@ TEST_F(GptCudaTest, ParametersChangedRefreshesTheBf16Weights) {
   other.seed = 99;
   GptCpu cpu(other);
   GptCuda gpu(make_config(2, 64, 4, 128, 256, 32), stream_);
-  const auto values = cpu.parameters_to_host();
-  ASSERT_EQ(cudaMemcpyAsync(gpu.flat_parameters(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice,
-                            stream_),
-            cudaSuccess);
-  gpu.parameters_changed();
-  const auto tokens = random_tokens(4, 33, 256, 13);
-  cpu.stage_batch({4, 33, tokens.data()});
-  gpu.stage_batch({4, 33, tokens.data()});
-  cpu.forward();
-  gpu.forward();
-  const float l_cpu = cpu.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
-  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
-  EXPECT_EQ(gpu.parameters_to_host(), values);
+  expect_parameters_changed_refreshes_bf16_weights(cpu, gpu, stream_, random_tokens(4, 33, 256, 13), 4, 33);
 }
 
 TEST_F(GptCudaTest, PresetsRunForwardAndBackward) {
@@ -639,22 +628,21 @@ TEST_F(GptCudaTest, PresetsRunForwardAndBackward) {
 }
 
 TEST_F(GptCudaTest, BatchesOfDifferentSizes) {
-  const auto config = make_config(2, 32, 2, 64, 128, 16);
-  GptCuda gpu(config, stream_);
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(gpu.parameters(), 0, offsets);
-  gpu.allocate_gradients(offsets, total);
-  for (int rows : {1, 7, 30, 5}) {
-    const auto tokens = random_tokens(rows, 17, 128, static_cast<unsigned>(rows));
-    gpu.stage_batch({rows, 17, tokens.data()});
-    gpu.forward();
-    gpu.backward([](std::size_t) {});
-    gpu.optimizer_step(AdamWConfig{});
+  GptCuda gpu(make_config(2, 32, 2, 64, 128, 16), stream_);
+  expect_steps_on_batches_of_sizes(gpu, 17, 128, {1, 7, 30, 5});
+}
+
+TEST_F(GptCudaTest, LossLogHoldsAtMost65536UntakenLosses) {
+  using scalescope::train::cuda::DeviceLossLog;
+  DeviceLossLog log;
+  for (std::size_t i = 0; i < DeviceLossLog::kSlots; ++i) {
+    EXPECT_EQ(log.next_slot("Test"), log.next_slot("Test"));  // the same slot until committed
+    log.commit();
   }
-  const auto losses = gpu.take_losses();
-  ASSERT_EQ(losses.size(), 4u);
-  for (float l : losses) EXPECT_TRUE(std::isfinite(l) && std::abs(l - std::log(128.0f)) < 0.5f) << l;
-  EXPECT_TRUE(gpu.take_losses().empty());
+  EXPECT_THROW(log.next_slot("Test"), std::logic_error);
+  EXPECT_EQ(log.take(stream_).size(), DeviceLossLog::kSlots);
+  EXPECT_NO_THROW(log.next_slot("Test"));
+  EXPECT_TRUE(log.take(stream_).empty());
 }
 
 TEST_F(GptCudaTest, BadBatchesAndCallsThrow) {

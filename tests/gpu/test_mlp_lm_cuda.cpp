@@ -155,38 +155,12 @@ TEST_F(MlpLmCudaTest, ParametersChangedRefreshesTheBf16Weights) {
   other.seed = 99;
   MlpLmCpu cpu(other);
   MlpLmCuda gpu(make_config(16, 16, 256, 3), stream_);
-  const auto values = cpu.parameters_to_host();
-  ASSERT_EQ(cudaMemcpyAsync(gpu.flat_parameters(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice,
-                            stream_),
-            cudaSuccess);
-  gpu.parameters_changed();
-  const auto tokens = random_tokens(64, 17, 256, 13);
-  cpu.stage_batch({64, 17, tokens.data()});
-  gpu.stage_batch({64, 17, tokens.data()});
-  cpu.forward();
-  gpu.forward();
-  const float l_cpu = cpu.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
-  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
-  EXPECT_EQ(gpu.parameters_to_host(), values);
+  expect_parameters_changed_refreshes_bf16_weights(cpu, gpu, stream_, random_tokens(64, 17, 256, 13), 64, 17);
 }
 
 TEST_F(MlpLmCudaTest, BatchesOfDifferentSizes) {
-  const auto config = make_config(8, 8, 64, 2);  // embed and hidden multiples of 8: vectorised kernels
-  MlpLmCuda gpu(config, stream_);
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(gpu.parameters(), 0, offsets);
-  gpu.allocate_gradients(offsets, total);
-  for (int rows : {1, 7, 300, 5}) {
-    const auto tokens = random_tokens(rows, 9, 256, static_cast<unsigned>(rows));
-    gpu.stage_batch({rows, 9, tokens.data()});
-    gpu.forward();
-    gpu.backward([](std::size_t) {});
-    gpu.optimizer_step(AdamWConfig{});
-  }
-  const auto losses = gpu.take_losses();
-  ASSERT_EQ(losses.size(), 4u);
-  for (float l : losses) EXPECT_TRUE(std::isfinite(l) && std::abs(l - std::log(256.0f)) < 0.5f) << l;
-  EXPECT_TRUE(gpu.take_losses().empty());
+  MlpLmCuda gpu(make_config(8, 8, 64, 2), stream_);  // embed and hidden multiples of 8: vectorised kernels
+  expect_steps_on_batches_of_sizes(gpu, 9, 256, {1, 7, 300, 5});
 }
 
 TEST_F(MlpLmCudaTest, OddWidthsUseTheScalarKernels) {

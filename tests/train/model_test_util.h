@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
+#include "train/adamw.h"
 #include "train/model.h"
 
 namespace scalescope::train::testing {
@@ -89,6 +91,102 @@ inline void expect_ready_in_reverse_order(Model& model, const std::vector<std::i
   std::vector<std::size_t> want(model.parameters().size());
   for (std::size_t i = 0; i < want.size(); ++i) want[i] = want.size() - 1 - i;
   EXPECT_EQ(order, want);
+}
+
+/// The finite-difference check of a double-precision reference: `loss(params, gradient)` returns the loss at
+/// `params` and, when `gradient` is not null, writes its analytic gradient there. Central differences
+/// (h = 1e-5) of every parameter must match the analytic gradient within 1e-6 relative error per parameter of
+/// `layout` (forward order, concatenated), and every parameter must have a non-zero gradient.
+template <class Loss>
+inline void expect_gradient_matches_central_differences(const std::vector<ParameterInfo>& layout,
+                                                        std::vector<double> params, Loss loss) {
+  std::vector<double> analytic;
+  loss(params, &analytic);
+  std::vector<double> numeric(params.size());
+  const double h = 1e-5;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double saved = params[i];
+    params[i] = saved + h;
+    const double up = loss(params, nullptr);
+    params[i] = saved - h;
+    const double down = loss(params, nullptr);
+    params[i] = saved;
+    numeric[i] = (up - down) / (2 * h);
+  }
+  std::size_t at = 0;
+  for (const auto& p : layout) {
+    const std::vector<double> a(analytic.begin() + static_cast<std::ptrdiff_t>(at),
+                                analytic.begin() + static_cast<std::ptrdiff_t>(at + p.numel));
+    const std::vector<double> n(numeric.begin() + static_cast<std::ptrdiff_t>(at),
+                                numeric.begin() + static_cast<std::ptrdiff_t>(at + p.numel));
+    EXPECT_LT(relative_error(a, n), 1e-6) << p.name;
+    double norm = 0;
+    for (double x : a) norm += x * x;
+    EXPECT_GT(std::sqrt(norm), 1e-8) << p.name << " has no gradient";
+    at += p.numel;
+  }
+}
+
+/// AdamW on `model`'s own gradients of one batch (`tokens`, `rows` × `row_tokens`, DDP-like layout with one
+/// element between ranges), two steps with the same gradients at lr 0.01 and weight decay 0.1 on the parameters
+/// for which `decays(name)` is true, against Loshchilov & Hutter (2019), Algorithm 2, as torch.optim.AdamW:
+/// the first, middle and last element of every parameter within 1e-6.
+template <class Decays>
+inline void expect_adamw_matches_the_formula(Model& model, const std::vector<std::int32_t>& tokens, int rows,
+                                             int row_tokens, Decays decays) {
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(model.parameters(), 1, offsets);
+  model.allocate_gradients(offsets, total);
+  model.stage_batch({rows, row_tokens, tokens.data()});
+  model.forward();
+  model.backward([](std::size_t) {});
+  const auto g = model.gradients_to_host();
+  const auto p0 = model.parameters_to_host();
+
+  AdamWConfig adam;
+  adam.learning_rate = 0.01f;
+  adam.weight_decay = 0.1f;
+  model.optimizer_step(adam);
+  const auto p1 = model.parameters_to_host();
+  model.optimizer_step(adam);  // same gradients again: checks the moments and the step counter
+  const auto p2 = model.parameters_to_host();
+
+  const double lr = adam.learning_rate, wd = adam.weight_decay, b1 = adam.beta1, b2 = adam.beta2, eps = adam.epsilon;
+  std::size_t at = 0;
+  const auto& params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double decay = decays(params[i].name) ? 1.0 - lr * wd : 1.0;
+    for (std::size_t e : {std::size_t{0}, params[i].numel / 2, params[i].numel - 1}) {
+      const double grad = g[offsets[i] + e], w0 = p0[at + e];
+      // Step 1 by hand: m̂ = g and v̂ = g², so the update is lr·g/(|g| + ε) = lr·sign(g) up to ε.
+      EXPECT_NEAR(p1[at + e], w0 * decay - lr * grad / (std::abs(grad) + eps), 1e-6) << params[i].name << "[" << e << "]";
+      // Step 2 from the recurrences.
+      const double m = b1 * (1 - b1) * grad + (1 - b1) * grad, v = b2 * (1 - b2) * grad * grad + (1 - b2) * grad * grad;
+      const double want = p1[at + e] * decay - lr / (1 - b1 * b1) * m / (std::sqrt(v) / std::sqrt(1 - b2 * b2) + eps);
+      EXPECT_NEAR(p2[at + e], want, 1e-6) << params[i].name << "[" << e << "]";
+    }
+    at += params[i].numel;
+  }
+}
+
+/// One training step of `model` (fresh, so every loss is near ln `vocab`) on each batch size in `rows`, random
+/// tokens of `row_tokens` per row: one finite loss per step, within 0.5 of ln `vocab`, and none left after
+/// take_losses() — the activations follow the batch size up and down.
+inline void expect_steps_on_batches_of_sizes(Model& model, int row_tokens, int vocab, std::initializer_list<int> rows) {
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(model.parameters(), 0, offsets);
+  model.allocate_gradients(offsets, total);
+  for (int r : rows) {
+    const auto tokens = random_tokens(r, row_tokens, vocab, static_cast<unsigned>(r));
+    model.stage_batch({r, row_tokens, tokens.data()});
+    model.forward();
+    model.backward([](std::size_t) {});
+    model.optimizer_step(AdamWConfig{});
+  }
+  const auto losses = model.take_losses();
+  ASSERT_EQ(losses.size(), rows.size());
+  for (float l : losses) EXPECT_TRUE(std::isfinite(l) && std::abs(l - std::log(static_cast<float>(vocab))) < 0.5f) << l;
+  EXPECT_TRUE(model.take_losses().empty());
 }
 
 }  // namespace scalescope::train::testing

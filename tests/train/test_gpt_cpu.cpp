@@ -268,31 +268,9 @@ TEST(GptCpu, DoubleGradientMatchesCentralDifferences) {
   const int rows = 3;
   const auto tokens = random_tokens(rows, config.seq + 1, config.vocab, 2);
   const TokenBatchView batch{rows, config.seq + 1, tokens.data()};
-  auto params = perturbed_parameters(config, 3);
-
-  std::vector<double> analytic;
-  gpt_reference_loss(config, params, batch, &analytic);
-  std::vector<double> numeric(params.size());
-  const double h = 1e-5;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double saved = params[i];
-    params[i] = saved + h;
-    const double up = gpt_reference_loss(config, params, batch, nullptr);
-    params[i] = saved - h;
-    const double down = gpt_reference_loss(config, params, batch, nullptr);
-    params[i] = saved;
-    numeric[i] = (up - down) / (2 * h);
-  }
-  std::size_t at = 0;
-  for (const auto& p : config.parameter_layout()) {
-    const std::vector<double> a(analytic.begin() + static_cast<std::ptrdiff_t>(at),
-                                analytic.begin() + static_cast<std::ptrdiff_t>(at + p.numel));
-    const std::vector<double> n(numeric.begin() + static_cast<std::ptrdiff_t>(at),
-                                numeric.begin() + static_cast<std::ptrdiff_t>(at + p.numel));
-    EXPECT_LT(relative_error(a, n), 1e-6) << p.name;
-    EXPECT_GT(std::sqrt(std::inner_product(a.begin(), a.end(), a.begin(), 0.0)), 1e-8) << p.name << " has no gradient";
-    at += p.numel;
-  }
+  expect_gradient_matches_central_differences(
+      config.parameter_layout(), perturbed_parameters(config, 3),
+      [&](const std::vector<double>& p, std::vector<double>* grad) { return gpt_reference_loss(config, p, batch, grad); });
 }
 
 TEST(GptCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
@@ -324,35 +302,8 @@ TEST(GptCpu, GradientsBecomeReadyInReverseParameterOrder) {
 }
 
 TEST(GptCpu, AdamWMatchesTheFormulaAndDecaysMatricesOnly) {
-  const auto config = tiny_config();
-  GptCpu model(config);
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(model.parameters(), 1, offsets);
-  model.allocate_gradients(offsets, total);
-  const auto tokens = random_tokens(2, 9, 64, 6);
-  model.stage_batch({2, 9, tokens.data()});
-  model.forward();
-  model.backward([](std::size_t) {});
-  const auto g = model.gradients_to_host();
-  const auto p0 = model.parameters_to_host();
-
-  AdamWConfig adam;
-  adam.learning_rate = 0.01f;
-  adam.weight_decay = 0.1f;
-  model.optimizer_step(adam);
-  const auto p1 = model.parameters_to_host();
-  const double lr = adam.learning_rate, wd = adam.weight_decay, eps = adam.epsilon;
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < model.parameters().size(); ++i) {
-    const auto& info = model.parameters()[i];
-    const double decay = gpt_decays(info.name) ? 1.0 - lr * wd : 1.0;
-    for (std::size_t e : {std::size_t{0}, info.numel / 2, info.numel - 1}) {
-      // Step 1: m̂ = g and v̂ = g², so the update is lr·g/(|g| + ε).
-      const double grad = g[offsets[i] + e];
-      EXPECT_NEAR(p1[at + e], p0[at + e] * decay - lr * grad / (std::abs(grad) + eps), 1e-6) << info.name;
-    }
-    at += info.numel;
-  }
+  GptCpu model(tiny_config());
+  expect_adamw_matches_the_formula(model, random_tokens(2, 9, 64, 6), 2, 9, gpt_decays);
   EXPECT_TRUE(gpt_decays("h.0.attn.qkv.weight"));
   EXPECT_TRUE(gpt_decays("h.3.attn.proj.weight"));
   EXPECT_TRUE(gpt_decays("h.0.mlp.fc.weight"));

@@ -82,26 +82,9 @@ TEST(MlpLmCpu, DoubleGradientMatchesCentralDifferences) {
   std::normal_distribution<double> noise(0.0, 0.3);
   for (auto& p : params) p += noise(rng);
 
-  std::vector<double> analytic;
-  mlp_lm_reference_loss(config, params, batch, &analytic);
-  std::vector<double> numeric(params.size());
-  const double h = 1e-5;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double saved = params[i];
-    params[i] = saved + h;
-    const double up = mlp_lm_reference_loss(config, params, batch, nullptr);
-    params[i] = saved - h;
-    const double down = mlp_lm_reference_loss(config, params, batch, nullptr);
-    params[i] = saved;
-    numeric[i] = (up - down) / (2 * h);
-  }
-  std::size_t at = 0;
-  for (const auto& p : config.parameter_layout()) {
-    std::vector<double> a(analytic.begin() + at, analytic.begin() + at + p.numel);
-    std::vector<double> n(numeric.begin() + at, numeric.begin() + at + p.numel);
-    EXPECT_LT(relative_error(a, n), 1e-6) << p.name;
-    at += p.numel;
-  }
+  expect_gradient_matches_central_differences(
+      config.parameter_layout(), params,
+      [&](const std::vector<double>& p, std::vector<double>* grad) { return mlp_lm_reference_loss(config, p, batch, grad); });
 }
 
 TEST(MlpLmCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
@@ -133,42 +116,8 @@ TEST(MlpLmCpu, GradientsBecomeReadyInReverseParameterOrder) {
 }
 
 TEST(MlpLmCpu, AdamWMatchesTheFormula) {
-  const auto config = make_config(3, 4, 5, 2);
-  MlpLmCpu model(config);
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(model.parameters(), 1, offsets);
-  model.allocate_gradients(offsets, total);
-  const auto tokens = random_tokens(8, 4, 256, 6);
-  model.stage_batch({8, 4, tokens.data()});
-  model.forward();
-  model.backward([](std::size_t) {});
-  const auto g = model.gradients_to_host();
-  const auto p0 = model.parameters_to_host();
-
-  AdamWConfig adam;
-  adam.learning_rate = 0.01f;
-  adam.weight_decay = 0.1f;
-  model.optimizer_step(adam);
-  const auto p1 = model.parameters_to_host();
-  model.optimizer_step(adam);  // same gradients again: checks the moments and the step counter
-  const auto p2 = model.parameters_to_host();
-
-  const double lr = adam.learning_rate, wd = adam.weight_decay, b1 = adam.beta1, b2 = adam.beta2, eps = adam.epsilon;
-  std::size_t at = 0;
-  const auto& params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double decay = mlp_lm_decays(params[i].name) ? 1.0 - lr * wd : 1.0;
-    for (std::size_t e : {std::size_t{0}, params[i].numel / 2, params[i].numel - 1}) {
-      const double grad = g[offsets[i] + e], w0 = p0[at + e];
-      // Step 1 by hand: m̂ = g and v̂ = g², so the update is lr·g/(|g| + ε) = lr·sign(g) up to ε.
-      EXPECT_NEAR(p1[at + e], w0 * decay - lr * grad / (std::abs(grad) + eps), 1e-6) << params[i].name << "[" << e << "]";
-      // Step 2 from the recurrences of Loshchilov & Hutter (2019), Algorithm 2, as torch.optim.AdamW.
-      const double m = b1 * (1 - b1) * grad + (1 - b1) * grad, v = b2 * (1 - b2) * grad * grad + (1 - b2) * grad * grad;
-      const double want = p1[at + e] * decay - lr / (1 - b1 * b1) * m / (std::sqrt(v) / std::sqrt(1 - b2 * b2) + eps);
-      EXPECT_NEAR(p2[at + e], want, 1e-6) << params[i].name << "[" << e << "]";
-    }
-    at += params[i].numel;
-  }
+  MlpLmCpu model(make_config(3, 4, 5, 2));
+  expect_adamw_matches_the_formula(model, random_tokens(8, 4, 256, 6), 8, 4, mlp_lm_decays);
   // Decay is decoupled from the gradient (it also shrinks weights whose gradient is 0, covered above) and
   // applies to weight matrices only.
   EXPECT_TRUE(mlp_lm_decays("hidden.0.weight"));

@@ -1,14 +1,16 @@
 #pragma once
 // Owned CUDA memory for the models: a device array and a page-locked host array, both movable, freed in the
 // destructor (errors there are ignored: a destructor must not throw). Allocation failures throw core::Error.
-// Also the two host↔device transfers both CUDA models make the same way: staging a token batch through
-// pinned memory, and reading results back.
+// Also what both CUDA models do the same way: staging a token batch through pinned memory, reading results
+// back, and keeping the per-step losses on the device.
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -91,5 +93,33 @@ std::vector<T> copy_to_host(const T* device, std::size_t n, cudaStream_t stream)
   SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
   return out;
 }
+
+/// The per-step losses of a CUDA model, kept on the device until take() so the training loop never waits for
+/// them: one fp32 slot per forward pass, kSlots at most between two take() calls.
+class DeviceLossLog {
+ public:
+  static constexpr std::size_t kSlots = std::size_t{1} << 16;
+  DeviceLossLog() { values_.resize(kSlots); }
+  /// The slot the next forward pass writes its loss into. Throws std::logic_error naming `model` when all
+  /// kSlots hold losses not yet taken.
+  float* next_slot(const char* model) const {
+    if (count_ == kSlots)
+      throw std::logic_error(std::string(model) + "::forward: 65536 losses not taken; call take_losses()");
+    return values_.get() + count_;
+  }
+  /// Counts the slot next_slot() returned as written (after the kernel writing it was enqueued).
+  void commit() { ++count_; }
+  /// The losses committed since the last take(), oldest first; synchronises `stream` (copy_to_host).
+  std::vector<float> take(cudaStream_t stream) {
+    std::vector<float> out = copy_to_host(values_.get(), count_, stream);
+    count_ = 0;
+    return out;
+  }
+  std::size_t bytes() const { return values_.bytes(); }
+
+ private:
+  DeviceArray<float> values_;
+  std::size_t count_ = 0;
+};
 
 }  // namespace scalescope::train::cuda

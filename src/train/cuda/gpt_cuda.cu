@@ -23,7 +23,6 @@ using cuda::GemmSpec;
 using cuda::PinnedArray;
 namespace k = gpt_kernels;
 
-constexpr std::size_t kLossSlots = 1u << 16;        // losses kept on the device between take_losses()
 constexpr std::size_t kShadowAlignElements = 128;   // bf16 weight copies start on 256-byte boundaries
 constexpr std::size_t kArenaAlignBytes = 256;
 // Attention queries per chunk for long sequences: 4 chunks at T = 1024 skip 3/8 of the T×T score work.
@@ -186,8 +185,7 @@ struct GptCuda::State {
   float* workspace = nullptr;
   std::size_t workspace_floats = 0;
 
-  DeviceArray<float> losses;  // kLossSlots
-  std::size_t loss_count = 0;
+  cuda::DeviceLossLog losses;
   bool forward_done = false;
   std::int64_t step = 0;
 };
@@ -280,7 +278,6 @@ GptCuda::GptCuda(const GptConfig& config, cudaStream_t compute_stream)
   s.adam_m.resize(at);
   s.adam_v.resize(at);
   s.shadow.resize(shadow_at);
-  s.losses.resize(kLossSlots);
   s.tensor_slots_device.resize(s.tensor_slots.size());
   s.chunks_device.resize(s.chunks.size());
   SCALESCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&s.staged, cudaEventDisableTiming));
@@ -344,7 +341,7 @@ void GptCuda::stage_batch(const TokenBatchView& batch) {
 void GptCuda::forward() {
   State& s = *s_;
   if (s.rows == 0) throw std::logic_error("GptCuda::forward before stage_batch");
-  if (s.loss_count == kLossSlots) throw std::logic_error("GptCuda::forward: 65536 losses not taken; call take_losses()");
+  float* loss = s.losses.next_slot("GptCuda");
   const GptConfig& c = s.config;
   const int B = s.rows, T = c.seq, d = c.d_model, f = c.ffn;
   const int R = B * T;
@@ -380,8 +377,8 @@ void GptCuda::forward() {
   head.ldd = s.vocab_padded;
   s.gemm.run(s.stream, head);
   k::cross_entropy(s.stream, s.logits, s.vocab_padded, s.tokens, B, T, c.vocab, 1.0f / static_cast<float>(R), s.position_losses);
-  k::mean(s.stream, s.position_losses, z(R), s.losses.get() + s.loss_count);
-  ++s.loss_count;
+  k::mean(s.stream, s.position_losses, z(R), loss);
+  s.losses.commit();
   s.forward_done = true;
 }
 
@@ -482,9 +479,7 @@ void GptCuda::optimizer_step(const AdamWConfig& config) {
 
 std::vector<float> GptCuda::take_losses() {
   State& s = *s_;
-  std::vector<float> out = cuda::copy_to_host(s.losses.get(), s.loss_count, s.stream);
-  s.loss_count = 0;
-  return out;
+  return s.losses.take(s.stream);
 }
 
 std::vector<float> GptCuda::parameters_to_host() {

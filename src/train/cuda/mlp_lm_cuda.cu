@@ -22,7 +22,6 @@ using cuda::PinnedArray;
 
 constexpr int kThreads = 256;                        // element-wise kernels and row reductions
 constexpr std::size_t kMaxBlocks = 4096;              // grid-stride loops cover the rest
-constexpr std::size_t kLossSlots = 1u << 16;          // losses kept on the device between take_losses()
 constexpr std::size_t kShadowAlignElements = 128;     // bf16 weight copies start on 256-byte boundaries
 
 unsigned blocks_for(std::size_t n) {
@@ -257,8 +256,7 @@ struct MlpLmCuda::State {
   DeviceArray<bf16> dh, dscratch;             // [rows, H] upstream gradients
   DeviceArray<bf16> logits, dlogits;          // [rows, V]
   DeviceArray<float> row_loss;                // [rows]
-  DeviceArray<float> losses;                  // kLossSlots
-  std::size_t loss_count = 0;
+  cuda::DeviceLossLog losses;
   bool forward_done = false;
   std::int64_t step = 0;
 };
@@ -306,7 +304,6 @@ MlpLmCuda::MlpLmCuda(const MlpLmConfig& config, cudaStream_t compute_stream)
   s.adam_m.resize(at);
   s.adam_v.resize(at);
   s.shadow.resize(shadow_at);
-  s.losses.resize(kLossSlots);
   SCALESCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&s.staged, cudaEventDisableTiming));
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.adam_m.get(), 0, at * sizeof(float), s.stream));
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.adam_v.get(), 0, at * sizeof(float), s.stream));
@@ -357,7 +354,7 @@ void MlpLmCuda::stage_batch(const TokenBatchView& batch) {
 void MlpLmCuda::forward() {
   State& s = *s_;
   if (s.rows == 0) throw std::logic_error("MlpLmCuda::forward before stage_batch");
-  if (s.loss_count == kLossSlots) throw std::logic_error("MlpLmCuda::forward: 65536 losses not taken; call take_losses()");
+  float* loss = s.losses.next_slot("MlpLmCuda");
   const MlpLmConfig& c = s.config;
   const int n = s.rows, in0 = c.input_width();
   const std::size_t rows = static_cast<std::size_t>(n), hidden_elements = rows * static_cast<std::size_t>(c.hidden);
@@ -391,9 +388,9 @@ void MlpLmCuda::forward() {
       s.logits.get(), s.master(s.output_bias()), s.tokens.get(), c.context + 1, c.vocab, 1.0f / static_cast<float>(n),
       s.row_loss.get(), s.dlogits.get());
   SCALESCOPE_CUDA_CHECK_LAUNCH();
-  mean_loss_kernel<<<1, kThreads, 0, s.stream>>>(s.row_loss.get(), n, s.losses.get() + s.loss_count);
+  mean_loss_kernel<<<1, kThreads, 0, s.stream>>>(s.row_loss.get(), n, loss);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
-  ++s.loss_count;
+  s.losses.commit();
   s.forward_done = true;
 }
 
@@ -461,9 +458,7 @@ void MlpLmCuda::optimizer_step(const AdamWConfig& config) {
 
 std::vector<float> MlpLmCuda::take_losses() {
   State& s = *s_;
-  std::vector<float> out = cuda::copy_to_host(s.losses.get(), s.loss_count, s.stream);
-  s.loss_count = 0;
-  return out;
+  return s.losses.take(s.stream);
 }
 
 std::vector<float> MlpLmCuda::parameters_to_host() {
