@@ -17,6 +17,38 @@
 
 namespace scalescope::train::testing {
 
+/// ‖got − want‖ / ‖want‖ over [got_at, got_at + n) and [want_at, want_at + n) (denominator floored at 1e-30).
+inline double relative_error(const std::vector<float>& got, std::size_t got_at, const std::vector<float>& want,
+                             std::size_t want_at, std::size_t n) {
+  double diff = 0, ref = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double g = got[got_at + i], w = want[want_at + i];
+    diff += (g - w) * (g - w);
+    ref += w * w;
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
+}
+
+/// Fixture of the CUDA tests: skipped with the reason when no CUDA device is visible (CPU-only CI), else device
+/// 0 and a non-blocking stream_, so a model cannot rely on implicit synchronisation with the legacy stream.
+class CudaStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int devices = 0;
+    const cudaError_t err = cudaGetDeviceCount(&devices);
+    if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(err);
+    if (devices == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";
+    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+  }
+  void TearDown() override {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  void sync() { ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess); }
+
+  cudaStream_t stream_ = nullptr;
+};
+
 /// AdamW parity: the same random fp32 gradients (N(0, 0.01²), the DDP-like layout with `gap` elements between
 /// ranges) on the host model `cpu` and the CUDA model `gpu` (whose work runs on `stream`), three steps at lr 1e-3
 /// and weight decay 0.1. The fp32 parameters must agree to rounding (1e-6 relative: the formula is the same, the

@@ -56,7 +56,6 @@ GptConfig make_config(int layers, int d, int heads, int ffn, int vocab, int seq)
   return c;
 }
 
-
 /// n values ~ N(mean, stddev²), rounded to bf16 and returned as double (what the kernel will see).
 std::vector<double> random_bf16_values(std::size_t n, double mean, double stddev, unsigned seed) {
   std::mt19937 rng(seed);
@@ -122,18 +121,6 @@ std::vector<double> download(const Device<float>& src) {
   return {host.begin(), host.end()};
 }
 
-/// ‖got − want‖ / ‖want‖ over [got_at, got_at + n) and [want_at, want_at + n).
-double relative_error(const std::vector<float>& got, std::size_t got_at, const std::vector<float>& want,
-                      std::size_t want_at, std::size_t n) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double g = got[got_at + i], w = want[want_at + i];
-    diff += (g - w) * (g - w);
-    ref += w * w;
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
-}
-
 std::vector<double> column_sums(const std::vector<double>& m, std::size_t rows, std::size_t cols) {
   std::vector<double> s(cols, 0.0);
   for (std::size_t r = 0; r < rows; ++r)
@@ -141,26 +128,8 @@ std::vector<double> column_sums(const std::vector<double>& m, std::size_t rows, 
   return s;
 }
 
-
-class GptCudaTest : public ::testing::Test {
+class GptCudaTest : public CudaStreamTest {
  protected:
-  void SetUp() override {
-    int devices = 0;
-    const cudaError_t err = cudaGetDeviceCount(&devices);
-    if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(err);
-    if (devices == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    // A non-blocking stream: the model must not rely on implicit synchronisation with the legacy stream.
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-  void sync() { ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess); }
-
-  /// One forward + backward of both models on the same batch, gradients in reverse order with `gap`
-  /// elements between ranges (NaN-poisoned); checks loss, every gradient, the ready order and that backward
-  /// wrote every gradient element and nothing else.
   /// One step of the host and CUDA models on the same random batch (expect_step_matches_cpu; gradients within
   /// 5e-2: several bf16 roundings in a row), with activations recomputed in backward and with them kept.
   void compare_step(GptConfig config, int rows, std::size_t gap) {
@@ -173,8 +142,6 @@ class GptCudaTest : public ::testing::Test {
                               config.seq + 1, gap, 5e-2);
     }
   }
-
-  cudaStream_t stream_ = nullptr;
 };
 
 }  // namespace

@@ -33,35 +33,8 @@ MlpLmConfig make_config(int context, int embed, int hidden, int layers) {
   return c;
 }
 
-
-
-/// ‖got − want‖ / ‖want‖ over [got_at, got_at + n) and [want_at, want_at + n).
-double relative_error(const std::vector<float>& got, std::size_t got_at, const std::vector<float>& want,
-                      std::size_t want_at, std::size_t n) {
-  double diff = 0, ref = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double g = got[got_at + i], w = want[want_at + i];
-    diff += (g - w) * (g - w);
-    ref += w * w;
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(ref), 1e-30);
-}
-
-class MlpLmCudaTest : public ::testing::Test {
+class MlpLmCudaTest : public CudaStreamTest {
  protected:
-  void SetUp() override {
-    int devices = 0;
-    const cudaError_t err = cudaGetDeviceCount(&devices);
-    if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: " << cudaGetErrorString(err);
-    if (devices == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";
-    ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-    // A non-blocking stream: the model must not rely on implicit synchronisation with the legacy stream.
-    ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
-  }
-  void TearDown() override {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-
   /// One step of the host and CUDA models on the same random batch (expect_step_matches_cpu).
   void compare_step(const MlpLmConfig& config, int rows, std::size_t gap, double grad_tolerance) {
     MlpLmCpu cpu(config);
@@ -69,8 +42,6 @@ class MlpLmCudaTest : public ::testing::Test {
     expect_step_matches_cpu(cpu, gpu, stream_, random_tokens(rows, config.context + 1, 256, 11), rows, config.context + 1,
                             gap, grad_tolerance);
   }
-
-  cudaStream_t stream_ = nullptr;
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -91,6 +92,30 @@ inline void expect_ready_in_reverse_order(Model& model, const std::vector<std::i
   std::vector<std::size_t> want(model.parameters().size());
   for (std::size_t i = 0; i < want.size(); ++i) want[i] = want.size() - 1 - i;
   EXPECT_EQ(order, want);
+}
+
+/// The fp32 host model `model` (fresh, so at its initial parameters `initial`) against its double-precision
+/// reference: one forward and backward on `tokens` (`rows` × `row_tokens`) into the DDP-like layout with 3
+/// elements between ranges, pre-filled with NaN; `reference(params, gradient)` returns the loss at `params` and
+/// writes its gradient. The loss must agree within 1e-5 and the gradients within 1e-4 (relative), every range
+/// element written and no gap element touched.
+template <class Reference>
+inline void expect_float_model_matches_double_reference(Model& model, const std::vector<float>& initial,
+                                                        const std::vector<std::int32_t>& tokens, int rows,
+                                                        int row_tokens, Reference reference) {
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(model.parameters(), 3, offsets);
+  float* grads = model.allocate_gradients(offsets, total);
+  std::fill_n(grads, total, std::numeric_limits<float>::quiet_NaN());  // backward must overwrite its ranges
+  const TokenBatchView batch{rows, row_tokens, tokens.data()};
+  model.stage_batch(batch);
+  model.forward();
+  model.backward([](std::size_t) {});
+
+  std::vector<double> oracle;
+  const double loss = reference(std::vector<double>(initial.begin(), initial.end()), batch, &oracle);
+  EXPECT_NEAR(model.take_losses().at(0), loss, 1e-5 * loss);
+  expect_gradients_match(model.parameters(), model.gradients_to_host(), offsets, total, oracle, 1e-4);
 }
 
 /// The finite-difference check of a double-precision reference: `loss(params, gradient)` returns the loss at

@@ -276,23 +276,11 @@ TEST(GptCpu, DoubleGradientMatchesCentralDifferences) {
 TEST(GptCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
   const auto config = tiny_config();
   GptCpu model(config);
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(model.parameters(), 3, offsets);
-  float* grads = model.allocate_gradients(offsets, total);
-  std::fill_n(grads, total, std::numeric_limits<float>::quiet_NaN());  // backward must overwrite its ranges
-
-  const auto tokens = random_tokens(4, config.seq + 1, config.vocab, 4);
-  const TokenBatchView batch{4, config.seq + 1, tokens.data()};
-  model.stage_batch(batch);
-  model.forward();
-  model.backward([](std::size_t) {});
-
-  const auto init = gpt_initial_parameters(config);
-  std::vector<double> oracle;
-  const double loss = gpt_reference_loss(config, std::vector<double>(init.begin(), init.end()), batch, &oracle);
-  EXPECT_NEAR(model.take_losses().at(0), loss, 1e-5 * loss);
-
-  expect_gradients_match(model.parameters(), model.gradients_to_host(), offsets, total, oracle, 1e-4);
+  expect_float_model_matches_double_reference(
+      model, gpt_initial_parameters(config), random_tokens(4, config.seq + 1, config.vocab, 4), 4, config.seq + 1,
+      [&](const std::vector<double>& p, const TokenBatchView& batch, std::vector<double>* grad) {
+        return gpt_reference_loss(config, p, batch, grad);
+      });
 }
 
 TEST(GptCpu, GradientsBecomeReadyInReverseParameterOrder) {

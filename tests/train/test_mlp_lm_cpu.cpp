@@ -90,23 +90,11 @@ TEST(MlpLmCpu, DoubleGradientMatchesCentralDifferences) {
 TEST(MlpLmCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
   const auto config = make_config(3, 4, 5, 2);
   MlpLmCpu model(config);
-  std::vector<std::size_t> offsets;
-  const std::size_t total = reverse_offsets(model.parameters(), 3, offsets);
-  float* grads = model.allocate_gradients(offsets, total);
-  std::fill_n(grads, total, std::numeric_limits<float>::quiet_NaN());  // backward must overwrite its ranges
-
-  const auto tokens = random_tokens(4, 4, 256, 4);
-  const TokenBatchView batch{4, 4, tokens.data()};
-  model.stage_batch(batch);
-  model.forward();
-  model.backward([](std::size_t) {});
-
-  const auto init = mlp_lm_initial_parameters(config);
-  std::vector<double> oracle;
-  const double loss = mlp_lm_reference_loss(config, std::vector<double>(init.begin(), init.end()), batch, &oracle);
-  EXPECT_NEAR(model.take_losses().at(0), loss, 1e-5 * loss);
-
-  expect_gradients_match(model.parameters(), model.gradients_to_host(), offsets, total, oracle, 1e-4);
+  expect_float_model_matches_double_reference(
+      model, mlp_lm_initial_parameters(config), random_tokens(4, 4, 256, 4), 4, 4,
+      [&](const std::vector<double>& p, const TokenBatchView& batch, std::vector<double>* grad) {
+        return mlp_lm_reference_loss(config, p, batch, grad);
+      });
 }
 
 TEST(MlpLmCpu, GradientsBecomeReadyInReverseParameterOrder) {
