@@ -29,10 +29,12 @@ namespace scalescope::train {
 ///   LayerNorm in fp32 with fp32 weight/bias, output bf16;
 ///   linear layers y = bf16(x·W + b [+ residual]) with bf16 W and b (cuBLASLt BIAS epilogue, fp32 accumulate);
 ///   attention per head through strided-batched GEMMs: scores bf16 (scaled by 1/√hd in the GEMM), causal
-///   softmax in fp32 into bf16 probabilities (kept for backward), y = P·V; padded head width hdp (multiple of 8);
-///   for T > 256 queries go in chunks of 256 so the GEMMs skip score blocks above the diagonal (not flash
-///   attention: the probabilities are materialised);
+///   softmax in fp32 into bf16 probabilities, y = P·V; padded head width hdp (multiple of 8); for T > 256
+///   queries go in chunks of 256 so the GEMMs skip score blocks above the diagonal (not flash attention: the
+///   probabilities are materialised, in one scratch buffer);
 ///   GELU in fp32 on the bf16 pre-activation; logits bf16 [R, V]; loss and d logits from one fused fp32 pass;
+///   backward recomputes the probabilities (from q, k and each row's kept log-sum-exp) and the GELU output
+///   (from the kept pre-activation) unless GptConfig::recompute_activations is false, which keeps both per layer;
 ///   weight gradients fp32 from the GEMM; bias and LayerNorm gradients fp32 column sums (deterministic);
 ///   the tied embedding's gradient = head GEMM (fp32) + fp32 atomic scatter-add of the input gradient.
 ///
