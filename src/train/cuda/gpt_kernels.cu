@@ -732,14 +732,15 @@ void attention_gemm(cudaStream_t stream, cuda::LtMatmul& gemm, const AttentionSh
   gemm.run(stream, g);
 }
 
-/// Calls body(r0, r1) for each query chunk [r0, r1) of `s` in order (one chunk of T rows when unchunked).
+/// Query rows per chunk: query_chunk, or T when it is ≤ 0 or ≥ T (one chunk).
+int effective_chunk(const AttentionShape& s) { return s.query_chunk <= 0 || s.query_chunk > s.seq ? s.seq : s.query_chunk; }
+
+/// Calls body(r0, r1) for each query chunk [r0, r1) of `s` in order.
 template <class Body>
 void for_each_query_chunk(const AttentionShape& s, Body body) {
-  const int T = s.seq, C = s.query_chunk <= 0 || s.query_chunk > T ? T : s.query_chunk;
+  const int T = s.seq, C = effective_chunk(s);
   for (int r0 = 0; r0 < T; r0 += C) body(r0, std::min(T, r0 + C));
 }
-
-int effective_chunk(const AttentionShape& s) { return s.query_chunk <= 0 || s.query_chunk > s.seq ? s.seq : s.query_chunk; }
 
 float score_scale(const AttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
 

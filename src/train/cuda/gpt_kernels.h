@@ -127,9 +127,10 @@ struct AttentionShape {
 
 /// Causal multi-head attention forward (formula in gpt_ops::attention_forward) through cuBLASLt
 /// strided-batched GEMMs over the B·H heads, one set per query chunk: qkv [B, T, 3d] → qkvh [3, B, H, T, hdp]
-/// (kept for backward), scores = causal_softmax(q·kᵀ/√hd) [B, H, T, T] bf16 (scratch: only the lower
-/// triangle and the diagonal blocks of each chunk are written), lse [B, H, T] fp32 (each row's log-sum-exp,
-/// kept for backward), heads = P·v [B, H, T, hdp] (scratch), y [B, T, d]. The score scale is applied by the
+/// (kept for backward), scores = causal_softmax(q·kᵀ/√hd) [B, H, T, T] bf16 (only the lower triangle and
+/// the diagonal blocks of each chunk are written; scratch when backward recomputes them, else kept), lse
+/// [B, H, T] fp32 (each row's log-sum-exp, kept for a recomputing backward), heads = P·v [B, H, T, hdp]
+/// (scratch), y [B, T, d]. The score scale is applied by the
 /// GEMM. std::invalid_argument when lse is null.
 void attention_forward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* qkv, const AttentionShape& shape,
                        bf16* qkvh, bf16* scores, float* lse, bf16* heads, bf16* y);
