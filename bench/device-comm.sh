@@ -20,8 +20,8 @@ if [ -d .device/nccl-tests/src ]; then
 fi
 GPUS=$(nvidia-smi -L | wc -l)
 : > "$OUT/parity.txt"
-for n in 1 2 4 8; do
-  [ "$n" -le "$GPUS" ] || break
+for n in ${COMM_NS:-1 2 4 8}; do  # world sizes; e.g. COMM_NS=4 when 1 and 2 were measured before
+  [ "$n" -le "$GPUS" ] || continue
   for p2p in on off; do
     [ "$p2p" = off ] && [ "$n" -lt 2 ] && continue
     env=(); [ "$p2p" = off ] && env=(NCCL_P2P_DISABLE=1)
