@@ -474,7 +474,17 @@ void check_cpu_memory(const TrainJobConfig& config) {
 // ---------------------------------------------------------------------------------------------- launcher
 
 void require_devices(BackendKind backend, int world_size) {
-  if (backend != BackendKind::gpu) return;
+  if (backend == BackendKind::cpu) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (world_size > kMaxCpuRanksPerCore * cores)
+      throw core::UsageError(
+          fmt::format("{} CPU ranks on {} core{}: at most {} per core are started (far beyond that, Open MPI runs out of "
+                      "pipes and the ranks hang; and a rank that shares its core measures the sharing, not the scaling)",
+                      world_size, cores, cores == 1 ? "" : "s", kMaxCpuRanksPerCore),
+          fmt::format("use at most {} ranks here ({} for one core each), or GPU ranks", kMaxCpuRanksPerCore * cores,
+                      cores));
+    return;
+  }
   std::string why;
   const int gpus = visible_gpu_count(&why);
   if (gpus == 0)  // the machine, not the command line: exit 1

@@ -117,8 +117,13 @@ void check_cpu_memory(const TrainJobConfig& config);
 /// srun). Returns the assembled result on rank 0 and nothing on the other ranks. Throws core::Error.
 std::optional<TrainResult> run_rank(const TrainJobConfig& config);
 
-/// Throws core::UsageError when GPU ranks are asked for and fewer than `world_size` GPUs are visible
-/// (one process per GPU); nothing for CPU ranks, which may oversubscribe the cores.
+/// CPU ranks a run may start per hardware thread of this machine: oversubscription is allowed (a 2-core CI
+/// machine runs 4 ranks), but not to the point where Open MPI exhausts the process's pipes and hangs.
+inline constexpr int kMaxCpuRanksPerCore = 8;
+
+/// Throws core::Error when GPU ranks are asked for and no GPU is usable (the machine's fault), core::UsageError
+/// when fewer than `world_size` GPUs are visible (one process per GPU) or when CPU ranks would exceed
+/// kMaxCpuRanksPerCore per hardware thread.
 void require_devices(BackendKind backend, int world_size);
 
 /// Starts `world_size` rank processes running `argv` on this node — GPU ranks: one process per GPU with

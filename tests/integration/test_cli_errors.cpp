@@ -281,6 +281,28 @@ TEST(CliErrors, DoctorKeepsWhatWasMeasuredWhenAWorldSizeFails) {
   fs::remove_all(dir);
 }
 
+TEST(CliErrors, AbsurdCpuWorldSizesAreRefusedBeforeAnythingRuns) {
+  // Thousands of MPI ranks on a few cores exhaust Open MPI's pipes and hang; refused up front, exit 2.
+  for (const std::string& cmd : {"train --world-size 100000" + kQuick, "doctor --world-sizes 1,100000" + kQuick,
+                                std::string("comm --backend cpu -g 100000 -b 8 -e 8 -q")}) {
+    auto r = run_cli(cmd);
+    EXPECT_EQ(r.status, 2) << cmd << "\n" << r.output;
+    expect_mentions(r.output, "100000 CPU ranks on");
+    expect_mentions(r.output, "per core");
+  }
+}
+
+TEST(CliErrors, DoctorThatMeasuredNothingWritesNothing) {
+  auto dir = scratch_dir("doctor-nothing");
+  auto out = dir / "d.json";
+  auto r = run_cli("doctor --world-sizes 1,2 --data /nonexistent/corpus.txt --out " + out.string() + kQuick);
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "/nonexistent/corpus.txt");
+  expect_mentions(r.output, "nothing was written");
+  EXPECT_FALSE(fs::exists(out)) << "a report with no measurement was written";
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, TokenIdsBeyondTheVocabularyAreRefused) {
   // A token file for a 50k vocabulary cannot train the byte-level MLP (vocabulary 256).
   auto dir = scratch_dir("vocab");

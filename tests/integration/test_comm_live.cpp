@@ -95,8 +95,8 @@ TEST(CommLive, BadFlagsAreUsageErrors) {
   EXPECT_EQ(run_cli("comm --backend cpu -b 1M -e 8").status, 2);
   const auto many = run_cli("comm --backend gpu -g 64");  // exit 1 when no GPU at all, 2 when too few
   EXPECT_EQ(many.status, many.output.find("no GPU is usable here") != std::string::npos ? 1 : 2) << many.output;
-  // 64 CPU ranks × 2 buffers of 1 TiB cannot fit in host memory: refused before any rank starts.
-  auto r = run_cli("comm --backend cpu -g 64 -b 1024G -e 1024G");
+  // 4 CPU ranks × 2 buffers of 1 TiB cannot fit in host memory: refused before any rank starts.
+  auto r = run_cli("comm --backend cpu -g 4 -b 1024G -e 1024G");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_NE(r.output.find("GiB of buffers"), std::string::npos) << r.output;
 }

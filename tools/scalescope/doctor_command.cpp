@@ -15,6 +15,7 @@
 #include "topo/analysis.h"
 #include "topo/live.h"
 #include "train/backend.h"
+#include "train/job.h"
 #include "workload_options.h"
 
 namespace scalescope::cli {
@@ -35,13 +36,14 @@ int run(const DoctorFlags& f) {
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;
   int devices = gpu ? train::visible_gpu_count(&why) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (gpu && devices == 0)
-    throw core::UsageError("--backend gpu was asked for but no GPU is visible (" + why + ")", "use --backend cpu");
+  if (gpu && devices == 0) train::require_devices(config.job.backend, 1);  // no GPU usable: the machine's fault, exit 1
   const int max_world_size = f.max_world_size > 0 ? std::min(devices, f.max_world_size) : devices;
   config.world_sizes = f.world_sizes;
   if (!config.world_sizes.empty() && gpu && config.world_sizes.back() > devices)
     throw core::UsageError(fmt::format("world size {} needs more GPUs than the {} visible", config.world_sizes.back(), devices),
                            "drop it from --world-sizes");
+  // CPU ranks: an absurd world size is refused before anything runs, not after the smaller ones were measured.
+  if (!config.world_sizes.empty()) train::require_devices(config.job.backend, config.world_sizes.back());
   // The topology first (issue #3): whether NCCL can reach the GPUs over a fast path explains much of what follows.
   const auto topology = topo::analyse(topo::discover_live());
   std::fputs((report::render_topo_summary(topology) + "\n").c_str(), stdout);
@@ -51,7 +53,9 @@ int run(const DoctorFlags& f) {
   };
   const auto report = doctor::run_doctor(config, devices, max_world_size, progress);
   std::fputs(report::render_doctor_report(report).c_str(), stdout);
-  if (!f.out.empty()) {  // written even when a world size failed: what was measured is kept
+  if (!f.out.empty() && report.points.empty()) {  // nothing measured (e.g. bad data): leave --out alone
+    std::fprintf(stderr, "nothing was measured, so nothing was written to %s\n", f.out.c_str());
+  } else if (!f.out.empty()) {  // written even when a later world size failed: what was measured is kept
     nlohmann::json j = report;
     j["topology"] = topology;
     core::write_file_atomically(f.out, j.dump(1) + "\n");
