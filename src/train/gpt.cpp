@@ -120,6 +120,27 @@ GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
   return m;
 }
 
+GptMemoryEstimate GptConfig::host_memory_per_rank(int rows) const {
+  if (rows < 1) throw core::UsageError(fmt::format("batch of {} rows: at least 1 is needed", rows));
+  const double n = static_cast<double>(parameter_count());
+  GptMemoryEstimate m;
+  m.parameters = 4 * n;
+  m.gradients = 4 * n;
+  m.optimizer = 8 * n;
+  const double B = rows, T = seq, d = d_model, H = heads, f = ffn, L = layers, V = vocab;
+  const double R = B * T;
+  const double per_layer = R * d * 7      // LN1, qkv (3d), attention output, residual after attention, LN2
+                           + B * H * T * T  // attention probabilities
+                           + R * f * 2      // MLP pre-activation, GELU output
+                           + R * 4;         // LayerNorm statistics
+  const double global = R * d * (L + 1)     // residual stream entering each block and the last output
+                        + R * d + R * 2     // final LayerNorm output and statistics
+                        + R * V * 2 + R;    // softmax of the logits, d logits; per-position losses
+  const double scratch = R * d * 7 + R * f;  // scratch, residual, LN, attention-output gradients (d), d qkv (3d), d hidden
+  m.activations = 4 * (L * per_layer + global + scratch) + 4 * B * (T + 1) * 2;  // + staged and current tokens
+  return m;
+}
+
 void GptConfig::validate() const {
   auto require = [](bool ok, const std::string& what) {
     if (!ok) throw core::UsageError("invalid GPT model size: " + what, "use a preset (--model gpt2-124m) or positive sizes");

@@ -84,6 +84,12 @@ struct GptConfig {
   /// the MLP hidden gradient, gradients of one layer). Excludes the CUDA context and library workspaces.
   /// Throws core::UsageError for rows < 1.
   GptMemoryEstimate memory_per_rank(int rows) const;
+  /// The same for the fp32 CPU reference (GptCpu's buffers): fp32 weights, gradients and moments (no bf16
+  /// copies); per layer every activation kept (LN outputs, qkv, the probabilities H·T, attention output,
+  /// residual after attention, MLP pre-activation and GELU output, LayerNorm statistics), the L + 1 residual
+  /// stream tensors, the final LayerNorm, the softmax of the logits and d logits ([R, V] each — usually the
+  /// largest part) and one layer's gradients. Excludes BLAS and MPI buffers. Throws core::UsageError for rows < 1.
+  GptMemoryEstimate host_memory_per_rank(int rows) const;
   /// Throws core::UsageError naming the bad field (non-positive sizes, d_model not divisible by heads, …).
   void validate() const;
   /// e.g. "gpt: 12 layers × d 768 (12 heads × 64, ffn 3072), vocab 50304, seq 1024".

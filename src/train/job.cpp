@@ -462,13 +462,15 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
 void check_cpu_memory(const TrainJobConfig& config) {
   if (config.backend != BackendKind::cpu) return;
   const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  const double need = config.model.memory_per_rank_bytes(config.rows_per_rank()) * config.world_size;
+  const double need = config.model.memory_per_rank_bytes(config.rows_per_rank(), false) * config.world_size;
   if (physical > 0 && need > physical)
     throw core::UsageError(
         fmt::format("{} CPU rank{} of this model and batch need{} about {:.1f} GiB of memory; this machine has {:.1f} GiB",
                     config.world_size, config.world_size == 1 ? "" : "s", config.world_size == 1 ? "s" : "",
                     need / (1 << 30), physical / (1 << 30)),
-        "use a smaller --batch, --hidden, --layers, --context or --embed, a smaller --model, or fewer ranks");
+        config.model.family == ModelFamily::gpt
+            ? "use a smaller --batch, --layers or --seq, a smaller --model, or fewer ranks"
+            : "use a smaller --batch, --hidden, --layers, --context or --embed, a smaller --model, or fewer ranks");
 }
 
 // ---------------------------------------------------------------------------------------------- launcher

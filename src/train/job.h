@@ -105,12 +105,9 @@ struct TrainResult {
 void to_json(nlohmann::json& j, const TrainResult& r);
 void from_json(const nlohmann::json& j, TrainResult& r);
 
-/// Rough host memory one CPU rank of `config` needs, bytes: parameters, gradients and AdamW moments
-/// (fp32, with one spare copy), the activations of its rows and the prefetched batches.
-double cpu_rank_memory_bytes(const TrainJobConfig& config);
-
-/// For CPU ranks on this machine: throws core::UsageError when world size × cpu_rank_memory_bytes is more
-/// than its physical memory (the ranks would die of std::bad_alloc or the OOM killer mid-run).
+/// For CPU ranks on this machine: throws core::UsageError when world size × the model's estimate for one CPU
+/// rank (ModelSpec::memory_per_rank_bytes with gpu = false) is more than its physical memory (the ranks would
+/// die of std::bad_alloc or the OOM killer mid-run).
 void check_cpu_memory(const TrainJobConfig& config);
 
 /// Runs this process as one rank of `config` (it must have been started by scalescope's launcher, mpirun or

@@ -37,7 +37,8 @@ ModelSpec ModelSpec::from_preset(std::string_view name, const ModelOverrides& o)
     spec.mlp = MlpLmConfig::preset(name);
     if (o.seq) throw core::UsageError("--seq applies to GPT presets; the MLP's context is --context");
     if (o.keep_activations)
-      throw core::UsageError("--keep-activations applies to GPT presets: the MLP keeps all its activations anyway");
+      throw core::UsageError("--keep-activations applies to GPT presets: the MLP keeps all its activations anyway",
+                             "drop --keep-activations, or use a GPT preset such as --model gpt2-124m");
     if (o.layers) spec.mlp.layers = o.layers;
     if (o.context) spec.mlp.context = o.context;
     if (o.embed) spec.mlp.embed = o.embed;
@@ -76,8 +77,8 @@ double ModelSpec::flops_per_token() const {
   return family == ModelFamily::mlp ? mlp.flops_per_token() : gpt.flops_per_token();
 }
 
-double ModelSpec::memory_per_rank_bytes(int rows) const {
-  if (family == ModelFamily::gpt) return gpt.memory_per_rank(rows).total();
+double ModelSpec::memory_per_rank_bytes(int rows, bool gpu) const {
+  if (family == ModelFamily::gpt) return (gpu ? gpt.memory_per_rank(rows) : gpt.host_memory_per_rank(rows)).total();
   // MLP: fp32 weights, gradients, two AdamW moments and a working copy (5 × 4 B per parameter), plus the
   // activations kept for backward (input, every hidden layer before and after GELU, logits) and the batches.
   const double params = static_cast<double>(mlp.parameter_count());

@@ -52,8 +52,9 @@ struct ModelSpec {
   /// Training FLOPs per predicted token (the family's own formula: 6N, or 6N + 12·L·T·d for GPT).
   double flops_per_token() const;
   /// Estimated bytes one rank needs for `rows` batch rows: master weights, gradients, AdamW moments, working
-  /// copies and activations (GPT: GptConfig::memory_per_rank; MLP: fp32 weights ×5 plus activations).
-  double memory_per_rank_bytes(int rows) const;
+  /// copies and activations (GPT: GptConfig::memory_per_rank on a GPU, host_memory_per_rank on a CPU rank;
+  /// MLP: fp32 weights ×5 plus activations on either).
+  double memory_per_rank_bytes(int rows, bool gpu) const;
   /// e.g. "gpt2-124m: gpt: 12 layers × d 768 …".
   std::string describe() const;
 };

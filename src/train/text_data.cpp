@@ -132,7 +132,7 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
                       remedy);
   }
   std::set<std::pair<dev_t, ino_t>> seen;  // fortunes has name.u8 → name links: read each file once
-  std::size_t unreadable = 0;
+  std::size_t unreadable = 0, binary = 0;
   std::string first_error;
   for (const auto& f : files) {
     struct stat st {};
@@ -146,12 +146,16 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
       continue;
     }
     if (is_text) ++corpus.file_count_;
+    else ++binary;
   }
   if (corpus.file_count_ == 0 && unreadable > 0)
     throw core::Error(fmt::format("cannot read data '{}' ({})", path, first_error), remedy);
   if (bytes.size() < min_bytes)
-    throw core::Error(fmt::format("data '{}' holds {} bytes of text in {} file(s); at least {} are needed", path,
-                                  bytes.size(), corpus.file_count_, min_bytes),
+    throw core::Error(fmt::format("data '{}' holds {} bytes of text in {} file(s); at least {} are needed{}", path,
+                                  bytes.size(), corpus.file_count_, min_bytes,
+                                  binary == 0 ? ""
+                                              : fmt::format(" ({} file{} skipped as binary: a NUL byte in the first 4 KiB)",
+                                                            binary, binary == 1 ? "" : "s")),
                       remedy);
   corpus.tokens_.assign(bytes.begin(), bytes.end());
   corpus.finish_tokens();

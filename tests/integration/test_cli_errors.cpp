@@ -116,6 +116,7 @@ TEST(CliErrors, BinaryOnlyDirectoryIsRejected) {
   auto r = run_cli("train --data " + dir.string() + kQuick);
   EXPECT_EQ(r.status, 1);
   expect_mentions(r.output, "0 file(s)");
+  expect_mentions(r.output, "1 file skipped as binary");  // says why the file did not count
   fs::remove_all(dir);
 }
 

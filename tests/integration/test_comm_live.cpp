@@ -93,6 +93,10 @@ TEST(CommLive, BadFlagsAreUsageErrors) {
   EXPECT_EQ(run_cli("comm --backend cpu -d float17").status, 2);
   EXPECT_EQ(run_cli("comm --backend cpu --collective allreduce2").status, 2);
   EXPECT_EQ(run_cli("comm --backend cpu -b 1M -e 8").status, 2);
+  const auto zero = run_cli("comm --backend cpu -f 0");  // not CLI11's "not in range 0.000000 to 1797…" (309 digits)
+  EXPECT_EQ(zero.status, 2);
+  EXPECT_NE(zero.output.find("--stepfactor: 0 must be positive"), std::string::npos) << zero.output;
+  EXPECT_LT(zero.output.size(), 200u) << zero.output;
   const auto many = run_cli("comm --backend gpu -g 64");  // exit 1 when no GPU at all, 2 when too few
   EXPECT_EQ(many.status, many.output.find("no GPU is usable here") != std::string::npos ? 1 : 2) << many.output;
   // 4 CPU ranks × 2 buffers of 1 TiB cannot fit in host memory: refused before any rank starts.

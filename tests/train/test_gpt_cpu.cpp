@@ -155,6 +155,27 @@ TEST(GptConfig, MemoryEstimateCountsStateAndActivations) {
   EXPECT_THROW(c.memory_per_rank(0), UsageError);
 }
 
+TEST(GptConfig, HostMemoryEstimateFollowsTheCpuReferenceBuffers) {
+  // 2 layers, d 16, 2 heads, ffn 32, vocab 64, seq 8; 3 rows.
+  const auto c = tiny_config();
+  const auto m = c.host_memory_per_rank(3);
+  const double n = static_cast<double>(c.parameter_count());
+  EXPECT_DOUBLE_EQ(m.parameters + m.gradients + m.optimizer, 16 * n);  // fp32 weights, gradients, m and v
+  EXPECT_DOUBLE_EQ(m.weight_copies, 0.0);                                // no bf16 copies on the CPU
+  // GptCpu's buffers (fp32) at R = 24 positions: per layer ln1, qkv, att, mid, ln2 (7·d), probabilities
+  // (2 heads × 8 × 8 per row), pre and act (2·ffn), 4 statistics; x for 3 blocks' inputs and the output,
+  // LN_f and its 2 statistics, the softmax of the logits and d logits (2·V), losses; scratch, dres, dln, datt,
+  // dqkv (7·d) and dhidden (ffn); and two copies of the 3 × 9 tokens.
+  const double R = 24;
+  const double per_layer = R * 7 * 16 + 3 * 2 * 8 * 8 + R * 2 * 32 + R * 4;
+  const double global = R * 16 * 3 + R * 16 + R * 2 + R * 2 * 64 + R;
+  const double scratch = R * 7 * 16 + R * 32;
+  EXPECT_DOUBLE_EQ(m.activations, 4 * (2 * per_layer + global + scratch) + 4 * 27 * 2);
+  // The GPU estimate of the same batch is a different buffer set (bf16, recomputed activations).
+  EXPECT_NE(c.memory_per_rank(3).total(), m.total());
+  EXPECT_THROW(c.host_memory_per_rank(0), UsageError);
+}
+
 TEST(GptConfig, ValidateNamesTheBadField) {
   auto c = tiny_config();
   c.heads = 3;  // 16 % 3 != 0

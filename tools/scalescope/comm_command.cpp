@@ -22,6 +22,7 @@
 #include "core/json_file.h"
 #include "runtime/comm_job.h"
 #include "report/nccl_tests_table.h"
+#include "workload_options.h"
 
 namespace scalescope::cli {
 namespace {
@@ -228,26 +229,26 @@ Action add_comm_command(CLI::App& app) {
   cmd->add_option("--backend", flags->backend, "cpu (MPI ranks), gpu (NCCL, one process per GPU) or auto")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
   cmd->add_option("-g,--ngpus,--world-size", flags->world_size, "ranks: GPUs (or CPU cores) to run over")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(number_check(false))->capture_default_str();
   cmd->add_option("-b,--minbytes", flags->min_bytes, "smallest size (K/M/G suffixes)")->capture_default_str();
   cmd->add_option("-e,--maxbytes", flags->max_bytes, "largest size")->capture_default_str();
   cmd->add_option("-i,--stepbytes", flags->step_bytes, "size increment when -f is 1")->capture_default_str();
-  cmd->add_option("-f,--stepfactor", flags->step_factor, "size multiplication factor")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("-n,--iters", flags->iters, "timed iterations per size")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("-f,--stepfactor", flags->step_factor, "size multiplication factor")->check(number_check(false))->capture_default_str();
+  cmd->add_option("-n,--iters", flags->iters, "timed iterations per size")->check(number_check(false))->capture_default_str();
   cmd->add_option("-w,--warmup_iters", flags->warmup_iters, "warm-up iterations (before the sweep and before each size)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(number_check(true))->capture_default_str();
   cmd->add_option("-c,--check", flags->check, "data-check iterations per size (0: no check)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(number_check(true))->capture_default_str();
   cmd->add_option("-d,--datatype", flags->datatype, "float, half, bfloat16, double, int32, int8 or all")->capture_default_str();
   cmd->add_option("-o,--op", flags->op, "sum, prod, max, min, avg or all")->capture_default_str();
   cmd->add_option("-r,--root", flags->root, "root rank of broadcast/reduce, or all")->capture_default_str();
   cmd->add_flag("--no-per-iteration", flags->no_per_iteration, "skip the second pass that times every iteration");
   cmd->add_option("--timeout", flags->timeout_seconds, "stop a run whose ranks take longer than this, seconds (0: never)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(number_check(true))->capture_default_str();
   cmd->add_flag("-q,--quiet", flags->quiet, "no progress messages on stderr");
   cmd->add_option("--internal-job", flags->internal_job, "")->group("");
   cmd->add_option("--expect", flags->expect_gbps, "expected bus bandwidth in GB/s (1e9 B/s) to grade the plateau against")
-      ->check(CLI::PositiveNumber);
+      ->check(number_check(false));
   cmd->add_option("--out", flags->out, "write the report as JSON (schema scalescope.comm/1) to this file (atomically)");
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
