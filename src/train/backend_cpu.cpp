@@ -1,5 +1,9 @@
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "comm/mpi_communicator.h"
@@ -44,7 +48,13 @@ std::unique_ptr<RankBackend> make_cpu_rank_backend(const ModelSpec& model) {
   openblas_set_num_threads(1);
   b->timeline = std::make_unique<CpuTimeline>();
   b->model = make_cpu_model(model);
-  b->device = "cpu (1 core per rank, OpenBLAS fp32)";
+  // Ranks on this node as Open MPI's mpirun (scalescope's own launcher) reports them; other launchers: not known.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks = local_size != nullptr ? std::atoi(local_size) : 1;
+  b->device = ranks <= cores ? "cpu (1 core per rank, OpenBLAS fp32)"
+                             : fmt::format("cpu ({} ranks on {} cores: oversubscribed, ranks share cores; OpenBLAS fp32)",
+                                           ranks, cores);
   return b;
 }
 

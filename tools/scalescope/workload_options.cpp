@@ -49,7 +49,8 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
       ->check(number_check(false));
   app.add_option("--hidden", f.hidden, "override: hidden layer width")
       ->check(number_check(false));
-  app.add_option("--layers", f.layers, "override: hidden layers (MLP) or transformer blocks (GPT: a slice of the preset)")
+  app.add_option("--layers", f.layers, "override: hidden layers (MLP) or transformer blocks (GPT: fewer than the preset's give a slice of it, more a "
+                 "deeper model of the same widths)")
       ->check(number_check(false));
   app.add_option("--seq", f.seq, "override (GPT): context length in tokens")->check(number_check(false));
   app.add_flag("--keep-activations", f.keep_activations,
