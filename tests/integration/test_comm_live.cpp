@@ -93,6 +93,9 @@ TEST(CommLive, BadFlagsAreUsageErrors) {
   EXPECT_EQ(run_cli("comm --backend cpu -d float17").status, 2);
   EXPECT_EQ(run_cli("comm --backend cpu --collective allreduce2").status, 2);
   EXPECT_EQ(run_cli("comm --backend cpu -b 1M -e 8").status, 2);
+  const auto file_as_op = run_cli("comm --backend cpu -o result.json");  // -o is nccl-tests' op, not --out
+  EXPECT_EQ(file_as_op.status, 2);
+  EXPECT_NE(file_as_op.output.find("--out FILE"), std::string::npos) << file_as_op.output;
   const auto zero = run_cli("comm --backend cpu -f 0");  // not CLI11's "not in range 0.000000 to 1797…" (309 digits)
   EXPECT_EQ(zero.status, 2);
   EXPECT_NE(zero.output.find("--stepfactor: 0 must be positive"), std::string::npos) << zero.output;

@@ -94,6 +94,9 @@ runtime::CommJobConfig resolve(const CommFlags& f) {
       [] { return std::vector<comm::DataType>{comm::DataType::f32, comm::DataType::f16, comm::DataType::bf16,
                                               comm::DataType::f64, comm::DataType::i32, comm::DataType::i8}; },
       "float, half, bfloat16, double, int32, int8");
+  if (f.op.find('.') != std::string::npos || f.op.find('/') != std::string::npos)  // a file name, meant for --out
+    throw core::UsageError(fmt::format("unknown op '{}': in `comm`, -o is the reduction op, as in nccl-tests", f.op),
+                           "write the result with --out FILE; -o takes sum, prod, max, min, avg or all");
   s.ops = parse_list<comm::RedOp>(
       "op", f.op, comm::parse_red_op,
       [] { return std::vector<comm::RedOp>{comm::RedOp::sum, comm::RedOp::prod, comm::RedOp::max, comm::RedOp::min,
