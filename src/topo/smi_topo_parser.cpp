@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -622,7 +624,9 @@ TopologyReading parse_smi_topo_text(std::string_view raw, const std::string& sou
 
 TopologyReading parse_smi_topo_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw core::Error("cannot read '" + path + "'", "pass a file holding the output of `nvidia-smi topo -m`");
+  if (!in)
+    throw core::Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)),
+                      "pass a file holding the output of `nvidia-smi topo -m`");
   std::string text;
   char buf[65536];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
@@ -631,7 +635,7 @@ TopologyReading parse_smi_topo_file(const std::string& path) {
       throw core::Error(fmt::format("'{}' is larger than {} MiB: not a saved `nvidia-smi topo -m`", path, kMaxFileBytes >> 20),
                         "pass the file holding the output of `nvidia-smi topo -m`");
   }
-  if (in.bad()) throw core::Error("cannot read '" + path + "'", "check the file");
+  if (in.bad()) throw core::Error(fmt::format("cannot read '{}': {}", path, std::strerror(errno)), "check the file");
   std::string name = path;
   if (auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
   return parse_smi_topo(text, "file " + name);

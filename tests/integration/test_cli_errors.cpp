@@ -151,6 +151,25 @@ TEST(CliErrors, OutputInMissingDirectoryFailsBeforeTraining) {
   EXPECT_EQ(r.output.find("round"), std::string::npos) << "must fail before measuring";
 }
 
+TEST(CliErrors, EmptyOutputNameIsAUsageError) {
+  // `--out "$UNSET"` used to run and write nothing, silently.
+  for (const std::string& cmd : {"train" + kQuick, "doctor --world-sizes 1" + kQuick, std::string("comm --backend cpu"),
+                                std::string("topo"), std::string("analyze x.json")}) {
+    auto r = run_cli(cmd + " --out ''");
+    EXPECT_EQ(r.status, 2) << cmd << "\n" << r.output;
+    expect_mentions(r.output, "--out: needs a file name");
+  }
+}
+
+TEST(CliErrors, TopologyFileErrorsSayWhy) {
+  auto r = run_cli("topo --from /nonexistent/topo.txt");
+  EXPECT_EQ(r.status, 1);
+  expect_mentions(r.output, "No such file or directory");
+  r = run_cli("topo --from /tmp");
+  EXPECT_EQ(r.status, 1);
+  expect_mentions(r.output, "Is a directory");
+}
+
 TEST(CliErrors, OutputThatWouldReplaceSomethingElseIsRejected) {
   auto dir = scratch_dir("outkind");
   auto text = dir / "corpus.txt";

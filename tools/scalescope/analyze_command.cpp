@@ -20,6 +20,7 @@
 #include "analyze/trace_analysis.h"
 #include "analyze/watchdog.h"
 #include "commands.h"
+#include "workload_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "report/nccl_tests_table.h"
@@ -396,7 +397,8 @@ Action add_analyze_command(CLI::App& app) {
                  "`nvidia-smi topo -m`, scalescope JSON, profiler traces — and say what it shows");
   // No CLI::ExistingFile: a missing file is that file's error (exit 1) while the others are still analysed.
   cmd->add_option("files", flags->files, "files to analyse (each is detected on its own)")->required();
-  cmd->add_option("-o,--out", flags->out, "write the results as JSON (schema scalescope.analyze/1) to this file (atomically)");
+  cmd->add_option("-o,--out", flags->out, "write the results as JSON (schema scalescope.analyze/1) to this file (atomically)")
+      ->check(output_file_check());
   cmd->add_option("--baseline", flags->baseline,
                   "a profiler trace of the same job on one rank: gives speedup, comm ratio and the seed's verdict");
   cmd->add_flag("--strong", flags->strong, "the traces are strong scaling (fixed global batch); default weak");

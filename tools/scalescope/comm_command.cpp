@@ -252,7 +252,8 @@ Action add_comm_command(CLI::App& app) {
   cmd->add_option("--internal-job", flags->internal_job, "")->group("");
   cmd->add_option("--expect", flags->expect_gbps, "expected bus bandwidth in GB/s (1e9 B/s) to grade the plateau against")
       ->check(number_check(false));
-  cmd->add_option("--out", flags->out, "write the report as JSON (schema scalescope.comm/1) to this file (atomically)");
+  cmd->add_option("--out", flags->out, "write the report as JSON (schema scalescope.comm/1) to this file (atomically)")
+      ->check(output_file_check());
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
 

@@ -75,7 +75,8 @@ Action add_doctor_command(CLI::App& app) {
       ->delimiter(',')->check(number_check(false));
   cmd->add_option("--max-world-size", flags->max_world_size, "largest world size of the default sweep")
       ->check(number_check(false))->excludes("--world-sizes");  // it would be silently ignored
-  cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)");
+  cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)")
+      ->check(output_file_check());
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "workload_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "report/topo_report.h"
@@ -57,7 +58,8 @@ Action add_topo_command(CLI::App& app) {
   cmd->add_option("--from", flags->from, "read a saved `nvidia-smi topo -m` output instead of this machine");
   cmd->add_option("--compare", flags->compare,
                   "also compare the link classes with a saved `nvidia-smi topo -m`; exit 1 when they differ");
-  cmd->add_option("-o,--out", flags->out, "write the result as JSON (schema scalescope.topo/1) to this file (atomically)");
+  cmd->add_option("-o,--out", flags->out, "write the result as JSON (schema scalescope.topo/1) to this file (atomically)")
+      ->check(output_file_check());
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
 

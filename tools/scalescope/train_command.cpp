@@ -77,7 +77,8 @@ Action add_train_command(CLI::App& app) {
   cmd->add_option("-n,--world-size", flags->world_size, "number of ranks (GPUs or CPU cores)")
       ->check(number_check(false))->capture_default_str();
   add_workload_options(*cmd, flags->workload);
-  cmd->add_option("-o,--out", flags->out, "write the result as JSON to this file (atomically)");
+  cmd->add_option("-o,--out", flags->out, "write the result as JSON to this file (atomically)")
+      ->check(output_file_check());
   cmd->add_option("--internal-job", flags->internal_job, "")->group("");
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }

@@ -26,6 +26,12 @@ CLI::Validator number_check(bool zero_allowed) {
       zero_allowed ? "NONNEGATIVE" : "POSITIVE");
 }
 
+CLI::Validator output_file_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text.empty() ? "needs a file name (got an empty one)" : ""; },
+      "FILE");
+}
+
 void check_output_path(const std::string& out, const train::TrainJobConfig& config) {
   core::check_output_path_writable(out);
   std::error_code ec;

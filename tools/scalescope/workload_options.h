@@ -41,6 +41,9 @@ void check_output_path(const std::string& out, const train::TrainJobConfig& conf
 /// A flag's number check: positive (or ≥ 0 when `zero_allowed`), with a one-line message.
 CLI::Validator number_check(bool zero_allowed);
 
+/// CLI11 validator for --out: an empty file name (e.g. `--out "$UNSET"`) is refused instead of writing nothing.
+CLI::Validator output_file_check();
+
 /// The batch rows per rank used when --batch is not given: on GPU 8192 for the MLP presets, 64 for tiny-14m,
 /// 16 for gpt2-124m and gpt-350m, 8 for gpt-1.3b, 1 for the Llama shapes (the anchors' batches); on CPU 64
 /// for the MLP presets and 2 for GPT presets (an fp32 core is ~1000× slower than an H200).
