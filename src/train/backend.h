@@ -60,6 +60,9 @@ std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend();
 /// no driver is present. `why_none` receives the reason when it is 0.
 int visible_gpu_count(std::string* why_none = nullptr);
 
+/// Hardware threads of this machine (std::thread::hardware_concurrency, at least 1): the devices of CPU ranks.
+int cpu_core_count();
+
 /// Environment for GPU ranks started by scalescope's own launcher on one node: the NCCL unique id that
 /// lets them build one communicator (the launcher process hosts NCCL's bootstrap root while they start).
 std::vector<std::pair<std::string, std::string>> gpu_launch_environment();

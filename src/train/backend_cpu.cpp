@@ -22,6 +22,8 @@ BackendKind parse_backend_kind(const std::string& text) {
   throw core::UsageError(fmt::format("unknown backend '{}'", text), "use --backend cpu or --backend gpu");
 }
 
+int cpu_core_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 std::string to_string(StreamPriority priority) {
   switch (priority) {
     case StreamPriority::equal: return "equal";
@@ -49,7 +51,7 @@ std::unique_ptr<RankBackend> make_cpu_rank_backend(const ModelSpec& model) {
   b->timeline = std::make_unique<CpuTimeline>();
   b->model = make_cpu_model(model);
   // Ranks on this node as Open MPI's mpirun (scalescope's own launcher) reports them; other launchers: not known.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = cpu_core_count();
   const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int ranks = local_size != nullptr ? std::atoi(local_size) : 1;
   b->device = ranks <= cores ? "cpu (1 core per rank, OpenBLAS fp32)"

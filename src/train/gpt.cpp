@@ -84,14 +84,25 @@ double GptConfig::flops_per_token() const {
   return 6.0 * matmul_parameter_count() + 12.0 * layers * static_cast<double>(seq) * d_model;
 }
 
-GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
+namespace {
+
+/// The training state both the CUDA model and the CPU reference hold for `n` parameters: fp32 weights,
+/// gradients and AdamW moments (activations are left at 0). Throws core::UsageError for rows < 1.
+GptMemoryEstimate fp32_training_state(std::size_t parameters, int rows) {
   if (rows < 1) throw core::UsageError(fmt::format("batch of {} rows: at least 1 is needed", rows));
-  const double n = static_cast<double>(parameter_count());
+  const double n = static_cast<double>(parameters);
   GptMemoryEstimate m;
   m.parameters = 4 * n;
   m.gradients = 4 * n;
   m.optimizer = 8 * n;
-  m.weight_copies = 2 * n;
+  return m;
+}
+
+}  // namespace
+
+GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
+  GptMemoryEstimate m = fp32_training_state(parameter_count(), rows);
+  m.weight_copies = 2.0 * static_cast<double>(parameter_count());
 
   const double B = rows, T = seq, d = d_model, H = heads, f = ffn, L = layers;
   const double R = B * T;                                    // positions
@@ -121,12 +132,7 @@ GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
 }
 
 GptMemoryEstimate GptConfig::host_memory_per_rank(int rows) const {
-  if (rows < 1) throw core::UsageError(fmt::format("batch of {} rows: at least 1 is needed", rows));
-  const double n = static_cast<double>(parameter_count());
-  GptMemoryEstimate m;
-  m.parameters = 4 * n;
-  m.gradients = 4 * n;
-  m.optimizer = 8 * n;
+  GptMemoryEstimate m = fp32_training_state(parameter_count(), rows);  // no bf16 copies on the CPU
   const double B = rows, T = seq, d = d_model, H = heads, f = ffn, L = layers, V = vocab;
   const double R = B * T;
   const double per_layer = R * d * 7      // LN1, qkv (3d), attention output, residual after attention, LN2

@@ -477,7 +477,7 @@ void check_cpu_memory(const TrainJobConfig& config) {
 
 void require_devices(BackendKind backend, int world_size) {
   if (backend == BackendKind::cpu) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int cores = cpu_core_count();
     if (world_size > kMaxCpuRanksPerCore * cores)
       throw core::UsageError(
           fmt::format("{} CPU ranks on {} core{}: at most {} per core are started (far beyond that, Open MPI runs out of "

@@ -49,6 +49,17 @@ class CudaStreamTest : public ::testing::Test {
   cudaStream_t stream_ = nullptr;
 };
 
+/// Stages `tokens` (`rows` × `row_tokens`) on both models and runs one forward each: their losses must agree
+/// within 1 % (the bf16 CUDA model against its fp32 host reference).
+inline void expect_same_loss(Model& host, Model& gpu, const std::vector<std::int32_t>& tokens, int rows, int row_tokens) {
+  host.stage_batch({rows, row_tokens, tokens.data()});
+  gpu.stage_batch({rows, row_tokens, tokens.data()});
+  host.forward();
+  gpu.forward();
+  const float l_host = host.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
+  EXPECT_LT(std::abs(l_gpu - l_host) / l_host, 1e-2) << "host " << l_host << " gpu " << l_gpu;
+}
+
 /// AdamW parity: the same random fp32 gradients (N(0, 0.01²), the DDP-like layout with `gap` elements between
 /// ranges) on the host model `cpu` and the CUDA model `gpu` (whose work runs on `stream`), three steps at lr 1e-3
 /// and weight decay 0.1. The fp32 parameters must agree to rounding (1e-6 relative: the formula is the same, the
@@ -79,13 +90,7 @@ inline void expect_adamw_matches_cpu(Model& cpu, Model& gpu, cudaStream_t stream
   for (std::size_t i = 0; i < p_cpu.size(); ++i)
     differ += std::abs(p_gpu[i] - p_cpu[i]) > 1e-6f * std::max(1.0f, std::abs(p_cpu[i]));
   EXPECT_EQ(differ, 0u) << "fp32 AdamW differs beyond rounding";
-
-  cpu.stage_batch({rows, row_tokens, tokens.data()});
-  gpu.stage_batch({rows, row_tokens, tokens.data()});
-  cpu.forward();
-  gpu.forward();
-  const float l_cpu = cpu.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
-  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
+  expect_same_loss(cpu, gpu, tokens, rows, row_tokens);
 }
 
 /// Writes the fp32 parameters of `other` (a host model of the same shape, another seed) into the CUDA model
@@ -100,12 +105,7 @@ inline void expect_parameters_changed_refreshes_bf16_weights(Model& other, Model
                             stream),
             cudaSuccess);
   gpu.parameters_changed();
-  other.stage_batch({rows, row_tokens, tokens.data()});
-  gpu.stage_batch({rows, row_tokens, tokens.data()});
-  other.forward();
-  gpu.forward();
-  const float l_cpu = other.take_losses().at(0), l_gpu = gpu.take_losses().at(0);
-  EXPECT_LT(std::abs(l_gpu - l_cpu) / l_cpu, 1e-2);
+  expect_same_loss(other, gpu, tokens, rows, row_tokens);
   EXPECT_EQ(gpu.parameters_to_host(), values);
 }
 

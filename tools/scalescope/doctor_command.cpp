@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <memory>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -35,7 +34,7 @@ int run(const DoctorFlags& f) {
   if (!f.out.empty()) check_output_path(f.out, config.job);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;
-  int devices = gpu ? train::visible_gpu_count(&why) : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int devices = gpu ? train::visible_gpu_count(&why) : train::cpu_core_count();
   if (gpu && devices == 0) train::require_devices(config.job.backend, 1);  // no GPU usable: the machine's fault, exit 1
   const int max_world_size = f.max_world_size > 0 ? std::min(devices, f.max_world_size) : devices;
   config.world_sizes = f.world_sizes;
