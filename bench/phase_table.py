@@ -5,7 +5,8 @@ usage: phase_table.py RESULT.json...
 
 Columns (ms per step, mean over the timed steps of rank 0's phases; step = the headline trimmed mean of the
 slowest rank): forward, backward, exposed communication, optimizer, the sum of the all-reduce durations and
-their busbw (GB/s, GB = 1e9) as they ran beside backward.
+their busbw (GB/s, GB = 1e9) as they ran beside backward, the host's time issuing the step and its time waiting
+for the staging buffer (host clock; 0 in results written before these fields).
 """
 import json
 import os
@@ -14,7 +15,7 @@ import sys
 
 def main():
     print(f"{'run':<28} {'N':>2} {'prio':<8} {'step':>7} {'fwd':>6} {'bwd':>6} {'exposed':>7} {'optim':>6} "
-          f"{'allred':>7} {'busbw':>6}")
+          f"{'allred':>7} {'busbw':>6} {'host':>6} {'hwait':>6}")
     for path in sys.argv[1:]:
         try:
             doc = json.load(open(path))
@@ -27,7 +28,8 @@ def main():
         print(f"{os.path.basename(path)[:-5]:<28} {c['world_size']:>2} {c.get('stream_priority', 'equal'):<8} "
               f"{doc['step_s']['trimmed_mean'] * 1e3:>7.2f} {ms('forward_s'):>6.2f} {ms('backward_s'):>6.2f} "
               f"{ms('exposed_comm_s'):>7.2f} {ms('optimizer_s'):>6.2f} {ms('all_reduce_s'):>7.2f} "
-              f"{busbw if busbw is None else round(busbw, 1)!s:>6}")
+              f"{busbw if busbw is None else round(busbw, 1)!s:>6} {ms('host_issue_s') if 'host_issue_s' in p else 0:>6.2f} "
+              f"{ms('host_stage_s') if 'host_stage_s' in p else 0:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -97,6 +97,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps-per-round", type=int, default=10)
     ap.add_argument("--json", default="")
+    ap.add_argument("--phases", action="store_true",
+                    help="also time forward, backward (with DDP's exposed all-reduce: the stream waits for the last "
+                         "bucket at the end of backward) and optimizer with CUDA events around each, as scalescope's "
+                         "phases; adds three event records per step")
     ap.add_argument("--trace-dir", default="",
                     help="after timing, profile 3 more steps (torch.profiler, CPU + CUDA) and write one Kineto trace "
                          "per rank, DIR/rank<R>.json, for `scalescope analyze`")
@@ -127,14 +131,20 @@ def main():
     batches = [torch.randint(0, vocab, (a.batch, seq + 1), generator=gen, dtype=torch.int64).pin_memory()
                for _ in range(4)]
 
-    def step(i):
+    phase_events = []  # per timed step with --phases: events after staging, forward, backward, optimizer
+
+    def step(i, marks=None):
         rows = batches[i % len(batches)].to(dev, non_blocking=True)
+        if marks: marks[0].record()
         with torch.autocast("cuda", dtype=torch.bfloat16):
             logits = model(rows[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, vocab), rows[:, 1:].reshape(-1))
+        if marks: marks[1].record()
         loss.backward()
+        if marks: marks[2].record()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        if marks: marks[3].record()
         return loss.detach()
 
     torch.cuda.reset_peak_memory_stats()
@@ -147,7 +157,11 @@ def main():
         start.record()
         round_losses = []
         for _ in range(a.steps_per_round):
-            round_losses.append(step(i))
+            marks = None
+            if a.phases and r >= a.warmup_rounds:
+                marks = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+                phase_events.append(marks)
+            round_losses.append(step(i, marks))
             i += 1
         stop.record()
         stop.synchronize()
@@ -170,7 +184,7 @@ def main():
         t = torch.tensor(round_ms, device=dev)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         round_ms = t.tolist()
-    middle = sorted(round_ms)[1:-1]
+    middle = sorted(round_ms)[1:-1] if len(round_ms) >= 3 else round_ms  # mean of the middle rounds
     step_ms = sum(middle) / len(middle)
     tokens_per_s = world * a.batch * seq / (step_ms / 1e3)
     allocated, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
@@ -192,6 +206,11 @@ def main():
         "memory": {"max_allocated_bytes": allocated, "max_reserved_bytes": reserved},
         "loss_first": losses[0], "loss_last": losses[-1],
     }
+    if phase_events:  # rank 0's mean per timed step, ms; the events of every round have completed
+        names = ("forward", "backward_with_exposed_comm", "optimizer")
+        result["phases_ms"] = {name: sum(m[k].elapsed_time(m[k + 1]) for m in phase_events) / len(phase_events)
+                               for k, name in enumerate(names)}
+        print("phases (ms per step, rank 0): " + ", ".join(f"{k} {v:.2f}" for k, v in result["phases_ms"].items()))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=2)

@@ -62,6 +62,10 @@ std::string render_train_result(const train::TrainResult& r) {
   row("optimizer (AdamW)", p.optimizer);
   row("step total", p.total);
   out += phases.render();
+  if (r.timing_source == "cuda-events")  // the host beside the device: is the step launch-bound?
+    out += fmt::format("host per step: {} ms issuing the work, {} ms waiting for the staging buffer "
+                       "(near 0 while issuing takes the whole step: launch-bound)\n",
+                       ms(p.host_issue), ms(p.host_stage));
 
   const auto& s = r.step_seconds;
   out += fmt::format(

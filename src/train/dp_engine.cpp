@@ -1,5 +1,7 @@
 #include "train/dp_engine.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -43,11 +45,15 @@ void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seco
   next_bucket_ = 0;
   ready_parameters_ = 0;
 
+  using Clock = std::chrono::steady_clock;
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
   StepMarks m{};
   m.data_wait = data_wait_seconds;
+  const auto host_begin = Clock::now();
   m.begin = timeline_.record();
   model_.stage_batch(batch);
   m.staged = timeline_.record();
+  const auto host_staged = Clock::now();
   model_.forward();
   m.forward_end = timeline_.record();
   model_.backward([this](std::size_t p) { on_gradient_ready(p); });
@@ -60,6 +66,9 @@ void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seco
   m.comm_end = timeline_.record();
   model_.optimizer_step(adamw);
   m.optimizer_end = timeline_.record();
+  const auto host_end = Clock::now();
+  m.host_stage = seconds(host_staged - host_begin);
+  m.host_issue = seconds(host_end - host_staged);
   marks_.push_back(m);
 }
 
@@ -82,6 +91,8 @@ std::vector<StepTiming> DataParallelEngine::take_step_timings() {
     t.exposed_comm = timeline_.seconds_between(m.backward_end, m.comm_end);
     t.optimizer = timeline_.seconds_between(m.comm_end, m.optimizer_end);
     t.total = t.data_wait + timeline_.seconds_between(m.begin, m.optimizer_end);
+    t.host_stage = m.host_stage;
+    t.host_issue = m.host_issue;
     for (std::size_t k = 0; k < per_step; ++k) {
       const auto& c = collectives[s * per_step + k];
       t.all_reduce_seconds += c.seconds;

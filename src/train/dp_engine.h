@@ -35,6 +35,13 @@ struct StepTiming {
   /// Duration of the step's last all-reduce (the last bucket), seconds: it can start only once the last
   /// gradients are ready, so it bounds the exposed communication from below.
   double last_all_reduce_seconds = 0;
+  /// Host wall-clock seconds (steady clock) the step's call spent in Model::stage_batch — on GPU mostly waiting
+  /// until the previous batch's copy has left the pinned staging buffer, i.e. for the device to reach the
+  /// previous step: large when the host runs ahead of the device, near 0 when the host is the bottleneck.
+  double host_stage = 0;
+  /// Host wall-clock seconds spent issuing the rest of the step (forward, backward with the all-reduce
+  /// launches, join, optimizer). On GPU the step is launch-bound when this approaches `total`.
+  double host_issue = 0;
   /// Compute time: forward + backward + optimizer (the seed's "compute time" in the comm ratio).
   double compute() const { return forward + backward + optimizer; }
 };
@@ -75,6 +82,7 @@ class DataParallelEngine {
   struct StepMarks {
     Marker begin, staged, forward_end, backward_end, comm_end, optimizer_end;
     double data_wait;
+    double host_stage, host_issue;  // steady-clock seconds (StepTiming's fields of the same names)
   };
 
   Model& model_;

@@ -97,10 +97,13 @@ StepTiming mean_of(const std::vector<StepTiming>& steps) {
     m.all_reduce_count += s.all_reduce_count;
     m.all_reduce_bytes += s.all_reduce_bytes;
     m.last_all_reduce_seconds += s.last_all_reduce_seconds;
+    m.host_stage += s.host_stage;
+    m.host_issue += s.host_issue;
   }
   const double n = static_cast<double>(steps.size());
   m.data_wait /= n; m.stage /= n; m.forward /= n; m.backward /= n; m.exposed_comm /= n;
   m.optimizer /= n; m.total /= n; m.all_reduce_seconds /= n; m.last_all_reduce_seconds /= n;
+  m.host_stage /= n; m.host_issue /= n;
   m.all_reduce_count = static_cast<int>(m.all_reduce_count / static_cast<int>(steps.size()));
   m.all_reduce_bytes /= steps.size();
   return m;
@@ -110,15 +113,15 @@ StepTiming mean_of(const std::vector<StepTiming>& steps) {
 std::vector<double> pack(const StepTiming& t) {
   return {t.data_wait, t.stage, t.forward, t.backward, t.exposed_comm, t.optimizer, t.total,
           t.all_reduce_seconds, static_cast<double>(t.all_reduce_count), static_cast<double>(t.all_reduce_bytes),
-          t.last_all_reduce_seconds};
+          t.last_all_reduce_seconds, t.host_stage, t.host_issue};
 }
-constexpr std::size_t kPackedPhases = 11;
+constexpr std::size_t kPackedPhases = 13;
 StepTiming unpack(const double* v) {
   StepTiming t;
   t.data_wait = v[0]; t.stage = v[1]; t.forward = v[2]; t.backward = v[3]; t.exposed_comm = v[4];
   t.optimizer = v[5]; t.total = v[6]; t.all_reduce_seconds = v[7];
   t.all_reduce_count = static_cast<int>(v[8]); t.all_reduce_bytes = static_cast<std::uint64_t>(v[9]);
-  t.last_all_reduce_seconds = v[10];
+  t.last_all_reduce_seconds = v[10]; t.host_stage = v[11]; t.host_issue = v[12];
   return t;
 }
 
@@ -144,7 +147,8 @@ void to_json(nlohmann::json& j, const StepTiming& t) {
        {"backward_s", t.backward}, {"exposed_comm_s", t.exposed_comm}, {"optimizer_s", t.optimizer},
        {"total_s", t.total}, {"compute_s", t.compute()}, {"all_reduce_s", t.all_reduce_seconds},
        {"all_reduce_count", t.all_reduce_count}, {"all_reduce_bytes", t.all_reduce_bytes},
-       {"last_all_reduce_s", t.last_all_reduce_seconds}};
+       {"last_all_reduce_s", t.last_all_reduce_seconds}, {"host_stage_s", t.host_stage},
+       {"host_issue_s", t.host_issue}};
 }
 void from_json(const nlohmann::json& j, StepTiming& t) {
   t.data_wait = j.at("data_wait_s"); t.stage = j.at("stage_s"); t.forward = j.at("forward_s");
@@ -152,6 +156,8 @@ void from_json(const nlohmann::json& j, StepTiming& t) {
   t.total = j.at("total_s"); t.all_reduce_seconds = j.at("all_reduce_s");
   t.all_reduce_count = j.at("all_reduce_count"); t.all_reduce_bytes = j.at("all_reduce_bytes");
   t.last_all_reduce_seconds = j.value("last_all_reduce_s", 0.0);  // absent in results older than the field
+  t.host_stage = j.value("host_stage_s", 0.0);                     // the same
+  t.host_issue = j.value("host_issue_s", 0.0);
 }
 
 // ---------------------------------------------------------------------------------------------- config

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Issue #5 item 7, where our extra milliseconds at 2 GPUs come from, beside PyTorch DDP in one call. Builds
+# scalescope and the GPU tests and runs the tests (GAP_TESTS=0 skips them), then one of two sets (GAP_SET):
+#   phases (default): twice in turn, gpt2-124m at 1 and 2 GPUs for both sides with each side's forward,
+#     backward and optimizer timed by CUDA events (the peer's --phases), and ours at 2 GPUs with --no-overlap
+#     (no NCCL kernel beside forward or backward: what is left is not SM sharing);
+#   clocks: ours at 1, 2 and 2 --no-overlap GPUs and DDP at 1 and 2, each with nvidia-smi sampling SM clock,
+#     power and the clock-event reasons every 100 ms (is the step power-capped?);
+#   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
+#     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);
+#   pairs: two independent world-size-1 jobs at once on GPUs 0 and 1 (what a second busy GPU costs without
+#     communication), ours with PyTorch's own NCCL library (LD_LIBRARY_PATH, same ABI), a Kineto trace of 3
+#     DDP steps read by `scalescope analyze`, and short runs of both sides with NCCL_DEBUG=INFO
+#     NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING (buckets, algorithm, protocol and channels of each all-reduce).
+# GAP_REPS ("1 2") names the repetitions of the phases set, GAP_DDP=0 leaves DDP out of it.
+# Outputs under $OUT; our phase table and DDP's step (and phases) are printed last. GAP_MODEL (gpt2-124m) and
+# GAP_BATCH (16) pick the workload.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+source bench/device-env.sh
+MODEL=${GAP_MODEL:-gpt2-124m}
+BATCH=${GAP_BATCH:-16}
+{ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+  cmake --build build-device -j "$(nproc)" --target scalescope test_gpt_cuda test_mlp_lm_cuda; } \
+  > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+for t in $([ "${GAP_TESTS:-1}" = 1 ] && echo test_gpt_cuda test_mlp_lm_cuda); do
+  build-device/tests/$t --gtest_brief=1 > "$OUT/$t.txt" 2>&1
+  echo "$t: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$t.txt" | tr '\n' ' ')"
+done
+S=$PWD/build-device/tools/scalescope
+ours() {  # ours TAG N [ENV...] -- [FLAGS...]
+  local tag=$1 n=$2; shift 2
+  local env=(); while [ "$1" != -- ]; do env+=("$1"); shift; done; shift
+  env "${env[@]}" timeout 240 $S train --backend gpu -n "$n" --model "$MODEL" --batch "$BATCH" -q "$@" \
+    --out "$OUT/$tag.json" > "$OUT/$tag.txt" 2>&1 || { echo "$tag failed:"; tail -3 "$OUT/$tag.txt"; }
+}
+ddp() {  # ddp TAG N [ENV...] -- [FLAGS...]
+  local tag=$1 n=$2; shift 2
+  local env=(); while [ "$1" != -- ]; do env+=("$1"); shift; done; shift
+  env "${env[@]}" timeout 300 python3 -m torch.distributed.run --standalone --nproc_per_node "$n" \
+    bench/peers/gpt_pytorch.py --model "$MODEL" --batch "$BATCH" --json "$OUT/ddp-$tag.json" "$@" \
+    > "$OUT/ddp-$tag.txt" 2>&1 || { echo "ddp-$tag failed:"; tail -3 "$OUT/ddp-$tag.txt"; }
+}
+TORCH_NCCL=$(dirname "$(find /opt/torch/.venv -name 'libnccl.so.2' 2>/dev/null | head -1)")
+echo "PyTorch's NCCL: $TORCH_NCCL ($(python3 -c 'import torch; print(torch.cuda.nccl.version())'))"
+
+if [ "${GAP_SET:-phases}" = pairs ]; then  # first call: pairs of 1-GPU jobs, PyTorch's NCCL, NCCL's logs
+  ours n1 1 --
+  ours n1-gpu0-alone-pair 1 CUDA_VISIBLE_DEVICES=0 -- & ours n1-gpu1-alone-pair 1 CUDA_VISIBLE_DEVICES=1 -- & wait
+  ours n2 2 --
+  ours n2-torch-nccl 2 LD_LIBRARY_PATH="$TORCH_NCCL:${LD_LIBRARY_PATH:-}" --
+  ddp n1 1 --
+  ddp n1-gpu0-alone-pair 1 CUDA_VISIBLE_DEVICES=0 -- & ddp n1-gpu1-alone-pair 1 CUDA_VISIBLE_DEVICES=1 -- & wait
+  ddp n2 2 -- --trace-dir "$OUT/ddp-trace"
+  # NCCL's own account of each all-reduce (outside the timed runs: logging every collective costs host time)
+  dbg=(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING)
+  ours n2-nccl-debug 2 "${dbg[@]}" NCCL_DEBUG_FILE="$OUT/nccl-ours.%h.%p.log" -- --warmup-rounds 1 --rounds 1
+  ddp n2-nccl-debug 2 "${dbg[@]}" NCCL_DEBUG_FILE="$OUT/nccl-ddp.%h.%p.log" -- --warmup-rounds 1 --rounds 1
+  $S analyze "$OUT"/ddp-trace/rank*.json > "$OUT/analyze-ddp-trace.txt" 2>&1
+  $S analyze "$OUT"/nccl-ours.*.log > "$OUT/analyze-nccl-ours.txt" 2>&1
+  $S analyze "$OUT"/nccl-ddp.*.log > "$OUT/analyze-nccl-ddp.txt" 2>&1
+elif [ "${GAP_SET:-phases}" = clocks ]; then  # the GPUs' SM clock, power and clock-event reasons during each run
+  q=index,utilization.gpu,clocks.sm,clocks.mem,power.draw,temperature.gpu
+  reasons=clocks_event_reasons.active
+  nvidia-smi --query-gpu=$reasons --format=csv,noheader > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+  sampled() {  # sampled TAG COMMAND...: runs COMMAND with nvidia-smi sampling every 100 ms into clocks-TAG.csv
+    local tag=$1; shift
+    nvidia-smi --query-gpu=$q,$reasons --format=csv,noheader,nounits -lms 100 > "$OUT/clocks-$tag.csv" 2>&1 &
+    local smi=$!
+    "$@"
+    kill $smi; wait $smi 2>/dev/null
+  }
+  nvidia-smi --query-gpu=index,power.limit,clocks.max.sm,clocks.max.mem --format=csv | tee "$OUT/power-limits.csv"
+  sampled n1 ours n1 1 --
+  sampled n2 ours n2 2 --
+  sampled n2-no-overlap ours n2-no-overlap 2 -- --no-overlap
+  sampled ddp-n1 ddp n1 1 -- --phases
+  sampled ddp-n2 ddp n2 2 -- --phases
+  python3 - "$OUT" <<'PY'
+import csv, glob, os, sys
+print(f"{'run':<16} gpu busy-samples  SM MHz  mem MHz  power W  temp C  reasons (hex, while busy)")
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "clocks-*.csv"))):
+    rows = [r for r in csv.reader(open(path)) if len(r) >= 7]
+    for gpu in sorted({r[0].strip() for r in rows}):
+        busy = [r for r in rows if r[0].strip() == gpu and r[1].strip().isdigit() and int(r[1]) >= 50]
+        if not busy:
+            continue
+        mean = lambda k: sum(float(r[k]) for r in busy) / len(busy)
+        reasons = sorted({r[6].strip() for r in busy})
+        print(f"{os.path.basename(path)[7:-4]:<16} {gpu:>3} {len(busy):>12} {mean(2):>7.0f} {mean(3):>8.0f} {mean(4):>8.1f} "
+              f"{mean(5):>7.1f}  {' '.join(reasons)}")
+PY
+elif [ "${GAP_SET:-phases}" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
+  ours n1 1 --
+  ours n2-no-overlap 2 -- --no-overlap
+  ours n2-no-overlap-p2p-off 2 NCCL_P2P_DISABLE=1 -- --no-overlap
+  ours n2-no-overlap-cumem-off 2 NCCL_CUMEM_ENABLE=0 -- --no-overlap
+  ours n2 2 --
+  ours n2-cumem-off 2 NCCL_CUMEM_ENABLE=0 --
+else  # GAP_SET=phases: both sides' forward/backward/optimizer CUDA-event phases at 1 and 2 GPUs
+  for rep in ${GAP_REPS:-1 2}; do
+    ours n1-r$rep 1 --
+    ours n2-r$rep 2 --
+    ours n2-no-overlap-r$rep 2 -- --no-overlap
+    [ "${GAP_DDP:-1}" = 1 ] || continue
+    ddp n1-r$rep 1 -- --phases
+    ddp n2-r$rep 2 -- --phases
+  done
+fi
+nccl_summary() {  # the distinct all-reduce lines of one rank's NCCL log, pointers and op counts blanked
+  echo "-- $(basename "$1"): $(grep -m1 -o 'NCCL version [0-9.+a-z]*' "$1")"
+  grep -E 'AllReduce|nChannels|channels' "$1" | sed -E 's/^[^]]*\] *//; s/opCount [0-9a-f]+//; s/0x[0-9a-f]+/P/g' |
+    sort | uniq -c | sort -rn | head -14
+}
+if [ "${GAP_SET:-phases}" = pairs ]; then
+  nccl_summary "$(ls "$OUT"/nccl-ours.*.log | head -1)"
+  nccl_summary "$(ls "$OUT"/nccl-ddp.*.log | head -1)"
+  tail -25 "$OUT/analyze-ddp-trace.txt"
+fi
+python3 bench/phase_table.py "$OUT"/n*.json
+for f in $(ls "$OUT"/ddp-*.json 2>/dev/null); do
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); p=d.get('phases_ms',{}); print(f\"{sys.argv[1].split('/')[-1]:<28} {d['world_size']:>2} step {d['step_ms']:7.2f}\", *(f'{k} {v:.2f}' for k,v in p.items()))" "$f"
+done
