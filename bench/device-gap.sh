@@ -6,6 +6,8 @@
 #     (no NCCL kernel beside forward or backward: what is left is not SM sharing);
 #   clocks: ours at 1, 2 and 2 --no-overlap GPUs and DDP at 1 and 2, each with nvidia-smi sampling SM clock,
 #     power and the clock-event reasons every 100 ms (is the step power-capped?);
+#   trace: ours at 1, 2 and 2 --no-overlap GPUs with --kernel-trace, each trace read by `scalescope analyze`,
+#     and bench/kernel_diff.py: the time per step of every kernel at 2 GPUs beside 1;
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
 #     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);
 #   pairs: two independent world-size-1 jobs at once on GPUs 0 and 1 (what a second busy GPU costs without
@@ -92,6 +94,18 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "clocks-*.csv"))):
         print(f"{os.path.basename(path)[7:-4]:<16} {gpu:>3} {len(busy):>12} {mean(2):>7.0f} {mean(3):>8.0f} {mean(4):>8.1f} "
               f"{mean(5):>7.1f}  {' '.join(reasons)}")
 PY
+elif [ "${GAP_SET:-phases}" = trace ]; then  # kernel by kernel (CUPTI): which kernels slow down at 2 GPUs
+  ours n1 1 -- --kernel-trace "$OUT/trace-n1"
+  ours n2 2 -- --kernel-trace "$OUT/trace-n2"
+  ours n2-no-overlap 2 -- --no-overlap --kernel-trace "$OUT/trace-n2-no-overlap"
+  for t in n1 n2 n2-no-overlap; do
+    $S analyze "$OUT"/trace-$t/rank*.json > "$OUT/analyze-trace-$t.txt" 2>&1
+    echo "analyze trace-$t: exit $?"; grep -A4 "^rank  steps" "$OUT/analyze-trace-$t.txt"
+  done
+  for t in n2-no-overlap n2; do
+    echo "== kernels: n1 vs $t (rank 0)"
+    python3 bench/kernel_diff.py "$OUT/trace-n1/rank0.json" "$OUT/trace-$t/rank0.json" 12
+  done
 elif [ "${GAP_SET:-phases}" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --
   ours n2-no-overlap 2 -- --no-overlap

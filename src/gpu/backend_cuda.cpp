@@ -15,6 +15,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/bootstrap.h"
 #include "gpu/cuda_timeline.h"
+#include "gpu/cupti_tracer.h"
 #include "gpu/nccl_bench_backend.h"
 #include "gpu/nccl_communicator.h"
 #include "train/backend.h"
@@ -83,6 +84,7 @@ std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model, Strea
                           prop.totalGlobalMem / 1e9);
   b->library_versions =
       fmt::format("{}, CUDA runtime {}.{}", gpu::nccl_version_string(), runtime / 1000, (runtime % 1000) / 10);
+  b->kernel_tracer = gpu::make_cupti_tracer();
   return b;
 }
 

@@ -10,6 +10,7 @@
 
 #include "comm/bench_backend.h"
 #include "comm/communicator.h"
+#include "train/kernel_trace.h"
 #include "train/model_spec.h"
 #include "train/model.h"
 #include "train/timeline.h"
@@ -39,6 +40,7 @@ struct RankBackend {
   std::unique_ptr<Model> model;
   std::string device;            ///< e.g. "cpu (1 core per rank)" or "cuda:0 NVIDIA H200"
   std::string library_versions;  ///< e.g. "Open MPI v4.1.4" or "NCCL 2.28.3, CUDA runtime 13.0"
+  std::unique_ptr<KernelTracer> kernel_tracer;  ///< GPU ranks: CUPTI; CPU ranks: none (null)
   virtual ~RankBackend() = default;
 };
 

@@ -191,6 +191,9 @@ void TrainJobConfig::validate() const {
     throw core::UsageError(fmt::format("--stream-priority {} needs GPU ranks: CPU ranks have no CUDA streams",
                                        to_string(stream_priority)),
                            "drop --stream-priority or use --backend gpu");
+  if (backend == BackendKind::cpu && !kernel_trace_dir.empty())
+    throw core::UsageError("--kernel-trace needs GPU ranks: it records GPU kernels (CUPTI)",
+                           "drop --kernel-trace or use --backend gpu");
   if (backend == BackendKind::cpu && model.family == ModelFamily::gpt && !model.gpt.recompute_activations)
     throw core::UsageError("--keep-activations needs GPU ranks: the CPU reference keeps every activation anyway",
                            "drop --keep-activations or use --backend gpu");
@@ -224,6 +227,7 @@ void to_json(nlohmann::json& j, const TrainJobConfig& c) {
                   {"eps", c.adamw.epsilon}, {"weight_decay", c.adamw.weight_decay}}},
        {"timeout_s", c.timeout_seconds},
        {"progress", c.progress},
+       {"kernel_trace_dir", c.kernel_trace_dir},
        {"fault", c.fault}};
 }
 
@@ -250,6 +254,7 @@ void from_json(const nlohmann::json& j, TrainJobConfig& c) {
   c.adamw.epsilon = a.at("eps"); c.adamw.weight_decay = a.at("weight_decay");
   c.timeout_seconds = j.at("timeout_s");
   c.progress = j.at("progress");
+  c.kernel_trace_dir = j.value("kernel_trace_dir", std::string());  // absent in results older than the option
   c.fault = j.at("fault");
 }
 
@@ -401,6 +406,42 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
       std::fprintf(stderr, "  [%s ws=%d] round %d/%d %s: %.2f ms/step, rank 0 loss %.4f\n", to_string(config.backend).c_str(),
                    config.world_size, round + 1, rounds, timed ? "timed  " : "warm-up", 1e3 * wall / proto.steps_per_round,
                    losses.empty() ? 0.0 : losses.back());
+  }
+
+  if (!config.kernel_trace_dir.empty()) {
+    // One more round, recorded kernel by kernel; its times and losses enter no figure.
+    KernelTracer* tracer = backend->kernel_tracer.get();
+    if (tracer == nullptr)
+      throw core::Error("this scalescope was built without CUPTI, which --kernel-trace needs",
+                        "rebuild on a machine whose CUDA toolkit has CUPTI (libcupti), or drop --kernel-trace");
+    timeline.synchronize();
+    comm.barrier();
+    tracer->start();
+    std::vector<TracedStep> steps;
+    for (int s = 0; s < proto.steps_per_round; ++s) {
+      TracedStep traced;
+      traced.begin_ns = tracer->now_ns();
+      double wait = 0;
+      TokenBatchView batch = loader.next(wait);
+      engine.step(batch, wait, config.adamw);
+      traced.end_ns = tracer->now_ns();
+      steps.push_back(traced);
+    }
+    engine.take_step_timings();  // synchronises
+    model.take_losses();
+    KernelTrace trace = tracer->stop();
+    trace.rank = rank;
+    trace.world_size = comm.world_size();
+    trace.backend = comm.backend();
+    const std::uint32_t host_thread = trace.api_calls.empty() ? 0 : trace.api_calls.front().thread;
+    for (auto& s : steps) s.thread = host_thread;
+    trace.steps = std::move(steps);
+    const auto path = std::filesystem::path(config.kernel_trace_dir) / fmt::format("rank{}.json", rank);
+    core::write_file_atomically(path.string(), kernel_trace_json(trace));
+    if (report)
+      std::fprintf(stderr, "  kernel trace of %d more steps: %s/rank<R>.json (rank 0: %zu kernels); read them with "
+                   "'scalescope analyze %s/rank*.json'\n", proto.steps_per_round, config.kernel_trace_dir.c_str(),
+                   trace.kernels.size(), config.kernel_trace_dir.c_str());
   }
 
   // Gather every rank's figures: [round wall step times | step totals | phase means | losses | grad norms].

@@ -38,6 +38,10 @@ struct TrainJobConfig {
   std::uint64_t data_seed = 42;
   double timeout_seconds = 1800;  ///< the launcher stops a job that hangs longer than this
   bool progress = true;           ///< rank 0 reports rounds on stderr
+  /// GPU ranks: after the timed rounds, one more round of steps is recorded kernel by kernel (CUPTI) and each
+  /// rank writes DIR/rank<R>.json (Kineto's trace format, for `scalescope analyze`); "" = none. The traced
+  /// round is in no figure.
+  std::string kernel_trace_dir;
   /// Test hook "RANK:STEP:exit|abort|hang|late": that rank fails at that step, to test the launcher's handling,
   /// or (late) starts the round beginning at that step 0.5 s after the others, to test the round barrier.
   std::string fault;

@@ -60,6 +60,12 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   r = run_cli("train --keep-activations" + kQuick);  // the MLP has nothing to recompute
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "applies to GPT presets");
+  const auto dir = scratch_dir("kernel_trace_cpu");
+  r = run_cli("train --kernel-trace " + (dir / "traces").string() + kQuick);  // CUPTI records GPU kernels
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "--kernel-trace needs GPU ranks");
+  EXPECT_FALSE(std::filesystem::exists(dir / "traces")) << "a refused run made its trace directory";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {

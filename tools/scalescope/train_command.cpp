@@ -1,6 +1,7 @@
 // `scalescope train`: one configuration, its per-phase breakdown.
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -21,6 +22,7 @@ struct TrainFlags {
   WorkloadFlags workload;
   int world_size = 1;
   std::string out;
+  std::string kernel_trace;
   std::string internal_job;
 };
 
@@ -50,7 +52,17 @@ int run(const TrainFlags& f) {
     if (auto result = train::run_rank(config)) train::write_result_file(result_path, *result);
     return 0;
   }
-  const train::TrainJobConfig config = f.workload.resolve(f.world_size);
+  train::TrainJobConfig config = f.workload.resolve(f.world_size);
+  if (!f.kernel_trace.empty()) {
+    config.kernel_trace_dir = f.kernel_trace;
+    config.validate();  // --kernel-trace with CPU ranks is a usage error before any directory is made
+    std::error_code ec;
+    std::filesystem::create_directories(f.kernel_trace, ec);
+    if (ec || !std::filesystem::is_directory(f.kernel_trace))
+      throw core::UsageError(fmt::format("cannot create the kernel-trace directory '{}': {}", f.kernel_trace,
+                                         ec ? ec.message() : "a file of that name exists"),
+                             "pass a directory that can be created, e.g. --kernel-trace traces");
+  }
   if (config.progress) std::fprintf(stderr, "%s\n", model_summary(config).c_str());
   if (!f.out.empty()) check_output_path(f.out, config);
   if (comm::rank_from_launcher_environment() || comm::started_by_mpi_launcher()) {
@@ -79,6 +91,11 @@ Action add_train_command(CLI::App& app) {
   add_workload_options(*cmd, flags->workload);
   cmd->add_option("-o,--out", flags->out, "write the result as JSON to this file (atomically)")
       ->check(output_file_check());
+  cmd->add_option("--kernel-trace", flags->kernel_trace,
+                  "GPU: after the timed rounds, record one more round kernel by kernel (CUPTI) and write "
+                  "DIR/rank<R>.json per rank, in PyTorch profiler's format: 'scalescope analyze DIR/rank*.json' "
+                  "gives GPU busy time, overlap and launch gaps; the traced round is in no figure")
+      ->type_name("DIR");
   cmd->add_option("--internal-job", flags->internal_job, "")->group("");
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Per-kernel time of two `scalescope train --kernel-trace` runs side by side (GPU time per step by kernel name).
+
+usage: kernel_diff.py BASE_TRACE.json OTHER_TRACE.json [TOP]
+
+Each trace is one rank's file (DIR/rank<R>.json). For every kernel name: its summed duration per step (the
+steps are the ProfilerStep#N annotations; kernels are counted whole, by the step count), in both runs and the
+difference, largest absolute difference first; then the totals of compute kernels, NCCL kernels, and the idle
+time between consecutive compute kernels on the busiest stream (launch gaps), all ms per step.
+"""
+import collections
+import json
+import sys
+
+
+def load(path):
+    doc = json.load(open(path))
+    events = doc["traceEvents"]
+    steps = sum(1 for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    per_name = collections.defaultdict(float)
+    by_stream = collections.defaultdict(list)
+    for k in kernels:
+        per_name[k["name"]] += k["dur"] / 1e3
+        by_stream[k["args"]["stream"]].append((k["ts"], k["ts"] + k["dur"]))
+    steps = max(steps, 1)
+    compute_stream = max(by_stream, key=lambda s: sum(b - a for a, b in by_stream[s])) if by_stream else None
+    gaps = 0.0
+    if compute_stream is not None:
+        spans = sorted(by_stream[compute_stream])
+        for (a0, b0), (a1, b1) in zip(spans, spans[1:]):
+            gaps += max(0.0, a1 - b0) / 1e3
+    return {n: v / steps for n, v in per_name.items()}, gaps / steps, steps
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    base, base_gaps, nb = load(sys.argv[1])
+    other, other_gaps, no = load(sys.argv[2])
+    top = int(sys.argv[3]) if len(sys.argv) > 3 else 15
+    names = sorted(set(base) | set(other), key=lambda n: -abs(other.get(n, 0) - base.get(n, 0)))
+    print(f"{'kernel (ms per step)':<70} {'base':>8} {'other':>8} {'diff':>8}")
+    for n in names[:top]:
+        b, o = base.get(n, 0.0), other.get(n, 0.0)
+        print(f"{n[:70]:<70} {b:8.3f} {o:8.3f} {o - b:+8.3f}")
+    def total(d, nccl):
+        return sum(v for n, v in d.items() if n.lower().startswith("nccl") == nccl)
+    print(f"{'all compute kernels':<70} {total(base, False):8.3f} {total(other, False):8.3f} "
+          f"{total(other, False) - total(base, False):+8.3f}")
+    print(f"{'all NCCL kernels':<70} {total(base, True):8.3f} {total(other, True):8.3f} "
+          f"{total(other, True) - total(base, True):+8.3f}")
+    print(f"{'gaps between kernels on the compute stream':<70} {base_gaps:8.3f} {other_gaps:8.3f} "
+          f"{other_gaps - base_gaps:+8.3f}")
+    print(f"(steps: {nb} and {no})")
+
+
+if __name__ == "__main__":
+    main()
