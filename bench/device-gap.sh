@@ -8,6 +8,8 @@
 #     power and the clock-event reasons every 100 ms (is the step power-capped?);
 #   trace: ours at 1, 2 and 2 --no-overlap GPUs with --kernel-trace, each trace read by `scalescope analyze`,
 #     and bench/kernel_diff.py: the time per step of every kernel at 2 GPUs beside 1;
+#   workspace: ours at 1 and 2 GPUs with cuBLASLt workspaces of GAP_WORKSPACES MiB ("32 0"), traced: do the
+#     memsets cuBLASLt issues before its kernels depend on the workspace, and what do they cost;
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
 #     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);
 #   pairs: two independent world-size-1 jobs at once on GPUs 0 and 1 (what a second busy GPU costs without
@@ -106,6 +108,17 @@ elif [ "${GAP_SET:-phases}" = trace ]; then  # kernel by kernel (CUPTI): which k
     echo "== kernels: n1 vs $t (rank 0)"
     python3 bench/kernel_diff.py "$OUT/trace-n1/rank0.json" "$OUT/trace-$t/rank0.json" 12
   done
+elif [ "${GAP_SET:-phases}" = workspace ]; then  # cuBLASLt's workspace: its memsets and the step, at 1 and 2 GPUs
+  for ws in ${GAP_WORKSPACES:-32 0}; do
+    ours n1-ws$ws 1 SCALESCOPE_CUBLASLT_WORKSPACE_MB=$ws -- --kernel-trace "$OUT/trace-n1-ws$ws"
+    ours n2-ws$ws 2 SCALESCOPE_CUBLASLT_WORKSPACE_MB=$ws -- --kernel-trace "$OUT/trace-n2-ws$ws"
+  done
+  for ws in ${GAP_WORKSPACES:-32 0}; do
+    echo "== kernels: 1 vs 2 GPUs, workspace $ws MiB (rank 0)"
+    python3 bench/kernel_diff.py "$OUT/trace-n1-ws$ws/rank0.json" "$OUT/trace-n2-ws$ws/rank0.json" 4
+  done
+  echo "== kernels at 1 GPU: workspace 32 MiB vs 0"
+  python3 bench/kernel_diff.py "$OUT/trace-n1-ws32/rank0.json" "$OUT/trace-n1-ws0/rank0.json" 8
 elif [ "${GAP_SET:-phases}" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --
   ours n2-no-overlap 2 -- --no-overlap

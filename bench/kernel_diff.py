@@ -6,7 +6,8 @@ usage: kernel_diff.py BASE_TRACE.json OTHER_TRACE.json [TOP]
 Each trace is one rank's file (DIR/rank<R>.json). For every kernel name: its summed duration per step (the
 steps are the ProfilerStep#N annotations; kernels are counted whole, by the step count), in both runs and the
 difference, largest absolute difference first; then the totals of compute kernels, NCCL kernels, and the idle
-time between consecutive compute kernels on the busiest stream (launch gaps), all ms per step.
+time between consecutive compute kernels on the busiest stream (launch gaps), all ms per step; then the CUDA
+API calls per step that put work on a stream (launches, memsets, events).
 """
 import collections
 import json
@@ -30,7 +31,12 @@ def load(path):
         spans = sorted(by_stream[compute_stream])
         for (a0, b0), (a1, b1) in zip(spans, spans[1:]):
             gaps += max(0.0, a1 - b0) / 1e3
+    calls = collections.Counter(e["name"].split("_v")[0] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+    load.calls[path] = {n: c / steps for n, c in calls.items()}
     return {n: v / steps for n, v in per_name.items()}, gaps / steps, steps
+
+
+load.calls = {}
 
 
 def main():
@@ -53,6 +59,9 @@ def main():
     print(f"{'gaps between kernels on the compute stream':<70} {base_gaps:8.3f} {other_gaps:8.3f} "
           f"{other_gaps - base_gaps:+8.3f}")
     print(f"(steps: {nb} and {no})")
+    a, b = load.calls[sys.argv[1]], load.calls[sys.argv[2]]
+    for n in ("cuLaunchKernelEx", "cudaLaunchKernel", "cudaMemsetAsync", "cudaEventRecord", "cudaStreamWaitEvent"):
+        print(f"{n + ' calls per step':<70} {a.get(n, 0):8.1f} {b.get(n, 0):8.1f}")
 
 
 if __name__ == "__main__":

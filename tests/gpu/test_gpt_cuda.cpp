@@ -589,7 +589,7 @@ TEST_F(GptCudaTest, PresetsRunForwardAndBackward) {
     EXPECT_EQ(bad, 0u) << c.name;
     // The memory estimate describes this model's buffers (plus the cuBLASLt workspace and small tables).
     const double estimate = config.memory_per_rank(c.rows).total();
-    const double held = static_cast<double>(gpu.device_bytes() - scalescope::train::cuda::LtMatmul::kWorkspaceBytes);
+    const double held = static_cast<double>(gpu.device_bytes() - scalescope::train::cuda::LtMatmul().workspace_bytes());
     EXPECT_NEAR(held / estimate, 1.0, 0.02) << c.name << ": held " << held << " B, estimated " << estimate << " B";
   }
 }

@@ -306,7 +306,7 @@ float* GptCuda::flat_parameters() { return s_->params.get(); }
 std::size_t GptCuda::device_bytes() const {
   const State& s = *s_;
   return s.params.bytes() + s.adam_m.bytes() + s.adam_v.bytes() + s.shadow.bytes() + s.grads.bytes() + s.arena.bytes() +
-         s.losses.bytes() + s.tensor_slots_device.bytes() + s.chunks_device.bytes() + cuda::LtMatmul::kWorkspaceBytes;
+         s.losses.bytes() + s.tensor_slots_device.bytes() + s.chunks_device.bytes() + s.gemm.workspace_bytes();
 }
 
 float* GptCuda::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {

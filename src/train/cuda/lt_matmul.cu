@@ -1,5 +1,6 @@
 #include "train/cuda/lt_matmul.h"
 
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -42,8 +43,16 @@ struct LtMatmul::Plan {
 };
 
 LtMatmul::LtMatmul() {
+  if (const char* mb = std::getenv("SCALESCOPE_CUBLASLT_WORKSPACE_MB")) {
+    char* end = nullptr;
+    const double v = std::strtod(mb, &end);
+    if (end == mb || *end != '\0' || !(v >= 0) || v > 4096)
+      throw core::Error(std::string("SCALESCOPE_CUBLASLT_WORKSPACE_MB='") + mb + "' is not a size in MiB (0 to 4096)",
+                        "unset it, or give e.g. 32");
+    workspace_bytes_ = static_cast<std::size_t>(v * (1 << 20));
+  }
   SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
-  SCALESCOPE_CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
+  if (workspace_bytes_ > 0) SCALESCOPE_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
 
 LtMatmul::~LtMatmul() {
@@ -93,7 +102,7 @@ const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g) {
 
   cublasLtMatmulPreference_t pref = nullptr;
   SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const std::uint64_t workspace = kWorkspaceBytes;
+  const std::uint64_t workspace = workspace_bytes_;
   cublasStatus_t st =
       cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
   const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
@@ -139,7 +148,7 @@ void LtMatmul::run(cudaStream_t stream, const GemmSpec& g) {
   }
   SCALESCOPE_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &g.alpha, g.b, p.layout_a, g.a, p.layout_b, &g.beta,
                                          has_c ? g.c : g.d, p.layout_d, g.d, p.layout_d, &p.algo, workspace_,
-                                         kWorkspaceBytes, stream));
+                                         workspace_bytes_, stream));
 }
 
 }  // namespace scalescope::train::cuda

@@ -39,7 +39,9 @@ struct GemmSpec {
   int batch = 1;
 };
 
-/// A cuBLASLt handle, a 32 MiB workspace and the plan cache. Not thread-safe; use one per stream.
+/// A cuBLASLt handle, a workspace (32 MiB, cuBLAS's recommendation for Hopper; the environment variable
+/// SCALESCOPE_CUBLASLT_WORKSPACE_MB overrides it for experiments, 0 allowed) and the plan cache. Not
+/// thread-safe; use one per stream.
 class LtMatmul {
  public:
   /// Throws core::Error if cuBLASLt or the workspace allocation fails.
@@ -52,7 +54,8 @@ class LtMatmul {
   /// fp32 D or a batch, ld smaller than the stored width) and core::Error when cuBLASLt has no algorithm or
   /// the call fails.
   void run(cudaStream_t stream, const GemmSpec& g);
-  static constexpr std::size_t kWorkspaceBytes = 32u << 20;  // as recommended for Hopper
+  static constexpr std::size_t kDefaultWorkspaceBytes = 32u << 20;  // as recommended for Hopper
+  std::size_t workspace_bytes() const { return workspace_bytes_; }
 
  private:
   struct Key {
@@ -68,6 +71,7 @@ class LtMatmul {
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = kDefaultWorkspaceBytes;
   std::map<Key, Plan*> plans_;
 };
 
