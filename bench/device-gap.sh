@@ -109,16 +109,26 @@ elif [ "${GAP_SET:-phases}" = trace ]; then  # kernel by kernel (CUPTI): which k
     python3 bench/kernel_diff.py "$OUT/trace-n1/rank0.json" "$OUT/trace-$t/rank0.json" 12
   done
 elif [ "${GAP_SET:-phases}" = workspace ]; then  # cuBLASLt's workspace: its memsets and the step, at 1 and 2 GPUs
-  for ws in ${GAP_WORKSPACES:-32 0}; do
-    ours n1-ws$ws 1 SCALESCOPE_CUBLASLT_WORKSPACE_MB=$ws -- --kernel-trace "$OUT/trace-n1-ws$ws"
-    ours n2-ws$ws 2 SCALESCOPE_CUBLASLT_WORKSPACE_MB=$ws -- --kernel-trace "$OUT/trace-n2-ws$ws"
-  done
-  for ws in ${GAP_WORKSPACES:-32 0}; do
-    echo "== kernels: 1 vs 2 GPUs, workspace $ws MiB (rank 0)"
-    python3 bench/kernel_diff.py "$OUT/trace-n1-ws$ws/rank0.json" "$OUT/trace-n2-ws$ws/rank0.json" 4
-  done
-  echo "== kernels at 1 GPU: workspace 32 MiB vs 0"
-  python3 bench/kernel_diff.py "$OUT/trace-n1-ws32/rank0.json" "$OUT/trace-n1-ws0/rank0.json" 8
+  if [ -n "${GAP_WS_MODELS:-}" ]; then  # untraced, several presets: "tiny-14m:64 gpt-1.3b:8"
+    for spec in $GAP_WS_MODELS; do
+      for ws in ${GAP_WORKSPACES:-32 0}; do
+        for n in 1 2; do
+          MODEL=${spec%%:*} BATCH=${spec##*:} ours "${spec%%:*}-n$n-ws$ws" $n SCALESCOPE_CUBLASLT_WORKSPACE_MB=$ws --
+        done
+      done
+    done
+  else
+    for ws in ${GAP_WORKSPACES:-32 0}; do
+      ours n1-ws$ws 1 SCALESCOPE_CUBLASLT_WORKSPACE_MB=$ws -- --kernel-trace "$OUT/trace-n1-ws$ws"
+      ours n2-ws$ws 2 SCALESCOPE_CUBLASLT_WORKSPACE_MB=$ws -- --kernel-trace "$OUT/trace-n2-ws$ws"
+    done
+    for ws in ${GAP_WORKSPACES:-32 0}; do
+      echo "== kernels: 1 vs 2 GPUs, workspace $ws MiB (rank 0)"
+      python3 bench/kernel_diff.py "$OUT/trace-n1-ws$ws/rank0.json" "$OUT/trace-n2-ws$ws/rank0.json" 4
+    done
+    echo "== kernels at 1 GPU: workspace 32 MiB vs 0"
+    python3 bench/kernel_diff.py "$OUT/trace-n1-ws32/rank0.json" "$OUT/trace-n1-ws0/rank0.json" 8
+  fi
 elif [ "${GAP_SET:-phases}" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --
   ours n2-no-overlap 2 -- --no-overlap
@@ -146,7 +156,7 @@ if [ "${GAP_SET:-phases}" = pairs ]; then
   nccl_summary "$(ls "$OUT"/nccl-ddp.*.log | head -1)"
   tail -25 "$OUT/analyze-ddp-trace.txt"
 fi
-python3 bench/phase_table.py "$OUT"/n*.json
+python3 bench/phase_table.py $(ls "$OUT"/*.json | grep -v '/ddp-')
 for f in $(ls "$OUT"/ddp-*.json 2>/dev/null); do
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); p=d.get('phases_ms',{}); print(f\"{sys.argv[1].split('/')[-1]:<28} {d['world_size']:>2} step {d['step_ms']:7.2f}\", *(f'{k} {v:.2f}' for k,v in p.items()))" "$f"
 done

@@ -1065,7 +1065,9 @@ double Waterfall::parts_ms() const {
 bool is_nccl_kernel_name(std::string_view name) {
   if (name.size() < 4) return false;
   const std::string p = lower(name.substr(0, 4));
-  return p == "nccl" || p == "rccl";
+  // NCCL's one-rank all-reduce (onerank.cu, oneRankReduce<…>) is a file-static kernel whose
+  // name starts with the compiler's "__nv_static_" prefix instead of "nccl".
+  return p == "nccl" || p == "rccl" || lower(name).find("onerankreduce") != std::string::npos;
 }
 
 std::optional<int> dtype_size(std::string_view dtype) {

@@ -293,7 +293,8 @@ std::optional<int> dtype_size(std::string_view dtype);
 /// "ncclDevKernel_AllReduce_Sum_f32_RING_LL"). nullopt when it names none ("ncclDevKernel_Generic").
 std::optional<comm::Collective> collective_from_name(std::string_view name);
 
-/// Whether a kernel name is an NCCL (or RCCL) kernel: it starts with "nccl" or "rccl" (any case).
+/// Whether a kernel name is an NCCL (or RCCL) kernel: it starts with "nccl" or "rccl" (any case), or it is NCCL's
+/// file-static one-rank all-reduce ("__nv_static_…oneRankReduce…").
 bool is_nccl_kernel_name(std::string_view name);
 
 /// JSON (schema "scalescope.trace/1"): ranks with steps, mean, waterfall, host syncs, launch gaps and

@@ -378,6 +378,9 @@ TEST(TraceAnalysis, NamesOfCollectivesAndTypes) {
   EXPECT_TRUE(is_nccl_kernel_name("ncclDevKernel_Generic"));
   EXPECT_TRUE(is_nccl_kernel_name("rcclKernel_x"));
   EXPECT_FALSE(is_nccl_kernel_name("sgemm"));
+  // NCCL 2.28's world-size-1 all-reduce kernel, as CUPTI names it.
+  EXPECT_TRUE(is_nccl_kernel_name("__nv_static_32__b4148644_10_onerank_cu_fdf47990__ZN43_GLOBAL__N__b4148644_10_onerank_"
+                                  "cu_fdf4799013oneRankReduceI13FuncPreMulSumIfEEEvPvS3_mmb"));
   EXPECT_EQ(dtype_size("Float"), 4);
   EXPECT_EQ(dtype_size("BFloat16"), 2);
   EXPECT_EQ(dtype_size("c10::Half"), 2);
