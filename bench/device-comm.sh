@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 source bench/device-env.sh  # carried libraries and data, no NVLink multicast, nvcc on PATH
-{ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-device -j "$(nproc)" --target scalescope; } \
-  > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+device_build scalescope || exit 1
 S=build-device/tools/scalescope
 NT=""
 if [ -d .device/nccl-tests/src ]; then

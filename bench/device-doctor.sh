@@ -20,8 +20,7 @@ log "machine"
 cat "$OUT/machine.txt"
 
 log "build"
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 &&
-  cmake --build build-device -j "$(nproc)" >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+device_build || exit 1
 S=build-device/tools/scalescope
 $S --version
 

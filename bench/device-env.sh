@@ -18,3 +18,21 @@ if [ -d .device/debs ]; then
 fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
 export PATH=/usr/local/cuda/bin:$PATH
+
+# device_build [TARGET…]: configure and build scalescope into build-device (RelWithDebInfo, Ninja, every core),
+# the named targets or everything, logging to $OUT/build.log; on failure prints the log's tail and returns 1.
+device_build() {
+  local log=${OUT:-/tmp}/build.log targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
+  { cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+    cmake --build build-device -j "$(nproc)" "${targets[@]}"; } > "$log" 2>&1 || { tail -40 "$log"; return 1; }
+}
+
+# run_gpu_tests TEST…: runs each built test binary, output in $OUT/TEST.txt, one summary line each.
+run_gpu_tests() {
+  local t
+  for t in "$@"; do
+    build-device/tests/$t --gtest_brief=1 > "${OUT:-/tmp}/$t.txt" 2>&1
+    echo "$t: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "${OUT:-/tmp}/$t.txt" | tr '\n' ' ')"
+  done
+}

@@ -26,13 +26,8 @@ mkdir -p "$OUT"
 source bench/device-env.sh
 MODEL=${GAP_MODEL:-gpt2-124m}
 BATCH=${GAP_BATCH:-16}
-{ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-  cmake --build build-device -j "$(nproc)" --target scalescope test_gpt_cuda test_mlp_lm_cuda; } \
-  > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-for t in $([ "${GAP_TESTS:-1}" = 1 ] && echo test_gpt_cuda test_mlp_lm_cuda); do
-  build-device/tests/$t --gtest_brief=1 > "$OUT/$t.txt" 2>&1
-  echo "$t: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$t.txt" | tr '\n' ' ')"
-done
+device_build scalescope test_gpt_cuda test_mlp_lm_cuda || exit 1
+[ "${GAP_TESTS:-1}" = 1 ] && run_gpu_tests test_gpt_cuda test_mlp_lm_cuda
 S=$PWD/build-device/tools/scalescope
 ours() {  # ours TAG N [ENV...] -- [FLAGS...]
   local tag=$1 n=$2; shift 2

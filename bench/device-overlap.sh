@@ -11,16 +11,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 source bench/device-env.sh
-J=$(nproc)
 GPUS=$(nvidia-smi -L | wc -l)
 MODEL=${OVERLAP_MODEL:-gpt2-124m}
-{ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-  cmake --build build-device -j "$J" --target scalescope test_gpt_cuda test_mlp_lm_cuda; } \
-  > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-for t in $([ "${OVERLAP_TESTS:-1}" = 1 ] && echo test_gpt_cuda test_mlp_lm_cuda); do
-  build-device/tests/$t --gtest_brief=1 > "$OUT/$t.txt" 2>&1
-  echo "$t: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$t.txt" | tr '\n' ' ')"
-done
+device_build scalescope test_gpt_cuda test_mlp_lm_cuda || exit 1
+[ "${OVERLAP_TESTS:-1}" = 1 ] && run_gpu_tests test_gpt_cuda test_mlp_lm_cuda
 S=build-device/tools/scalescope
 run() {  # run TAG N ENV... -- FLAGS...
   local tag=$1 n=$2; shift 2

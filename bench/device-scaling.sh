@@ -8,8 +8,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 source bench/device-env.sh  # carried libraries and data, no NVLink multicast, nvcc on PATH
-{ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build build-device -j "$(nproc)" --target scalescope; } \
-  > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+device_build scalescope || exit 1
 S=build-device/tools/scalescope
 GPUS=$(nvidia-smi -L | wc -l)
 for spec in ${SCALING_MODELS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do

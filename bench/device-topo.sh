@@ -13,9 +13,7 @@ mkdir -p "$OUT"
 source bench/device-env.sh  # carried libraries and data, no NVLink multicast, nvcc on PATH
 
 echo "== build"
-cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/build.log" 2>&1 &&
-  cmake --build build-device -j "$(nproc)" --target scalescope test_topo_corpus test_smi_topo_parser >> "$OUT/build.log" 2>&1 ||
-  { tail -40 "$OUT/build.log"; exit 1; }
+device_build scalescope test_topo_corpus test_smi_topo_parser || exit 1
 S=build-device/tools/scalescope
 build-device/tests/test_smi_topo_parser > "$OUT/unit.log" 2>&1 && build-device/tests/test_topo_corpus >> "$OUT/unit.log" 2>&1
 unit=$?

@@ -890,6 +890,37 @@ void finish_rank(RankData& d) {
   }
   std::stable_sort(out.collectives.begin(), out.collectives.end(),
                    [](const auto& a, const auto& b) { return a.total_us > b.total_us; });
+
+  // Kernels by name, those that start inside the analysed steps.
+  if (!d.steps.empty()) {
+    const std::int64_t lo = d.steps.front().begin, hi = d.steps.back().end;
+    std::map<std::uint32_t, std::size_t> by_name;
+    std::int64_t all_ns = 0;
+    std::vector<std::int64_t> ns;
+    for (const auto& op : d.gpu) {
+      if ((op.cls != GpuClass::compute && op.cls != GpuClass::comm) || op.start < lo || op.start >= hi) continue;
+      auto [it, fresh] = by_name.emplace(op.name, out.kernels.size());
+      if (fresh) {
+        KernelGroup g;
+        g.name = op.name < d.names.size() ? d.names[op.name] : "?";
+        g.comm = op.cls == GpuClass::comm;
+        out.kernels.push_back(g);
+        ns.push_back(0);
+      }
+      ++out.kernels[it->second].count;
+      ns[it->second] = sat_add(ns[it->second], op.end - op.start);
+      all_ns = sat_add(all_ns, op.end - op.start);
+    }
+    for (std::size_t i = 0; i < out.kernels.size(); ++i) {
+      KernelGroup& g = out.kernels[i];
+      g.total_ms = ms(ns[i]);
+      g.per_step_ms = g.total_ms / static_cast<double>(d.steps.size());
+      g.mean_us = g.count > 0 ? us(ns[i]) / static_cast<double>(g.count) : 0;
+      g.share = all_ns > 0 ? static_cast<double>(ns[i]) / static_cast<double>(all_ns) : 0;
+    }
+    std::stable_sort(out.kernels.begin(), out.kernels.end(),
+                     [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+  }
   out.clock_offset_us = us(d.offset_ns);
 }
 
@@ -1355,6 +1386,12 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
                   {"dtype", c.dtype}, {"ranks", opt(c.ranks)}, {"count", c.count}, {"total_us", c.total_us},
                   {"busbw_gbps", opt(c.busbw_gbps)}, {"busbw_after_wait_gbps", opt(c.busbw_after_wait_gbps)},
                   {"size_source", c.size_source}});
+  auto& ks = j["kernels"] = nlohmann::json::array();  // the 50 largest; the rest sum to 1 − Σ share
+  for (std::size_t i = 0; i < r.kernels.size() && i < 50; ++i) {
+    const auto& k = r.kernels[i];
+    ks.push_back({{"name", utf8(k.name)}, {"comm", k.comm}, {"count", k.count}, {"total_ms", k.total_ms},
+                  {"per_step_ms", k.per_step_ms}, {"mean_us", k.mean_us}, {"share", k.share}});
+  }
 }
 
 void to_json(nlohmann::json& j, const TraceAnalysis& a) {

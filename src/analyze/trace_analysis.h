@@ -164,6 +164,18 @@ struct CollectiveGroup {
   std::string size_source;           ///< "NCCL metadata", "annotation Input Dims", or "" when no size
 };
 
+/// The GPU kernels of one name on one rank over the analysed steps (Nsight Systems' "CUDA GPU Kernel Summary"):
+/// where the compute time goes, kernel by kernel.
+struct KernelGroup {
+  std::string name;          ///< the kernel's name as the trace writes it
+  bool comm = false;         ///< an NCCL kernel (is_nccl_kernel_name, or NCCL metadata on it)
+  std::int64_t count = 0;    ///< instances that start inside the analysed steps
+  double total_ms = 0;       ///< Σ durations
+  double per_step_ms = 0;    ///< total / number of steps
+  double mean_us = 0;        ///< total / count
+  double share = 0;          ///< of all kernel time of the rank in those steps, 0–1
+};
+
 /// One rank's trace, analysed.
 struct RankAnalysis {
   std::string source;             ///< file path
@@ -185,6 +197,7 @@ struct RankAnalysis {
   std::vector<HostSyncGroup> host_syncs;
   LaunchGapSummary launch_gaps;
   std::vector<CollectiveGroup> collectives;  ///< by total time, largest first
+  std::vector<KernelGroup> kernels;          ///< by total time, largest first (every name)
   double clock_offset_us = 0;     ///< added to this rank's timestamps to put it on the common axis
   std::uint64_t json_bytes = 0;
   std::uint64_t events_read = 0;

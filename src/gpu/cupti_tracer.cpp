@@ -26,15 +26,13 @@ void check(CUptiResult r, const char* call) {
                     "another profiler (Nsight Systems, ncu, PyTorch's profiler) may hold CUPTI: run without it");
 }
 
-/// "void foo<int>(float*, int)" → "foo<int>" — readable and stable across launches of one kernel.
+/// The demangled name, shortened by train::readable_kernel_name; the mangled one when it does not demangle.
 std::string kernel_name(const char* mangled) {
   if (mangled == nullptr) return "?";
   int status = 0;
   char* plain = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string name = status == 0 && plain ? plain : mangled;
+  std::string name = status == 0 && plain ? train::readable_kernel_name(plain) : mangled;
   std::free(plain);
-  if (auto paren = name.find('('); paren != std::string::npos) name.resize(paren);
-  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
   return name;
 }
 

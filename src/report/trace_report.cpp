@@ -96,6 +96,22 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
     if (r.collectives.size() > 8) out += fmt::format("({} more groups in the JSON output)\n", r.collectives.size() - 8);
     break;
   }
+  // The kernels that take the GPU time, on the first rank with any (Nsight Systems' kernel summary).
+  for (const auto& r : a.ranks) {
+    if (r.kernels.empty()) continue;
+    out += fmt::format("\nkernels of rank {} (largest GPU time first, per step):\n", r.rank);
+    TextTable t({"kernel", "kind", "per step", "mean µs", "ms per step", "share"});
+    for (std::size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
+      const auto& k = r.kernels[i];
+      const double steps = k.per_step_ms > 0 ? k.total_ms / k.per_step_ms : 1;
+      t.add_row({k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name, k.comm ? "comm" : "compute",
+                 fmt::format("{:.1f}", static_cast<double>(k.count) / steps), fmt::format("{:.1f}", k.mean_us),
+                 fmt::format("{:.3f}", k.per_step_ms), fmt::format("{:.1f} %", 100.0 * k.share)});
+    }
+    out += t.render();
+    if (r.kernels.size() > 10) out += fmt::format("({} more kernel names in the JSON output)\n", r.kernels.size() - 10);
+    break;
+  }
   if (a.verdict) {
     out += fmt::format("\nverdict: {}", diagnose::to_string(a.verdict->verdict));
     for (std::size_t i = 0; i < a.verdict->reasons.size(); ++i)

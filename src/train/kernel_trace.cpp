@@ -1,5 +1,7 @@
 #include "train/kernel_trace.h"
 
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 namespace scalescope::train {
@@ -20,6 +22,24 @@ nlohmann::json complete_event(const char* category, const std::string& name, nlo
 }
 
 }  // namespace
+
+std::string readable_kernel_name(std::string name) {
+  static constexpr std::string_view kAnonymous = "(anonymous namespace)::";
+  for (auto at = name.find(kAnonymous); at != std::string::npos; at = name.find(kAnonymous, at))
+    name.erase(at, kAnonymous.size());
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
+  // The parameter list opens at the first '(' outside template arguments.
+  int depth = 0;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    else if (name[i] == '>' && depth > 0) --depth;
+    else if (name[i] == '(' && depth == 0 && i > 0) {
+      name.resize(i);
+      break;
+    }
+  }
+  return name;
+}
 
 std::string kernel_trace_json(const KernelTrace& trace) {
   nlohmann::json events = nlohmann::json::array();

@@ -55,6 +55,11 @@ struct KernelTrace {
   std::vector<TracedStep> steps;
 };
 
+/// A demangled kernel signature made short and distinct: "(anonymous namespace)::" and a leading "void " are
+/// dropped and the parameter list is cut, e.g. "void ns::(anonymous namespace)::layernorm_kernel<8>(float*, int)"
+/// → "ns::layernorm_kernel<8>". Names that are not demangled signatures come back unchanged.
+std::string readable_kernel_name(std::string demangled);
+
 /// The trace as Kineto-style Chrome-trace JSON (object format; ts and dur in µs with ns precision). Steps are
 /// numbered ProfilerStep#0, #1, … in order. Throws nothing.
 std::string kernel_trace_json(const KernelTrace& trace);

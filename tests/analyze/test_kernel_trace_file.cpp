@@ -66,6 +66,34 @@ TEST(KernelTraceFile, AnalyzeReadsItLikeAProfilerTrace) {
   EXPECT_NEAR(s.gpu_busy_ms, 0.550, kTol);       // [100, 600) ∪ [650, 700)
   EXPECT_NEAR(s.collectives, 1, kTol);
   EXPECT_NEAR(s.launch_gaps, 1, kTol);           // B starts 250 µs after A ends on stream 7
+
+  // The kernel summary over both steps: 1200 µs of kernels, the NCCL kernel's two instances first.
+  ASSERT_EQ(r.kernels.size(), 4u);
+  const analyze::KernelGroup& nccl = r.kernels[0];
+  EXPECT_EQ(nccl.name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  EXPECT_TRUE(nccl.comm);
+  EXPECT_EQ(nccl.count, 2);
+  EXPECT_NEAR(nccl.total_ms, 0.450, kTol);
+  EXPECT_NEAR(nccl.per_step_ms, 0.225, kTol);
+  EXPECT_NEAR(nccl.mean_us, 225, kTol);
+  EXPECT_NEAR(nccl.share, 0.375, kTol);
+  EXPECT_EQ(r.kernels[1].name, "gemm_C");
+  EXPECT_FALSE(r.kernels[1].comm);
+  EXPECT_NEAR(r.kernels[1].share, 400.0 / 1200.0, kTol);
+  EXPECT_EQ(r.kernels[2].name, "gemm_A");
+  EXPECT_EQ(r.kernels[3].name, "layernorm_B");
+}
+
+TEST(KernelTraceFile, KernelNamesAreShortAndDistinct) {
+  EXPECT_EQ(train::readable_kernel_name(
+                "void scalescope::train::gpt_kernels::(anonymous namespace)::layernorm_forward_kernel(const "
+                "__nv_bfloat16*, const float*, const float*, unsigned long, int, __nv_bfloat16*, float*, float*)"),
+            "scalescope::train::gpt_kernels::layernorm_forward_kernel");
+  EXPECT_EQ(train::readable_kernel_name("void ns::(anonymous namespace)::add<(int)8, float>(float*)"),
+            "ns::add<(int)8, float>");  // a '(' inside template arguments is not the parameter list
+  EXPECT_EQ(train::readable_kernel_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT"),
+            "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_TNT");
+  EXPECT_EQ(train::readable_kernel_name("(anonymous namespace)::k()"), "k");
 }
 
 TEST(KernelTraceFile, EmptyTraceIsStillAValidDocument) {

@@ -123,10 +123,15 @@ TEST(AnalyzeCli, SeveralFilesCombinedViewAndExitStatus) {
 TEST(AnalyzeCli, ScalescopeJsonGivesTheDoctorVerdict) {
   const auto dir = scratch_dir("analyze_json");
   write(dir / "doctor.json",
-        R"({"schema": "scalescope.doctor/1", "points": [], "verdict": {"verdict": "watch", "reasons": ["N=2: comm ratio 28.7 % is between 15 % and 30 %"]}})");
-  const auto r = run_cli("analyze " + quote(dir / "doctor.json"));
+        R"({"schema": "scalescope.doctor/1", "points": [{"world_size": 1}, {"world_size": 2}], "verdict": {"verdict": "watch", "reasons": ["N=2: comm ratio 28.7 % is between 15 % and 30 %"]}})");
+  auto r = run_cli("analyze " + quote(dir / "doctor.json"));
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("verdict: watch — N=2: comm ratio 28.7 % is between 15 % and 30 %"), std::string::npos) << r.output;
+  // doctor never writes a report without a measured point: such a file is damaged, not "no verdict".
+  write(dir / "stub.json", R"({"schema": "scalescope.doctor/1"})");
+  r = run_cli("analyze " + quote(dir / "stub.json"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("without measured points"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
 

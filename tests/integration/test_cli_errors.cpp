@@ -74,6 +74,17 @@ TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {
     EXPECT_EQ(r.status, 2) << flag << "\n" << r.output;
     EXPECT_EQ(r.output.find("internal error"), std::string::npos) << flag << "\n" << r.output;
   }
+  // A learning rate beyond fp32 is named as given, not as the "inf" it would become.
+  auto r = run_cli("train --lr 1e300" + kQuick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "learning rate 1e+300 is beyond what fp32 holds");
+}
+
+TEST(CliErrors, DoctorAnswersTrainsWorldSizeFlagWithItsOwn) {
+  auto r = run_cli("doctor --world-size 2" + kQuick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "--world-sizes 1,2");
+  EXPECT_EQ(run_cli("doctor -n 2" + kQuick).status, 2);
 }
 
 TEST(CliErrors, DivergedTrainingKeepsItsResult) {

@@ -144,6 +144,10 @@ std::pair<std::string, nlohmann::json> summarize_scalescope_json(const std::stri
   std::string line;
   auto num = [&](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : std::string("-"); };
   if (schema == "scalescope.doctor/1") {
+    // doctor writes a report only once a world size was measured (a failed sweep keeps what was measured).
+    if (!j.contains("points") || !j["points"].is_array() || j["points"].empty())
+      throw core::Error("a scalescope.doctor/1 report without measured points: doctor never writes one",
+                        "pass the file doctor wrote (--out), not a hand-edited or truncated copy");
     if (j.contains("verdict") && j["verdict"].is_object()) {
       const auto& v = j["verdict"];
       std::string reasons;

@@ -25,9 +25,15 @@ struct DoctorFlags {
   std::vector<int> world_sizes;
   int max_world_size = 0;
   std::string out;
+  std::string world_size;  // train's -n/--world-size, accepted only to say what doctor takes instead
 };
 
 int run(const DoctorFlags& f) {
+  if (!f.world_size.empty())
+    throw core::UsageError(fmt::format("doctor sweeps several world sizes, so it has no --world-size ({})", f.world_size),
+                           fmt::format("use --world-sizes 1,{0} (those sizes) or --max-world-size {0} (1, 2, 4 … up to "
+                                       "it); 'scalescope train -n {0}' runs one world size",
+                                       f.world_size));
   doctor::DoctorConfig config;
   config.job = f.workload.resolve(1);
   if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());
@@ -76,6 +82,7 @@ Action add_doctor_command(CLI::App& app) {
       ->check(number_check(false))->excludes("--world-sizes");  // it would be silently ignored
   cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)")
       ->check(output_file_check());
+  cmd->add_option("-n,--world-size", flags->world_size, "")->group("");  // train's flag: answered with a hint
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
 

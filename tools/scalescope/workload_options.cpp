@@ -3,11 +3,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
-#include <fmt/format.h>
 
 #include "core/error.h"
 #include "train/backend.h"
@@ -145,7 +145,12 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   c.protocol.warmup_rounds = warmup_rounds;
   c.protocol.timed_rounds = timed_rounds;
   c.protocol.steps_per_round = steps_per_round;
-  c.adamw.learning_rate = learning_rate;
+  // AdamW runs in fp32: a rate beyond float's range would become inf on the way (--lr 1e300).
+  if (std::isfinite(learning_rate) && std::abs(learning_rate) > std::numeric_limits<float>::max())
+    throw core::UsageError(fmt::format("learning rate {:g} is beyond what fp32 holds ({:g})", learning_rate,
+                                       std::numeric_limits<float>::max()),
+                           "e.g. --lr 0.001");
+  c.adamw.learning_rate = static_cast<float>(learning_rate);
   c.timeout_seconds = timeout_seconds;
   c.progress = !quiet;
   c.fault = fault;

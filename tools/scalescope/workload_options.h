@@ -22,7 +22,7 @@ struct WorkloadFlags {
   bool no_overlap = false;
   std::string data;
   int warmup_rounds = 3, timed_rounds = 5, steps_per_round = 10;
-  float learning_rate = 1e-3f;
+  double learning_rate = 1e-3;  ///< parsed as a double so that a value beyond float is named, not "inf"
   double timeout_seconds = 1800;
   bool quiet = false;
   std::string stream_priority = "equal";  // GPU ranks: train::StreamPriority
