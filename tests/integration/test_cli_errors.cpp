@@ -78,6 +78,9 @@ TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {
   auto r = run_cli("train --lr 1e300" + kQuick);
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "learning rate 1e+300 is beyond what fp32 holds");
+  r = run_cli("train --lr 1e-50" + kQuick);  // would round to 0
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "learning rate 1e-50 is below the smallest fp32 number");
 }
 
 TEST(CliErrors, DoctorAnswersTrainsWorldSizeFlagWithItsOwn) {

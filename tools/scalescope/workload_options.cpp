@@ -150,6 +150,10 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
     throw core::UsageError(fmt::format("learning rate {:g} is beyond what fp32 holds ({:g})", learning_rate,
                                        std::numeric_limits<float>::max()),
                            "e.g. --lr 0.001");
+  if (learning_rate > 0 && static_cast<float>(learning_rate) == 0.0f)  // --lr 1e-50 would become 0
+    throw core::UsageError(fmt::format("learning rate {:g} is below the smallest fp32 number ({:g})", learning_rate,
+                                       std::numeric_limits<float>::denorm_min()),
+                           "e.g. --lr 0.001");
   c.adamw.learning_rate = static_cast<float>(learning_rate);
   c.timeout_seconds = timeout_seconds;
   c.progress = !quiet;
