@@ -1093,6 +1093,28 @@ double Waterfall::parts_ms() const {
   return compute_ms + exposed_comm_ms + straggler_wait_ms + data_wait_ms + host_sync_ms + other_ms;
 }
 
+std::vector<KernelDelta> kernel_deltas(const RankAnalysis& rank, const RankAnalysis& baseline) {
+  std::map<std::string, KernelDelta> by_name;
+  for (const auto& k : baseline.kernels) {
+    KernelDelta& d = by_name[k.name];
+    d.name = k.name;
+    d.comm = k.comm;
+    d.baseline_ms = k.per_step_ms;
+  }
+  for (const auto& k : rank.kernels) {
+    KernelDelta& d = by_name[k.name];
+    d.name = k.name;
+    d.comm = d.comm || k.comm;
+    d.rank_ms = k.per_step_ms;
+  }
+  std::vector<KernelDelta> out;
+  out.reserve(by_name.size());
+  for (auto& [name, d] : by_name) out.push_back(std::move(d));
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return std::abs(a.delta_ms()) > std::abs(b.delta_ms()); });
+  return out;
+}
+
 bool is_nccl_kernel_name(std::string_view name) {
   if (name.size() < 4) return false;
   const std::string p = lower(name.substr(0, 4));
@@ -1397,6 +1419,17 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
 void to_json(nlohmann::json& j, const TraceAnalysis& a) {
   j = {{"schema", TraceAnalysis::kSchema}, {"ranks", a.ranks}};
   j["baseline"] = a.baseline ? nlohmann::json(*a.baseline) : nlohmann::json(nullptr);
+  auto& kd = j["kernel_deltas_vs_baseline"] = nlohmann::json::array();  // per rank, the 20 largest changes
+  if (a.baseline)
+    for (const auto& r : a.ranks) {
+      nlohmann::json kernels = nlohmann::json::array();
+      const auto deltas = kernel_deltas(r, *a.baseline);
+      for (std::size_t i = 0; i < deltas.size() && i < 20; ++i)
+        kernels.push_back({{"name", utf8(deltas[i].name)}, {"comm", deltas[i].comm},
+                           {"baseline_ms_per_step", deltas[i].baseline_ms}, {"ms_per_step", deltas[i].rank_ms},
+                           {"delta_ms_per_step", deltas[i].delta_ms()}});
+      kd.push_back({{"rank", r.rank}, {"kernels", std::move(kernels)}});
+    }
   j["world_size"] = a.world_size ? nlohmann::json(*a.world_size) : nlohmann::json(nullptr);
   auto& c = j["cross_rank"];
   c = {{"alignment", a.cross.alignment}, {"matching", a.cross.matching}, {"matched", a.cross.matched},

@@ -306,6 +306,19 @@ std::optional<int> dtype_size(std::string_view dtype);
 /// "ncclDevKernel_AllReduce_Sum_f32_RING_LL"). nullopt when it names none ("ncclDevKernel_Generic").
 std::optional<comm::Collective> collective_from_name(std::string_view name);
 
+/// One kernel name's GPU time per step on a rank beside the 1-rank baseline's: which kernels make the waterfall's
+/// "compute" part (slower beside NCCL's kernels, or new ones), the way `bench/kernel_diff.py` found them.
+struct KernelDelta {
+  std::string name;
+  bool comm = false;
+  double baseline_ms = 0;  ///< per step in the baseline (0: absent there)
+  double rank_ms = 0;      ///< per step on the rank (0: absent there)
+  double delta_ms() const { return rank_ms - baseline_ms; }
+};
+
+/// Every kernel name of `rank` or `baseline` (RankAnalysis::kernels, both complete), largest |Δ per step| first.
+std::vector<KernelDelta> kernel_deltas(const RankAnalysis& rank, const RankAnalysis& baseline);
+
 /// Whether a kernel name is an NCCL (or RCCL) kernel: it starts with "nccl" or "rccl" (any case), or it is NCCL's
 /// file-static one-rank all-reduce ("__nv_static_…oneRankReduce…").
 bool is_nccl_kernel_name(std::string_view name);

@@ -110,6 +110,22 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
     }
     out += t.render();
     if (r.kernels.size() > 10) out += fmt::format("({} more kernel names in the JSON output)\n", r.kernels.size() - 10);
+    if (a.baseline && !a.baseline->kernels.empty()) {  // which kernels make the waterfall's "compute" part
+      out += fmt::format("\nkernels of rank {} beside the 1-rank baseline (ms per step, largest change first):\n", r.rank);
+      TextTable d({"kernel", "kind", "baseline", "rank", "change"});
+      const auto deltas = analyze::kernel_deltas(r, *a.baseline);
+      for (std::size_t i = 0; i < deltas.size() && i < 8; ++i) {
+        const auto& k = deltas[i];
+        d.add_row({k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name, k.comm ? "comm" : "compute",
+                   fmt::format("{:.3f}", k.baseline_ms), fmt::format("{:.3f}", k.rank_ms),
+                   fmt::format("{:+.3f}", k.delta_ms())});
+      }
+      out += d.render();
+      out += fmt::format("gaps between kernels on the compute stream: {:.3f} ms per step in the baseline, {:.3f} on rank "
+                         "{} ({:+.3f})\n",
+                         a.baseline->mean.launch_gap_ms, r.mean.launch_gap_ms, r.rank,
+                         r.mean.launch_gap_ms - a.baseline->mean.launch_gap_ms);
+    }
     break;
   }
   if (a.verdict) {

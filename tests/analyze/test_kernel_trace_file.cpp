@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "analyze/trace_analysis.h"
 #include "analyze/trace_reader.h"
 #include "train/kernel_trace.h"
@@ -82,6 +84,34 @@ TEST(KernelTraceFile, AnalyzeReadsItLikeAProfilerTrace) {
   EXPECT_NEAR(r.kernels[1].share, 400.0 / 1200.0, kTol);
   EXPECT_EQ(r.kernels[2].name, "gemm_A");
   EXPECT_EQ(r.kernels[3].name, "layernorm_B");
+}
+
+TEST(KernelTraceFile, KernelsBesideTheBaselineSayWhatGrew) {
+  // Baseline: the same two steps on one rank, without the all-reduce, and gemm_A 100 µs shorter.
+  train::KernelTrace base = two_steps();
+  base.rank = 0;
+  base.world_size = 1;
+  std::erase_if(base.kernels, [](const train::TracedKernel& k) { return k.stream == 13; });
+  base.kernels[0].end_ns -= 100 * kUs;  // gemm_A [100, 300)
+  const analyze::Trace baseline = analyze::read_trace_bytes(train::kernel_trace_json(base), "base.json");
+  std::vector<analyze::Trace> traces;
+  traces.push_back(analyze::read_trace_bytes(train::kernel_trace_json(two_steps()), "rank1.json"));
+  const analyze::TraceAnalysis a = analyze::analyze_traces(std::move(traces), &baseline, {});
+  ASSERT_TRUE(a.baseline.has_value());
+  ASSERT_EQ(a.ranks.size(), 1u);
+  const auto deltas = analyze::kernel_deltas(a.ranks[0], *a.baseline);
+  ASSERT_EQ(deltas.size(), 4u);
+  EXPECT_EQ(deltas[0].name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");  // new: +0.225 ms per step
+  EXPECT_TRUE(deltas[0].comm);
+  EXPECT_NEAR(deltas[0].baseline_ms, 0.0, kTol);
+  EXPECT_NEAR(deltas[0].delta_ms(), 0.225, kTol);
+  EXPECT_EQ(deltas[1].name, "gemm_A");                                   // +100 µs over 2 steps
+  EXPECT_NEAR(deltas[1].delta_ms(), 0.050, kTol);
+  EXPECT_NEAR(deltas[2].delta_ms(), 0.0, kTol);
+  EXPECT_NEAR(deltas[3].delta_ms(), 0.0, kTol);
+  const nlohmann::json j = a;  // the JSON output carries the same, per rank
+  EXPECT_EQ(j.at("kernel_deltas_vs_baseline").at(0).at("rank"), 1);
+  EXPECT_NEAR(j["kernel_deltas_vs_baseline"][0]["kernels"][1]["delta_ms_per_step"].get<double>(), 0.050, kTol);
 }
 
 TEST(KernelTraceFile, KernelNamesAreShortAndDistinct) {
