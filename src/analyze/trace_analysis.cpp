@@ -915,6 +915,7 @@ void finish_rank(RankData& d) {
       KernelGroup& g = out.kernels[i];
       g.total_ms = ms(ns[i]);
       g.per_step_ms = g.total_ms / static_cast<double>(d.steps.size());
+      g.per_step_count = static_cast<double>(g.count) / static_cast<double>(d.steps.size());
       g.mean_us = g.count > 0 ? us(ns[i]) / static_cast<double>(g.count) : 0;
       g.share = all_ns > 0 ? static_cast<double>(ns[i]) / static_cast<double>(all_ns) : 0;
     }
@@ -1408,11 +1409,13 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
                   {"dtype", c.dtype}, {"ranks", opt(c.ranks)}, {"count", c.count}, {"total_us", c.total_us},
                   {"busbw_gbps", opt(c.busbw_gbps)}, {"busbw_after_wait_gbps", opt(c.busbw_after_wait_gbps)},
                   {"size_source", c.size_source}});
-  auto& ks = j["kernels"] = nlohmann::json::array();  // the 50 largest; the rest sum to 1 − Σ share
-  for (std::size_t i = 0; i < r.kernels.size() && i < 50; ++i) {
+  j["kernel_names"] = r.kernels.size();  // "kernels" lists the largest kMaxKernelsInJson; the rest: 1 − Σ share
+  auto& ks = j["kernels"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.kernels.size() && i < kMaxKernelsInJson; ++i) {
     const auto& k = r.kernels[i];
     ks.push_back({{"name", utf8(k.name)}, {"comm", k.comm}, {"count", k.count}, {"total_ms", k.total_ms},
-                  {"per_step_ms", k.per_step_ms}, {"mean_us", k.mean_us}, {"share", k.share}});
+                  {"per_step_ms", k.per_step_ms}, {"per_step_count", k.per_step_count}, {"mean_us", k.mean_us},
+                  {"share", k.share}});
   }
 }
 

@@ -172,6 +172,7 @@ struct KernelGroup {
   std::int64_t count = 0;    ///< instances that start inside the analysed steps
   double total_ms = 0;       ///< Σ durations
   double per_step_ms = 0;    ///< total / number of steps
+  double per_step_count = 0; ///< count / number of steps
   double mean_us = 0;        ///< total / count
   double share = 0;          ///< of all kernel time of the rank in those steps, 0–1
 };
@@ -305,6 +306,9 @@ std::optional<int> dtype_size(std::string_view dtype);
 /// ("ncclKernel_AllReduce_RING_LL_Sum_float(…)", "ncclDevKernel_AllGather_RING_LL(…)",
 /// "ncclDevKernel_AllReduce_Sum_f32_RING_LL"). nullopt when it names none ("ncclDevKernel_Generic").
 std::optional<comm::Collective> collective_from_name(std::string_view name);
+
+/// The JSON output (to_json of RankAnalysis) lists this many of the largest kernel names, with the total count.
+inline constexpr std::size_t kMaxKernelsInJson = 50;
 
 /// One kernel name's GPU time per step on a rank beside the 1-rank baseline's: which kernels make the waterfall's
 /// "compute" part (slower beside NCCL's kernels, or new ones), the way `bench/kernel_diff.py` found them.

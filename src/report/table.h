@@ -6,6 +6,11 @@
 
 namespace scalescope::report {
 
+/// Text from a file (a kernel name, a label) made safe for a terminal table: control characters (NUL, newline,
+/// carriage return, escape sequences…) and invalid UTF-8 bytes become '?', and text longer than `max_code_points`
+/// is cut at a code-point boundary and ends with "...". Throws nothing.
+std::string terminal_text(const std::string& text, std::size_t max_code_points);
+
 class TextTable {
  public:
   /// Column headers; their count fixes the row width.

@@ -103,20 +103,21 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
     TextTable t({"kernel", "kind", "per step", "mean µs", "ms per step", "share"});
     for (std::size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
       const auto& k = r.kernels[i];
-      const double steps = k.per_step_ms > 0 ? k.total_ms / k.per_step_ms : 1;
-      t.add_row({k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name, k.comm ? "comm" : "compute",
-                 fmt::format("{:.1f}", static_cast<double>(k.count) / steps), fmt::format("{:.1f}", k.mean_us),
+      t.add_row({terminal_text(k.name, 60), k.comm ? "comm" : "compute", fmt::format("{:.1f}", k.per_step_count),
+                 fmt::format("{:.1f}", k.mean_us),
                  fmt::format("{:.3f}", k.per_step_ms), fmt::format("{:.1f} %", 100.0 * k.share)});
     }
     out += t.render();
-    if (r.kernels.size() > 10) out += fmt::format("({} more kernel names in the JSON output)\n", r.kernels.size() - 10);
+    if (r.kernels.size() > 10)
+      out += fmt::format("({} kernel names in all; the JSON output lists the {} largest)\n", r.kernels.size(),
+                         std::min<std::size_t>(r.kernels.size(), analyze::kMaxKernelsInJson));
     if (a.baseline && !a.baseline->kernels.empty()) {  // which kernels make the waterfall's "compute" part
       out += fmt::format("\nkernels of rank {} beside the 1-rank baseline (ms per step, largest change first):\n", r.rank);
       TextTable d({"kernel", "kind", "baseline", "rank", "change"});
       const auto deltas = analyze::kernel_deltas(r, *a.baseline);
       for (std::size_t i = 0; i < deltas.size() && i < 8; ++i) {
         const auto& k = deltas[i];
-        d.add_row({k.name.size() > 60 ? k.name.substr(0, 57) + "..." : k.name, k.comm ? "comm" : "compute",
+        d.add_row({terminal_text(k.name, 60), k.comm ? "comm" : "compute",
                    fmt::format("{:.3f}", k.baseline_ms), fmt::format("{:.3f}", k.rank_ms),
                    fmt::format("{:+.3f}", k.delta_ms())});
       }
@@ -143,6 +144,18 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
     out += "\nfindings:\n";
     for (const auto& f : a.findings) out += fmt::format("  [{}] {}\n", f.severity, f.text);
   }
+  // What the reader and the analysis skipped or assumed, per rank (the JSON has them all).
+  bool warned = false;
+  auto warnings_of = [&](const analyze::RankAnalysis& r, const std::string& who) {
+    if (r.warnings.empty()) return;
+    if (!warned) out += "\nwarnings:\n";
+    warned = true;
+    for (std::size_t i = 0; i < r.warnings.size() && i < 5; ++i)
+      out += fmt::format("  {}: {}\n", who, terminal_text(r.warnings[i], 300));
+    if (r.warnings.size() > 5) out += fmt::format("  {}: … {} more in the JSON output\n", who, r.warnings.size() - 5);
+  };
+  for (const auto& r : a.ranks) warnings_of(r, fmt::format("rank {}", r.rank));
+  if (a.baseline) warnings_of(*a.baseline, "baseline");
   if (!a.cross.notes.empty()) {
     out += "\nnotes:\n";
     for (const auto& n : a.cross.notes) out += "  " + n + "\n";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../analyze/trace_test_util.h"
+#include "report/table.h"
 #include "report/trace_report.h"
 
 using namespace scalescope;
@@ -64,4 +65,18 @@ TEST(TraceReport, CpuOnlyRankPrintsDashes) {
       << out;
   EXPECT_EQ(out.find("where the step time"), std::string::npos) << out;
   EXPECT_NE(out.find("rank 3 has no GPU activity (backend gloo)"), std::string::npos) << out;
+}
+
+TEST(TerminalText, ControlCharactersAndBadBytesCannotReachTheTerminal) {
+  using scalescope::report::terminal_text;
+  EXPECT_EQ(terminal_text(std::string("a\0b", 3), 60), "a?b");  // a NUL would end the C string of the report
+  EXPECT_EQ(terminal_text("x\ny\rz\t\x1b[31m", 60), "x?y?z??[31m");
+  EXPECT_EQ(terminal_text("\xe2\x80\xae" "evil", 60), "?evil");  // U+202E right-to-left override
+  EXPECT_EQ(terminal_text("bad\xff\xc3", 60), "bad??");
+  EXPECT_EQ(terminal_text("\xc2\x85" "c1", 60), "?c1");          // U+0085, a C1 control
+  // Cut at a code point, never inside one: 56 'C' then "éééé" at 60 code points.
+  const std::string name = std::string(56, 'C') + "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+  EXPECT_EQ(terminal_text(name, 60), name);
+  EXPECT_EQ(terminal_text(name + "x", 60), std::string(56, 'C') + "\xc3\xa9...");
+  EXPECT_EQ(terminal_text("kernel_name", 60), "kernel_name");
 }
