@@ -365,6 +365,9 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   const int rank = comm.rank();
   const bool report = config.progress && rank == 0;
 
+  if (!config.kernel_trace_dir.empty() && !backend->kernel_tracer)  // before anything is measured
+    throw core::Error("this scalescope was built without CUPTI, which --kernel-trace needs",
+                      "rebuild on a machine whose CUDA toolkit has CUPTI (libcupti), or drop --kernel-trace");
   TextCorpus corpus = load_corpus(config, model.row_tokens());
   BatchSampler sampler(corpus, model.row_tokens(), config.data_seed);
   DataParallelEngine engine(model, comm, timeline, config.engine);
@@ -411,9 +414,6 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   if (!config.kernel_trace_dir.empty()) {
     // One more round, recorded kernel by kernel; its times and losses enter no figure.
     KernelTracer* tracer = backend->kernel_tracer.get();
-    if (tracer == nullptr)
-      throw core::Error("this scalescope was built without CUPTI, which --kernel-trace needs",
-                        "rebuild on a machine whose CUDA toolkit has CUPTI (libcupti), or drop --kernel-trace");
     timeline.synchronize();
     comm.barrier();
     tracer->start();
@@ -436,6 +436,12 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
     const std::uint32_t host_thread = trace.api_calls.empty() ? 0 : trace.api_calls.front().thread;
     for (auto& s : steps) s.thread = host_thread;
     trace.steps = std::move(steps);
+    std::error_code ec;
+    std::filesystem::create_directories(config.kernel_trace_dir, ec);
+    if (ec)
+      throw core::Error(fmt::format("cannot create the kernel-trace directory '{}': {}", config.kernel_trace_dir,
+                                    ec.message()),
+                        "pass a directory that can be created, e.g. --kernel-trace traces");
     const auto path = std::filesystem::path(config.kernel_trace_dir) / fmt::format("rank{}.json", rank);
     core::write_file_atomically(path.string(), kernel_trace_json(trace));
     if (report)

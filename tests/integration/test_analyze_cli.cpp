@@ -128,10 +128,13 @@ TEST(AnalyzeCli, ScalescopeJsonGivesTheDoctorVerdict) {
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("verdict: watch — N=2: comm ratio 28.7 % is between 15 % and 30 %"), std::string::npos) << r.output;
   // doctor never writes a report without a measured point: such a file is damaged, not "no verdict".
-  write(dir / "stub.json", R"({"schema": "scalescope.doctor/1"})");
-  r = run_cli("analyze " + quote(dir / "stub.json"));
-  EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("without measured points"), std::string::npos) << r.output;
+  for (const char* stub : {R"({"schema": "scalescope.doctor/1"})", R"({"schema": "scalescope.doctor/1", "points": [1, 2]})",
+                           R"({"schema": "scalescope.doctor/1", "points": [{}]})"}) {
+    write(dir / "stub.json", stub);
+    r = run_cli("analyze " + quote(dir / "stub.json"));
+    EXPECT_EQ(r.status, 1) << stub << "\n" << r.output;
+    EXPECT_NE(r.output.find("without measured points"), std::string::npos) << r.output;
+  }
   fs::remove_all(dir);
 }
 

@@ -65,6 +65,13 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "--kernel-trace needs GPU ranks");
   EXPECT_FALSE(std::filesystem::exists(dir / "traces")) << "a refused run made its trace directory";
+  r = run_cli("train --kernel-trace ''" + kQuick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "--kernel-trace needs a directory name");
+  // A GPU run refused later (no GPU here, or --out unwritable) leaves no trace directory either.
+  r = run_cli("train --backend gpu --model mlp-1m --kernel-trace " + (dir / "gpu").string() + " -q");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "gpu")) << r.output;
   std::filesystem::remove_all(dir);
 }
 
@@ -88,6 +95,11 @@ TEST(CliErrors, DoctorAnswersTrainsWorldSizeFlagWithItsOwn) {
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "--world-sizes 1,2");
   EXPECT_EQ(run_cli("doctor -n 2" + kQuick).status, 2);
+  for (const char* bad : {"''", "abc", "0", "-3"}) {  // no hint built from a value that cannot be a world size
+    r = run_cli(std::string("doctor -n ") + bad + kQuick);
+    EXPECT_EQ(r.status, 2) << bad << "\n" << r.output;
+    expect_mentions(r.output, "--max-world-size N");
+  }
 }
 
 TEST(CliErrors, DivergedTrainingKeepsItsResult) {

@@ -2,6 +2,7 @@
 // timeouts, nccl-tests outputs, `nvidia-smi topo -m`, scalescope's own JSON, profiler traces — detects what each
 // file is, and prints what it shows: per file, then across the NCCL logs and watchdog messages of one run.
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -145,8 +146,13 @@ std::pair<std::string, nlohmann::json> summarize_scalescope_json(const std::stri
   auto num = [&](const nlohmann::json& v) { return v.is_number() ? fmt::format("{:.4g}", v.get<double>()) : std::string("-"); };
   if (schema == "scalescope.doctor/1") {
     // doctor writes a report only once a world size was measured (a failed sweep keeps what was measured).
-    if (!j.contains("points") || !j["points"].is_array() || j["points"].empty())
-      throw core::Error("a scalescope.doctor/1 report without measured points: doctor never writes one",
+    const auto is_point = [](const nlohmann::json& p) {  // each point names its world size (doctor.cpp)
+      return p.is_object() && p.contains("world_size") && p["world_size"].is_number_integer();
+    };
+    if (!j.contains("points") || !j["points"].is_array() || j["points"].empty() ||
+        !std::all_of(j["points"].begin(), j["points"].end(), is_point))
+      throw core::Error("a scalescope.doctor/1 report without measured points (each an object with its world_size): "
+                        "doctor never writes one",
                         "pass the file doctor wrote (--out), not a hand-edited or truncated copy");
     if (j.contains("verdict") && j["verdict"].is_object()) {
       const auto& v = j["verdict"];

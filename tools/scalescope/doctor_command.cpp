@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <memory>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "commands.h"
@@ -25,15 +27,20 @@ struct DoctorFlags {
   std::vector<int> world_sizes;
   int max_world_size = 0;
   std::string out;
-  std::string world_size;  // train's -n/--world-size, accepted only to say what doctor takes instead
+  std::optional<std::string> world_size;  // train's -n/--world-size, accepted only to say what doctor takes instead
 };
 
 int run(const DoctorFlags& f) {
-  if (!f.world_size.empty())
-    throw core::UsageError(fmt::format("doctor sweeps several world sizes, so it has no --world-size ({})", f.world_size),
-                           fmt::format("use --world-sizes 1,{0} (those sizes) or --max-world-size {0} (1, 2, 4 … up to "
-                                       "it); 'scalescope train -n {0}' runs one world size",
-                                       f.world_size));
+  if (f.world_size) {
+    const std::string& n = *f.world_size;
+    const bool positive = !n.empty() && n.size() < 7 && n.find_first_not_of("0123456789") == std::string::npos && n != "0" &&
+                          n.find_first_not_of('0') != std::string::npos;
+    throw core::UsageError("doctor sweeps several world sizes, so it has no -n/--world-size",
+                           positive ? fmt::format("use --world-sizes 1,{0} (those sizes) or --max-world-size {0} (1, 2, "
+                                                  "4 … up to it); 'scalescope train -n {0}' runs one world size", n)
+                                    : std::string("use --world-sizes 1,2,4 (those sizes) or --max-world-size N (1, 2, "
+                                                  "4 … up to N); 'scalescope train -n N' runs one world size"));
+  }
   doctor::DoctorConfig config;
   config.job = f.workload.resolve(1);
   if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());
@@ -82,7 +89,8 @@ Action add_doctor_command(CLI::App& app) {
       ->check(number_check(false))->excludes("--world-sizes");  // it would be silently ignored
   cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)")
       ->check(output_file_check());
-  cmd->add_option("-n,--world-size", flags->world_size, "")->group("");  // train's flag: answered with a hint
+  cmd->add_option("-n,--world-size", flags->world_size, "train's option; doctor answers it with --world-sizes")
+      ->group("");  // hidden; named so that CLI11's own errors about it say which option
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
 

@@ -147,7 +147,7 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   c.protocol.steps_per_round = steps_per_round;
   // AdamW runs in fp32: a rate beyond float's range would become inf on the way (--lr 1e300).
   if (std::isfinite(learning_rate) && std::abs(learning_rate) > std::numeric_limits<float>::max())
-    throw core::UsageError(fmt::format("learning rate {:g} is beyond what fp32 holds ({:g})", learning_rate,
+    throw core::UsageError(fmt::format("learning rate {:.9g} is beyond what fp32 holds ({:.9g})", learning_rate,
                                        std::numeric_limits<float>::max()),
                            "e.g. --lr 0.001");
   if (learning_rate > 0 && static_cast<float>(learning_rate) == 0.0f)  // --lr 1e-50 would become 0
