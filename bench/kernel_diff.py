@@ -14,16 +14,30 @@ import json
 import sys
 
 
+def is_nccl(name):
+    """NCCL kernels as `scalescope analyze` counts them: nccl*/rccl* names and NCCL's one-rank reduction."""
+    low = name.lower()
+    return low.startswith(("nccl", "rccl")) or "onerankreduce" in low
+
+
 def load(path):
-    doc = json.load(open(path))
-    events = doc["traceEvents"]
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            doc = json.load(f)
+        events = doc["traceEvents"]
+        if not isinstance(events, list):
+            raise TypeError("traceEvents is not a list")
+        events = [e for e in events if isinstance(e, dict) and isinstance(e.get("name"), str)
+                  and isinstance(e.get("ts", 0), (int, float)) and isinstance(e.get("dur", 0), (int, float))]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"kernel_diff.py: {path}: not a readable trace ({e}); pass DIR/rank<R>.json of train --kernel-trace")
     steps = sum(1 for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
     kernels = [e for e in events if e.get("cat") == "kernel"]
     per_name = collections.defaultdict(float)
     by_stream = collections.defaultdict(list)
     for k in kernels:
         per_name[k["name"]] += k["dur"] / 1e3
-        by_stream[k["args"]["stream"]].append((k["ts"], k["ts"] + k["dur"]))
+        by_stream[(k.get("args") or {}).get("stream", -1)].append((k["ts"], k["ts"] + k["dur"]))
     steps = max(steps, 1)
     compute_stream = max(by_stream, key=lambda s: sum(b - a for a, b in by_stream[s])) if by_stream else None
     gaps = 0.0
@@ -44,14 +58,18 @@ def main():
         sys.exit(__doc__)
     base, base_gaps, nb = load(sys.argv[1])
     other, other_gaps, no = load(sys.argv[2])
-    top = int(sys.argv[3]) if len(sys.argv) > 3 else 15
+    try:
+        top = int(sys.argv[3]) if len(sys.argv) > 3 else 15
+    except ValueError:
+        sys.exit(f"kernel_diff.py: TOP must be a whole number, not {sys.argv[3]!r}")
+    top = max(top, 0)
     names = sorted(set(base) | set(other), key=lambda n: -abs(other.get(n, 0) - base.get(n, 0)))
     print(f"{'kernel (ms per step)':<70} {'base':>8} {'other':>8} {'diff':>8}")
     for n in names[:top]:
         b, o = base.get(n, 0.0), other.get(n, 0.0)
         print(f"{n[:70]:<70} {b:8.3f} {o:8.3f} {o - b:+8.3f}")
     def total(d, nccl):
-        return sum(v for n, v in d.items() if n.lower().startswith("nccl") == nccl)
+        return sum(v for n, v in d.items() if is_nccl(n) == nccl)
     print(f"{'all compute kernels':<70} {total(base, False):8.3f} {total(other, False):8.3f} "
           f"{total(other, False) - total(base, False):+8.3f}")
     print(f"{'all NCCL kernels':<70} {total(base, True):8.3f} {total(other, True):8.3f} "
