@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue #5 item 7, where our extra milliseconds at 2 GPUs come from, beside PyTorch DDP in one call. Builds
-# scalescope and the GPU tests and runs the tests (GAP_TESTS=0 skips them; test_cupti_tracer included), then one of two sets (GAP_SET):
+# scalescope and the GPU tests, runs test_gpt_cuda, test_mlp_lm_cuda and test_cupti_tracer (GAP_TESTS=0 skips
+# them), then one experiment set (GAP_SET):
 #   phases (default): twice in turn, gpt2-124m at 1 and 2 GPUs for both sides with each side's forward,
 #     backward and optimizer timed by CUDA events (the peer's --phases), and ours at 2 GPUs with --no-overlap
 #     (no NCCL kernel beside forward or backward: what is left is not SM sharing);
