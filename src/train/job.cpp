@@ -350,6 +350,64 @@ void write_result_file(const std::string& path, const TrainResult& result) {
 
 // ---------------------------------------------------------------------------------------------- rank side
 
+namespace {
+
+/// After the timed rounds: one more round of steps recorded kernel by kernel and written to
+/// DIR/rank<R>.json; its times and losses enter no figure. Every rank runs the steps even when its recorder
+/// fails (the others' all-reduces wait for it), and a recorder or file error is reported here and does not lose
+/// the measured result, which is gathered after this.
+void trace_one_round(const TrainJobConfig& config, RankBackend& backend, DataParallelEngine& engine,
+                     BatchLoader& loader, int rank) {
+  KernelTracer& tracer = *backend.kernel_tracer;
+  backend.timeline->synchronize();
+  backend.comm->barrier();
+  std::string failure;
+  bool recording = false;
+  try {
+    tracer.start();
+    recording = true;
+  } catch (const core::Error& e) {
+    failure = e.what();
+  }
+  std::vector<TracedStep> steps;
+  for (int s = 0; s < config.protocol.steps_per_round; ++s) {
+    TracedStep traced;
+    traced.begin_ns = recording ? tracer.now_ns() : 0;
+    double wait = 0;
+    TokenBatchView batch = loader.next(wait);
+    engine.step(batch, wait, config.adamw);
+    traced.end_ns = recording ? tracer.now_ns() : 0;
+    steps.push_back(traced);
+  }
+  engine.take_step_timings();  // synchronises
+  backend.model->take_losses();
+  const auto path = std::filesystem::path(config.kernel_trace_dir) / fmt::format("rank{}.json", rank);
+  try {
+    if (!recording) throw core::Error(failure);
+    KernelTrace trace = tracer.stop();
+    trace.rank = rank;
+    trace.world_size = backend.comm->world_size();
+    trace.backend = backend.comm->backend();
+    const std::uint32_t host_thread = trace.api_calls.empty() ? 0 : trace.api_calls.front().thread;
+    for (auto& s : steps) s.thread = host_thread;
+    trace.steps = std::move(steps);
+    std::error_code ec;
+    std::filesystem::create_directories(config.kernel_trace_dir, ec);
+    if (ec)
+      throw core::Error(fmt::format("cannot create the directory '{}': {}", config.kernel_trace_dir, ec.message()));
+    core::write_file_atomically(path.string(), kernel_trace_json(trace));
+    if (config.progress && rank == 0)
+      std::fprintf(stderr, "  kernel trace of %d more steps: %s/rank<R>.json (rank 0: %zu kernels); read them with "
+                   "'scalescope analyze %s/rank*.json'\n", config.protocol.steps_per_round,
+                   config.kernel_trace_dir.c_str(), trace.kernels.size(), config.kernel_trace_dir.c_str());
+  } catch (const core::Error& e) {
+    std::fprintf(stderr, "scalescope: warning: rank %d wrote no kernel trace (%s): %s; the measured figures are kept\n",
+                 rank, path.c_str(), e.what());
+  }
+}
+
+}  // namespace
+
 std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   config.validate();
   const auto fault = parse_fault(config.fault);
@@ -411,44 +469,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
                    losses.empty() ? 0.0 : losses.back());
   }
 
-  if (!config.kernel_trace_dir.empty()) {
-    // One more round, recorded kernel by kernel; its times and losses enter no figure.
-    KernelTracer* tracer = backend->kernel_tracer.get();
-    timeline.synchronize();
-    comm.barrier();
-    tracer->start();
-    std::vector<TracedStep> steps;
-    for (int s = 0; s < proto.steps_per_round; ++s) {
-      TracedStep traced;
-      traced.begin_ns = tracer->now_ns();
-      double wait = 0;
-      TokenBatchView batch = loader.next(wait);
-      engine.step(batch, wait, config.adamw);
-      traced.end_ns = tracer->now_ns();
-      steps.push_back(traced);
-    }
-    engine.take_step_timings();  // synchronises
-    model.take_losses();
-    KernelTrace trace = tracer->stop();
-    trace.rank = rank;
-    trace.world_size = comm.world_size();
-    trace.backend = comm.backend();
-    const std::uint32_t host_thread = trace.api_calls.empty() ? 0 : trace.api_calls.front().thread;
-    for (auto& s : steps) s.thread = host_thread;
-    trace.steps = std::move(steps);
-    std::error_code ec;
-    std::filesystem::create_directories(config.kernel_trace_dir, ec);
-    if (ec)
-      throw core::Error(fmt::format("cannot create the kernel-trace directory '{}': {}", config.kernel_trace_dir,
-                                    ec.message()),
-                        "pass a directory that can be created, e.g. --kernel-trace traces");
-    const auto path = std::filesystem::path(config.kernel_trace_dir) / fmt::format("rank{}.json", rank);
-    core::write_file_atomically(path.string(), kernel_trace_json(trace));
-    if (report)
-      std::fprintf(stderr, "  kernel trace of %d more steps: %s/rank<R>.json (rank 0: %zu kernels); read them with "
-                   "'scalescope analyze %s/rank*.json'\n", proto.steps_per_round, config.kernel_trace_dir.c_str(),
-                   trace.kernels.size(), config.kernel_trace_dir.c_str());
-  }
+  if (!config.kernel_trace_dir.empty()) trace_one_round(config, *backend, engine, loader, rank);
 
   // Gather every rank's figures: [round wall step times | step totals | phase means | losses | grad norms].
   const StepTiming mine = mean_of(timed_steps);
