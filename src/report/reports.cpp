@@ -69,9 +69,9 @@ std::string render_train_result(const train::TrainResult& r) {
 
   const auto& s = r.step_seconds;
   out += fmt::format(
-      "\nstep time (slowest rank, {} timed rounds of {} steps after {} warm-up): {} ms ({}), "
+      "\nstep time (slowest rank, {} timed round{} of {} steps after {} warm-up): {} ms ({}), "
       "median {} ms, min {} ms, max {} ms, cv {:.1f} %\n",
-      s.count, c.protocol.steps_per_round, c.protocol.warmup_rounds, ms(s.trimmed_mean),
+      s.count, s.count == 1 ? "" : "s", c.protocol.steps_per_round, c.protocol.warmup_rounds, ms(s.trimmed_mean),
       s.count >= 3 ? fmt::format("mean of the middle {}", s.count - 2) : std::string("mean"), ms(s.median), ms(s.min),
       ms(s.max), 100 * s.cv);
   out += fmt::format("per-step {} time: median {} ms, p95 {} ms over {} steps; wall-clock vs {}: {} vs {} ms\n",

@@ -100,7 +100,7 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
   for (const auto& r : a.ranks) {
     if (r.kernels.empty()) continue;
     out += fmt::format("\nkernels of rank {} (largest GPU time first, per step):\n", r.rank);
-    TextTable t({"kernel", "kind", "per step", "mean µs", "ms per step", "share"});
+    TextTable t({"kernel", "kind", "calls/step", "mean µs", "ms per step", "share"});
     for (std::size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
       const auto& k = r.kernels[i];
       t.add_row({terminal_text(k.name, 60), k.comm ? "comm" : "compute", fmt::format("{:.1f}", k.per_step_count),
@@ -122,8 +122,8 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
                    fmt::format("{:+.3f}", k.delta_ms())});
       }
       out += d.render();
-      out += fmt::format("gaps between kernels on the compute stream: {:.3f} ms per step in the baseline, {:.3f} on rank "
-                         "{} ({:+.3f})\n",
+      out += fmt::format("idle between kernels on the compute stream (launch gaps, waits for communication): {:.3f} ms "
+                         "per step in the baseline, {:.3f} on rank {} ({:+.3f})\n",
                          a.baseline->mean.launch_gap_ms, r.mean.launch_gap_ms, r.rank,
                          r.mean.launch_gap_ms - a.baseline->mean.launch_gap_ms);
     }
