@@ -11,6 +11,8 @@
 #     and bench/kernel_diff.py: the time per step of every kernel at 2 GPUs beside 1;
 #   workspace: ours at 1 and 2 GPUs with cuBLASLt workspaces of GAP_WORKSPACES MiB ("32 0"), traced: do the
 #     memsets cuBLASLt issues before its kernels depend on the workspace, and what do they cost;
+#   autotune: ours at 1 and 2 GPUs with SCALESCOPE_GEMM_AUTOTUNE=0 and =1 for GAP_WS_MODELS (tiny-14m:64
+#     gpt2-124m:16 gpt-1.3b:8): does timing cuBLASLt's candidates, memsets included, beat its first choice;
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
 #     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);
 #   pairs: two independent world-size-1 jobs at once on GPUs 0 and 1 (what a second busy GPU costs without
@@ -125,6 +127,14 @@ elif [ "${GAP_SET:-phases}" = workspace ]; then  # cuBLASLt's workspace: its mem
     echo "== kernels at 1 GPU: workspace 32 MiB vs 0"
     python3 bench/kernel_diff.py "$OUT/trace-n1-ws32/rank0.json" "$OUT/trace-n1-ws0/rank0.json" 8
   fi
+elif [ "${GAP_SET:-phases}" = autotune ]; then  # SCALESCOPE_GEMM_AUTOTUNE=1 beside the default, 1 and 2 GPUs
+  for spec in ${GAP_WS_MODELS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
+    for tune in 0 1; do
+      for n in 1 2; do
+        MODEL=${spec%%:*} BATCH=${spec##*:} ours "${spec%%:*}-n$n-tune$tune" $n SCALESCOPE_GEMM_AUTOTUNE=$tune --
+      done
+    done
+  done
 elif [ "${GAP_SET:-phases}" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --
   ours n2-no-overlap 2 -- --no-overlap

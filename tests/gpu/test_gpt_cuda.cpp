@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -385,6 +386,45 @@ TEST_F(GptCudaTest, AttentionForwardAndBackwardMatchCpu) {
     EXPECT_LT(relative_error(download(y_d), y), 2e-2) << what;
     EXPECT_LT(relative_error(download(dqkv_d), dqkv), 5e-2) << what;
     EXPECT_LT(relative_error(download(dqkv_kept_d), dqkv), 5e-2) << what << ": from kept probabilities";
+  }
+}
+
+TEST_F(GptCudaTest, AutotunedGemmsComputeTheSameProducts) {
+  // SCALESCOPE_GEMM_AUTOTUNE=1 times several algorithms on the call's own operands. D = A·B must match the
+  // untuned product, and an in-place accumulation D += A·B (C = D) must add A·B once, not once per trial.
+  ASSERT_EQ(setenv("SCALESCOPE_GEMM_AUTOTUNE", "1", 1), 0);
+  scalescope::train::cuda::LtMatmul tuned;
+  ASSERT_EQ(unsetenv("SCALESCOPE_GEMM_AUTOTUNE"), 0);
+  scalescope::train::cuda::LtMatmul plain;
+  constexpr int m = 256, n = 384, k = 512;
+  const auto a = random_bf16_values(static_cast<std::size_t>(m) * k, 0.0, 1.0, 31);
+  const auto b = random_bf16_values(static_cast<std::size_t>(k) * n, 0.0, 1.0, 32);
+  const auto c = random_bf16_values(static_cast<std::size_t>(m) * n, 0.0, 1.0, 33);
+  Device<bf16> a_d(a.size()), b_d(b.size()), d_tuned(c.size()), d_plain(c.size());
+  upload(a_d, a);
+  upload(b_d, b);
+  auto spec = [&](Device<bf16>& d, float beta) {
+    scalescope::train::cuda::GemmSpec g;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.a = a_d.get();
+    g.lda = k;
+    g.b = b_d.get();
+    g.ldb = n;
+    g.d = d.get();
+    g.ldd = n;
+    g.beta = beta;
+    g.c = beta != 0.0f ? d.get() : nullptr;
+    return g;
+  };
+  for (const float beta : {0.0f, 1.0f}) {
+    upload(d_tuned, c);
+    upload(d_plain, c);
+    tuned.run(stream_, spec(d_tuned, beta));
+    plain.run(stream_, spec(d_plain, beta));
+    sync();
+    EXPECT_LT(relative_error(download(d_tuned), download(d_plain)), 1e-2) << "beta " << beta;
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <vector>
 
 namespace scalescope::train::cuda {
 
@@ -42,6 +43,12 @@ struct GemmSpec {
 /// A cuBLASLt handle, a workspace (32 MiB, cuBLAS's recommendation for Hopper; the environment variable
 /// SCALESCOPE_CUBLASLT_WORKSPACE_MB overrides it for experiments, 0 allowed) and the plan cache. Not
 /// thread-safe; use one per stream.
+///
+/// Algorithm choice: cuBLASLt's first heuristic result for each shape. With SCALESCOPE_GEMM_AUTOTUNE=1
+/// (experimental, off by default until measured on a GPU) the first call of a shape instead times up to 4
+/// heuristic results with the workspace and 4 without (these need no memset of the workspace before each
+/// call, which costs ~2 µs of GPU time per call) on that call's own operands, 5 calls each, and keeps the
+/// fastest — the autotuning of cuBLASLt's documentation, with the memsets counted.
 class LtMatmul {
  public:
   /// Throws core::Error if cuBLASLt or the workspace allocation fails.
@@ -67,11 +74,18 @@ class LtMatmul {
     auto operator<=>(const Key&) const = default;
   };
   struct Plan;
-  const Plan& plan(const Key& key, const GemmSpec& g);
+  const Plan& plan(const Key& key, const GemmSpec& g, cudaStream_t stream);
+  /// Up to `count` heuristic results for the plan's shape with at most `workspace` bytes of workspace.
+  std::vector<cublasLtMatmulHeuristicResult_t> heuristics(const Plan& p, const Key& key, std::uint64_t workspace,
+                                                          int count) const;
+  /// The candidate whose 5 back-to-back calls on `g`'s operands take the least GPU time on `stream`.
+  cublasLtMatmulAlgo_t fastest(const Plan& p, const GemmSpec& g,
+                               const std::vector<cublasLtMatmulHeuristicResult_t>& candidates, cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = kDefaultWorkspaceBytes;
+  bool autotune_ = false;  // SCALESCOPE_GEMM_AUTOTUNE=1
   std::map<Key, Plan*> plans_;
 };
 

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -51,6 +52,7 @@ LtMatmul::LtMatmul() {
                         "unset it, or give e.g. 32");
     workspace_bytes_ = static_cast<std::size_t>(v * (1 << 20));
   }
+  if (const char* tune = std::getenv("SCALESCOPE_GEMM_AUTOTUNE")) autotune_ = std::string(tune) == "1";
   SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) SCALESCOPE_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -65,7 +67,80 @@ LtMatmul::~LtMatmul() {
 // leading dimension, i.e. its transpose. So the row-major D = op(A)·op(B) is computed as the column-major
 // Dᵀ[n, m] = op(B)ᵀ·op(A)ᵀ: cuBLASLt's A is our B with our trans_b, its B is our A with our trans_a, and the
 // bias (one value per row of the column-major Dᵀ) is one value per column of our D.
-const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g) {
+std::vector<cublasLtMatmulHeuristicResult_t> LtMatmul::heuristics(const Plan& p, const Key& key, std::uint64_t workspace,
+                                                                  int count) const {
+  cublasLtMatmulPreference_t pref = nullptr;
+  SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  cublasStatus_t st =
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},  // cuBLASLt's A/B are our B/A
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
+  for (const auto& [attribute, bytes] : alignments)
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof(bytes));
+  std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(count));
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.layout_a, p.layout_b, p.layout_d, p.layout_d, pref, count,
+                                        results.data(), &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  results.resize(st == CUBLAS_STATUS_SUCCESS ? static_cast<std::size_t>(found) : 0);
+  return results;
+}
+
+cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
+                                       const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                                       cudaStream_t stream) {
+  // D is written, never read, unless it is also C: then the trials write a scratch copy, or, when that cannot
+  // be allocated, the heuristic's first choice is kept untimed.
+  const bool has_c = g.beta != 0.0f;
+  void* d = g.d;
+  void* scratch = nullptr;
+  if (has_c && g.c == g.d) {
+    const std::size_t one = static_cast<std::size_t>(g.m - 1) * static_cast<std::size_t>(g.ldd) + static_cast<std::size_t>(g.n);
+    const std::size_t elements = one + (g.batch > 1 ? static_cast<std::size_t>(g.stride_d) * (g.batch - 1) : 0);
+    if (cudaMalloc(&scratch, elements * bytes_of(g.d_type)) != cudaSuccess) {
+      cudaGetLastError();  // clear the failed allocation
+      return candidates.front().algo;
+    }
+    d = scratch;
+  }
+  cudaEvent_t start = nullptr, stop = nullptr;
+  SCALESCOPE_CUDA_CHECK(cudaEventCreate(&start));
+  SCALESCOPE_CUDA_CHECK(cudaEventCreate(&stop));
+  constexpr int kTimedCalls = 5;  // back to back after one untimed call: kernels, memsets and gaps all count
+  float best_ms = 0;
+  std::size_t best = 0;
+  bool timed_any = false;
+  const void* c = has_c ? g.c : d;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].workspaceSize > workspace_bytes_) continue;
+    bool ok = true;
+    for (int r = 0; r <= kTimedCalls && ok; ++r) {  // call 0 untimed
+      if (r == 1) SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
+      ok = cublasLtMatmul(handle_, p.desc, &g.alpha, g.b, p.layout_a, g.a, p.layout_b, &g.beta, c, p.layout_d, d,
+                          p.layout_d, &candidates[i].algo, workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
+    }
+    if (!ok) continue;
+    SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
+    SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (ok && (!timed_any || ms < best_ms)) {
+      best_ms = ms;
+      best = i;
+      timed_any = true;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  if (scratch != nullptr) SCALESCOPE_CUDA_CHECK(cudaFree(scratch));
+  return candidates[best].algo;
+}
+
+const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g, cudaStream_t stream) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
   auto owned = std::make_unique<Plan>();
@@ -100,32 +175,20 @@ const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g) {
     }
   }
 
-  cublasLtMatmulPreference_t pref = nullptr;
-  SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const std::uint64_t workspace = workspace_bytes_;
-  cublasStatus_t st =
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace));
-  const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b},  // cuBLASLt's A/B are our B/A
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_d}};
-  for (const auto& [attribute, bytes] : alignments)
-    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof(bytes));
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  if (st == CUBLAS_STATUS_SUCCESS)
-    st = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.layout_a, p.layout_b, p.layout_d, p.layout_d, pref, 1, &result,
-                                        &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+  // cuBLASLt's first choice with the workspace; with autotuning, its first few with and without the workspace
+  // (those need no memset of it before each call), timed on this GEMM's own operands.
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates = heuristics(p, key, workspace_bytes_, autotune_ ? 4 : 1);
+  if (autotune_ && workspace_bytes_ > 0) {
+    const auto without = heuristics(p, key, 0, 4);
+    candidates.insert(candidates.end(), without.begin(), without.end());
+  }
+  if (candidates.empty())
     throw core::Error("cuBLASLt has no algorithm for the row-major GEMM [" + std::to_string(key.m) + ", " +
                           std::to_string(key.k) + "]·[" + std::to_string(key.k) + ", " + std::to_string(key.n) +
                           "] (transposes " + std::to_string(key.trans_a) + std::to_string(key.trans_b) + ", batch " +
-                          std::to_string(key.batch) + ", bias " + std::to_string(key.has_bias) + ", status " +
-                          std::to_string(static_cast<int>(st)) + ")",
+                          std::to_string(key.batch) + ", bias " + std::to_string(key.has_bias) + ")",
                       "this is a bug or an unsupported shape; report it with the model size");
-  p.algo = result.algo;
+  p.algo = candidates.size() > 1 ? fastest(p, g, candidates, stream) : candidates.front().algo;
   return *plans_.emplace(key, owned.release()).first->second;
 }
 
@@ -141,7 +204,7 @@ void LtMatmul::run(cudaStream_t stream, const GemmSpec& g) {
                 g.batch > 1 ? g.stride_a : 0, g.batch > 1 ? g.stride_b : 0, g.batch > 1 ? g.stride_d : 0, g.d_type,
                 alignment_of(g.a, g.stride_a, 2, g.batch), alignment_of(g.b, g.stride_b, 2, g.batch),
                 alignment_of(has_c ? g.c : g.d, g.stride_d, d_bytes, g.batch), alignment_of(g.d, g.stride_d, d_bytes, g.batch)};
-  const Plan& p = plan(key, g);
+  const Plan& p = plan(key, g, stream);
   if (g.bias != nullptr) {
     const void* bias = g.bias;
     SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
