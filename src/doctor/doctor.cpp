@@ -1,6 +1,7 @@
 #include "doctor/doctor.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -84,9 +85,15 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
                            "e.g. --world-sizes 1,2,4");
   for (std::size_t i = 1; i < sizes.size(); ++i)
     if (sizes[i] <= sizes[i - 1]) throw core::UsageError("the world sizes must be ascending, without repeats");
+  const auto trace_dir_of = [&](int n) {
+    return config.kernel_trace_dir.empty()
+               ? std::string()
+               : (std::filesystem::path(config.kernel_trace_dir) / fmt::format("n{}", n)).string();
+  };
   for (int n : sizes) {  // validate every configuration before measuring anything
     train::TrainJobConfig job = config.job;
     job.world_size = n;
+    job.kernel_trace_dir = trace_dir_of(n);
     job.validate();
     train::check_cpu_memory(job);
   }
@@ -95,6 +102,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
   for (int n : sizes) {
     train::TrainJobConfig job = config.job;
     job.world_size = n;
+    job.kernel_trace_dir = trace_dir_of(n);
     progress(fmt::format("doctor: world size {} ({} backend) …", n, report.backend));
     DoctorPoint point;
     try {
@@ -117,6 +125,13 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     }
     if (auto note = overlap_note(point.result)) report.notes.push_back(*note);
     if (auto note = step_stall_note(point.result)) report.notes.push_back(*note);
+    if (n >= 2 && !config.kernel_trace_dir.empty()) {
+      try {
+        point.kernels = kernel_breakdown(config.kernel_trace_dir, n);
+      } catch (const core::Error& e) {  // the figures stand without it
+        report.notes.push_back(fmt::format("N={}: no kernel breakdown: {}", n, e.what()));
+      }
+    }
     report.points.push_back(std::move(point));
   }
   if (!verdicts.empty()) report.verdict = diagnose::judge_overall(verdicts);
@@ -137,6 +152,38 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
   return report;
 }
 
+KernelBreakdown kernel_breakdown(const std::string& dir, int world_size) {
+  const auto file = [&](int n) { return (std::filesystem::path(dir) / fmt::format("n{}", n) / "rank0.json").string(); };
+  analyze::TraceOptions options;
+  options.baseline_path = file(1);
+  const analyze::TraceAnalysis a = analyze::analyze_trace_files({file(world_size)}, options);
+  if (!a.errors.empty()) throw core::Error(a.errors.front().cause, a.errors.front().remedy);
+  if (a.ranks.empty() || !a.baseline) throw core::Error(fmt::format("no kernel trace analysed in {}", dir));
+  const analyze::RankAnalysis& r = a.ranks.front();
+  KernelBreakdown k;
+  k.world_size = world_size;
+  k.gaps_baseline_ms = a.baseline->mean.launch_gap_ms;
+  k.gaps_ms = r.mean.launch_gap_ms;
+  for (const auto& g : r.kernels)
+    if (g.comm) k.comm_kernels_ms += g.per_step_ms;
+  for (const auto& d : analyze::kernel_deltas(r, *a.baseline)) {
+    if (d.comm) continue;
+    k.compute_kernels_delta_ms += d.delta_ms();
+    if (k.top.size() < 5) k.top.push_back(d);
+  }
+  return k;
+}
+
+void to_json(nlohmann::json& j, const KernelBreakdown& k) {
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& d : k.top)
+    top.push_back({{"name", d.name}, {"baseline_ms_per_step", d.baseline_ms}, {"ms_per_step", d.rank_ms},
+                   {"delta_ms_per_step", d.delta_ms()}});
+  j = {{"world_size", k.world_size}, {"compute_kernels_delta_ms", k.compute_kernels_delta_ms},
+       {"comm_kernels_ms", k.comm_kernels_ms}, {"gaps_baseline_ms", k.gaps_baseline_ms}, {"gaps_ms", k.gaps_ms},
+       {"top", top}, {"source", "rank 0's kernel traces (train --kernel-trace)"}};
+}
+
 void to_json(nlohmann::json& j, const DoctorReport& r) {
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : r.points) {
@@ -148,6 +195,7 @@ void to_json(nlohmann::json& j, const DoctorReport& r) {
     nlohmann::json x = {{"world_size", p.result.config.world_size}, {"metrics", metrics},
                         {"scaling_loss", p.loss}, {"result", p.result}};
     if (p.verdict) x["verdict"] = *p.verdict;
+    if (p.kernels) x["kernels"] = *p.kernels;
     points.push_back(std::move(x));
   }
   j = {{"schema", DoctorReport::kSchema},

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/trace_analysis.h"
 #include "core/scaling.h"
 #include "diagnose/verdict.h"
 #include "train/job.h"
@@ -21,7 +22,26 @@ struct DoctorConfig {
   train::TrainJobConfig job;
   /// World sizes to run, ascending, starting at 1. Empty: default_world_sizes(devices).
   std::vector<int> world_sizes;
+  /// GPU: "" or a directory; each world size N then also records a round kernel by kernel (train
+  /// --kernel-trace) into DIR/n<N>, and each N ≥ 2 gets a KernelBreakdown against N = 1.
+  std::string kernel_trace_dir;
 };
+
+/// What rank 0's kernel traces say about the "compute" part of world size N's scaling loss beside world size 1:
+/// the kernels whose GPU time per step changed most, and the idle time between kernels of the compute stream
+/// (launch latency, waits for communication). ms per step, from analyze::analyze_trace_files and kernel_deltas.
+struct KernelBreakdown {
+  int world_size = 0;
+  double compute_kernels_delta_ms = 0;  ///< Σ over compute kernels of (time at N − time at 1)
+  double comm_kernels_ms = 0;           ///< NCCL kernel time at N
+  double gaps_baseline_ms = 0;          ///< idle between compute-stream kernels at N = 1
+  double gaps_ms = 0;                   ///< the same at N
+  std::vector<analyze::KernelDelta> top;  ///< up to 5 compute kernels, largest |change| first
+};
+
+/// Reads DIR/n1/rank0.json (the baseline) and DIR/n<N>/rank0.json, as `train --kernel-trace` writes them. Throws
+/// core::Error naming the file when either is missing or cannot be analysed.
+KernelBreakdown kernel_breakdown(const std::string& dir, int world_size);
 
 /// 1, 2, 4, … up to `devices`, plus `devices` itself when it is not a power of two. Throws core::Error
 /// when devices < 1.
@@ -52,6 +72,7 @@ struct DoctorPoint {
   core::ScalingMetrics metrics;
   ScalingLoss loss;
   std::optional<diagnose::VerdictFinding> verdict;  ///< none at world size 1
+  std::optional<KernelBreakdown> kernels;           ///< with DoctorConfig::kernel_trace_dir, N ≥ 2
 };
 
 struct DoctorReport {
@@ -91,6 +112,7 @@ std::optional<std::string> step_stall_note(const train::TrainResult& result);
 inline constexpr double kStallingStepRatio = 1.25;
 
 void to_json(nlohmann::json& j, const ScalingLoss& loss);
+void to_json(nlohmann::json& j, const KernelBreakdown& k);
 void to_json(nlohmann::json& j, const DoctorReport& report);
 
 }  // namespace scalescope::doctor

@@ -153,6 +153,21 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
                        p.result.config.world_size, ms(l.measured), ms(l.ideal), 1e3 * l.total(), 1e3 * l.exposed_comm,
                        1e3 * l.compute, 1e3 * l.data_wait, 1e3 * l.other);
   }
+  bool kernel_header = false;
+  for (const auto& p : d.points) {
+    if (!p.kernels) continue;
+    if (!kernel_header)
+      out += "\ncompute beside one rank, kernel by kernel (rank 0's kernel traces, ms per step; idle: between kernels "
+             "of the compute stream, waits for communication included):\n";
+    kernel_header = true;
+    const auto& k = *p.kernels;
+    std::string top;
+    for (const auto& t : k.top)
+      if (std::abs(t.delta_ms()) >= 0.005) top += fmt::format("{}{} {:+.2f}", top.empty() ? "" : ", ", terminal_text(t.name, 48), t.delta_ms());
+    out += fmt::format("  N={}: compute kernels {:+.2f}{}; idle between them {:.2f} → {:.2f} ({:+.2f}); NCCL kernels {:.2f}\n",
+                       k.world_size, k.compute_kernels_delta_ms, top.empty() ? "" : " (" + top + ")", k.gaps_baseline_ms,
+                       k.gaps_ms, k.gaps_ms - k.gaps_baseline_ms, k.comm_kernels_ms);
+  }
   if (d.verdict) {
     out += fmt::format("\nverdict: {}", diagnose::to_string(d.verdict->verdict));
     for (std::size_t i = 0; i < d.verdict->reasons.size(); ++i)

@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "doctor/doctor.h"
+#include "train/kernel_trace.h"
 
 using namespace scalescope;
 
@@ -96,4 +100,55 @@ TEST(Doctor, StallingStepsAreNoted) {
   r.step_event_seconds.p95 = 0.15;
   r.step_event_seconds.count = 5;  // too few steps to say
   EXPECT_FALSE(doctor::step_stall_note(r).has_value());
+}
+
+namespace {
+
+/// One rank-0 kernel trace of two 1000 µs steps, as `train --kernel-trace` writes it: per step a GEMM of
+/// `gemm_us` then a LayerNorm 5 µs later (at world size 2 also an all-reduce of 200 µs on stream 13).
+std::string two_step_trace(int world_size, std::int64_t gemm_us, std::int64_t gap_us) {
+  train::KernelTrace t;
+  t.world_size = world_size;
+  t.process_id = 1;
+  std::int64_t corr = 0;
+  for (int s = 0; s < 2; ++s) {
+    const std::int64_t base = 1000 * s;
+    t.steps.push_back({base * 1000, (base + 1000) * 1000, 1});
+    auto launch = [&](const std::string& name, int stream, std::int64_t at, std::int64_t from, std::int64_t to) {
+      t.api_calls.push_back({"cudaLaunchKernel", false, 1, (base + at) * 1000, (base + at + 2) * 1000, ++corr});
+      t.kernels.push_back({name, 0, stream, (base + from) * 1000, (base + to) * 1000, corr});
+    };
+    launch("gemm", 7, 1, 10, 10 + gemm_us);
+    launch("layernorm", 7, 2, 10 + gemm_us + gap_us, 10 + gemm_us + gap_us + 50);
+    if (world_size > 1) launch("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 13, 3, 20, 220);
+  }
+  return train::kernel_trace_json(t);
+}
+
+}  // namespace
+
+TEST(Doctor, KernelBreakdownNamesTheKernelsAndGapsThatGrew) {
+  const auto dir = std::filesystem::temp_directory_path() / "scalescope_doctor_kernels";
+  std::filesystem::remove_all(dir);
+  for (int n : {1, 2}) std::filesystem::create_directories(dir / ("n" + std::to_string(n)));
+  core::write_file_atomically((dir / "n1" / "rank0.json").string(), two_step_trace(1, 300, 5));
+  core::write_file_atomically((dir / "n2" / "rank0.json").string(), two_step_trace(2, 400, 25));
+  const doctor::KernelBreakdown k = doctor::kernel_breakdown(dir.string(), 2);
+  EXPECT_EQ(k.world_size, 2);
+  EXPECT_NEAR(k.compute_kernels_delta_ms, 0.100, 1e-9);  // the GEMM: 300 → 400 µs per step
+  EXPECT_NEAR(k.comm_kernels_ms, 0.200, 1e-9);
+  ASSERT_FALSE(k.top.empty());
+  EXPECT_EQ(k.top.front().name, "gemm");
+  EXPECT_NEAR(k.top.front().delta_ms(), 0.100, 1e-9);
+  EXPECT_GT(k.gaps_ms, k.gaps_baseline_ms);  // the 5 µs gap became 25 µs
+  const nlohmann::json j = k;
+  EXPECT_EQ(j.at("top").at(0).at("name"), "gemm");
+  // A missing trace is an error naming the file.
+  try {
+    doctor::kernel_breakdown(dir.string(), 4);
+    ADD_FAILURE() << "no error for a missing n4 trace";
+  } catch (const core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("n4"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -4,6 +4,7 @@
 
 #include "../analyze/trace_test_util.h"
 #include "report/table.h"
+#include "report/reports.h"
 #include "report/trace_report.h"
 
 using namespace scalescope;
@@ -79,4 +80,27 @@ TEST(TerminalText, ControlCharactersAndBadBytesCannotReachTheTerminal) {
   EXPECT_EQ(terminal_text(name, 60), name);
   EXPECT_EQ(terminal_text(name + "x", 60), std::string(56, 'C') + "\xc3\xa9...");
   EXPECT_EQ(terminal_text("kernel_name", 60), "kernel_name");
+}
+
+TEST(DoctorReportText, KernelBreakdownLineNamesKernelsAndIdleTime) {
+  doctor::DoctorReport d;
+  d.backend = "gpu";
+  doctor::DoctorPoint one, two;
+  one.result.config.world_size = 1;
+  two.result.config.world_size = 2;
+  doctor::KernelBreakdown k;
+  k.world_size = 2;
+  k.compute_kernels_delta_ms = 0.84;
+  k.comm_kernels_ms = 2.72;
+  k.gaps_baseline_ms = 2.03;
+  k.gaps_ms = 3.61;
+  k.top = {{"nvjet_splitK_NTN", false, 2.379, 2.777}, {"gemm\nwith newline", false, 1.0, 1.1}};
+  two.kernels = k;
+  d.points = {one, two};
+  const std::string text = report::render_doctor_report(d);
+  EXPECT_NE(text.find("compute beside one rank, kernel by kernel"), std::string::npos) << text;
+  EXPECT_NE(text.find("N=2: compute kernels +0.84 (nvjet_splitK_NTN +0.40, gemm?with newline +0.10); idle between "
+                      "them 2.03 → 3.61 (+1.58); NCCL kernels 2.72"),
+            std::string::npos)
+      << text;
 }

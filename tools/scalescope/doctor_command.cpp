@@ -1,6 +1,7 @@
 // `scalescope doctor`: the scaling sweep, its table and the verdict.
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include <optional>
@@ -28,6 +29,7 @@ struct DoctorFlags {
   int max_world_size = 0;
   std::string out;
   std::optional<std::string> world_size;  // train's -n/--world-size, accepted only to say what doctor takes instead
+  std::optional<std::string> kernel_trace;
 };
 
 int run(const DoctorFlags& f) {
@@ -43,6 +45,18 @@ int run(const DoctorFlags& f) {
   }
   doctor::DoctorConfig config;
   config.job = f.workload.resolve(1);
+  if (f.kernel_trace) {
+    if (f.kernel_trace->empty())
+      throw core::UsageError("--kernel-trace needs a directory name", "e.g. --kernel-trace traces");
+    train::TrainJobConfig probe = config.job;
+    probe.kernel_trace_dir = *f.kernel_trace;
+    probe.validate();  // CPU ranks: a usage error before anything runs
+    std::error_code ec;
+    if (std::filesystem::exists(*f.kernel_trace, ec) && !std::filesystem::is_directory(*f.kernel_trace, ec))
+      throw core::UsageError(fmt::format("--kernel-trace '{}' exists and is not a directory", *f.kernel_trace),
+                             "pass a directory, e.g. --kernel-trace traces");
+    config.kernel_trace_dir = *f.kernel_trace;
+  }
   if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());
   if (!f.out.empty()) check_output_path(f.out, config.job);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
@@ -89,6 +103,10 @@ Action add_doctor_command(CLI::App& app) {
       ->check(number_check(false))->excludes("--world-sizes");  // it would be silently ignored
   cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)")
       ->check(output_file_check());
+  cmd->add_option("--kernel-trace", flags->kernel_trace,
+                  "GPU: each world size also records one round kernel by kernel (CUPTI) into DIR/n<N>/rank<R>.json, "
+                  "and doctor says which kernels and how much idle time between them make the compute loss")
+      ->type_name("DIR");
   cmd->add_option("-n,--world-size", flags->world_size, "train's option; doctor answers it with --world-sizes")
       ->group("");  // hidden; named so that CLI11's own errors about it say which option
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
