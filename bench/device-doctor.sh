@@ -32,8 +32,10 @@ GPUS=$(nvidia-smi -L | wc -l)
 # The MLP of the vertical slice, then the GPT presets of issue #5 (each at its default batch per GPU).
 for model in ${DOCTOR_MODELS:-mlp-100m tiny-14m gpt2-124m gpt-1.3b}; do
   log "doctor, GPU ranks, NVLink/P2P allowed ($GPUS GPUs), $model"
-  timeout 300 $S doctor --backend gpu --model "$model" --out "$OUT/doctor-gpu-$model.json" 2> "$OUT/doctor-gpu-$model.err" \
-    | tee "$OUT/doctor-gpu-$model.txt" | sed -n '/^world size/,/^step ms/p'
+  # With the kernel traces (one more round per world size, in no figure): the kernel-by-kernel compute loss.
+  timeout 300 $S doctor --backend gpu --model "$model" --out "$OUT/doctor-gpu-$model.json" \
+    --kernel-trace "/tmp/kernel-traces/$model" 2> "$OUT/doctor-gpu-$model.err" \
+    | tee "$OUT/doctor-gpu-$model.txt" | sed -n '/^world size/,/^step ms/p;/^compute beside one rank/,/^$/p'
   if [ "$GPUS" -ge 2 ]; then  # one GPU has no peer: P2P settings change nothing there
     log "doctor, GPU ranks, NCCL_P2P_DISABLE=1, $model"
     NCCL_P2P_DISABLE=1 timeout 300 $S doctor --backend gpu --model "$model" --out "$OUT/doctor-gpu-nop2p-$model.json" \
