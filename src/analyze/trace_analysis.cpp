@@ -712,8 +712,8 @@ void match_across_ranks(std::vector<RankData*>& ranks, const TraceOptions& optio
 
 struct StepTotals {
   std::int64_t step = 0, busy = 0, compute = 0, comm = 0, copies = 0, overlap = 0, exposed = 0, straggler = 0,
-               data = 0, host = 0, other = 0, syncs = 0, blocked = 0, gaps = 0, gap_ns = 0, collectives = 0,
-               late = 0, wait = 0;
+               data = 0, host = 0, other = 0, syncs = 0, blocked = 0, gaps = 0, gap_ns = 0, gap_idle_ns = 0,
+               collectives = 0, late = 0, wait = 0;
 };
 
 StepTotals measure_step(const RankData& d, const Step& s, std::map<std::string, HostSyncGroup>& groups,
@@ -763,15 +763,20 @@ StepTotals measure_step(const RankData& d, const Step& s, std::map<std::string, 
   }
   // Launch gaps: the compute stream idle between consecutive kernels that start in the window.
   std::int64_t reach = INT64_MIN;
+  Ivs gap_spans;
   auto k = std::lower_bound(d.compute_stream_kernels.begin(), d.compute_stream_kernels.end(), Iv{b, INT64_MIN});
   for (; k != d.compute_stream_kernels.end() && k->first < e; ++k) {
     if (reach != INT64_MIN && k->first > reach) {
       ++t.gaps;
       t.gap_ns += k->first - reach;
       gap_us.push_back(us(k->first - reach));
+      gap_spans.push_back({reach, k->first});
     }
     reach = std::max(reach, k->second);
   }
+  // The part of those gaps in which nothing at all runs on the GPU: launch latency and host delays, without
+  // the waits for communication (the compute stream waiting on an all-reduce while NCCL's kernel runs).
+  t.gap_idle_ns = length(intersect(gap_spans, idle));
   auto c_it = std::lower_bound(d.comms.begin(), d.comms.end(), b, [](const CommOp& x, std::int64_t v) { return x.start < v; });
   for (; c_it != d.comms.end() && c_it->start < e; ++c_it) {
     const CommOp& c = *c_it;
@@ -801,6 +806,7 @@ StepMetrics to_metrics(const StepTotals& t, double n) {
   m.host_sync_blocked_ms = f(t.blocked);
   m.launch_gaps = static_cast<double>(t.gaps) / n;
   m.launch_gap_ms = f(t.gap_ns);
+  m.launch_gap_idle_ms = f(t.gap_idle_ns);
   m.collectives = static_cast<double>(t.collectives) / n;
   m.comm_late_ms = f(t.late);
   m.comm_wait_ms = f(t.wait);
@@ -811,7 +817,7 @@ void add(StepTotals& a, const StepTotals& b) {
   for (auto [x, y] : {std::pair{&a.step, b.step}, {&a.busy, b.busy}, {&a.compute, b.compute}, {&a.comm, b.comm},
                       {&a.copies, b.copies}, {&a.overlap, b.overlap}, {&a.exposed, b.exposed},
                       {&a.straggler, b.straggler}, {&a.data, b.data}, {&a.host, b.host}, {&a.other, b.other},
-                      {&a.syncs, b.syncs}, {&a.blocked, b.blocked}, {&a.gaps, b.gaps}, {&a.gap_ns, b.gap_ns},
+                      {&a.syncs, b.syncs}, {&a.blocked, b.blocked}, {&a.gaps, b.gaps}, {&a.gap_ns, b.gap_ns}, {&a.gap_idle_ns, b.gap_idle_ns},
                       {&a.collectives, b.collectives}, {&a.late, b.late}, {&a.wait, b.wait}})
     *x = sat_add(*x, y);
 }
@@ -1358,6 +1364,7 @@ void to_json(nlohmann::json& j, const StepMetrics& s) {
        {"host_syncs", s.host_syncs},
        {"host_sync_blocked_ms", s.host_sync_blocked_ms},
        {"launch_gaps", s.launch_gaps},
+       {"launch_gap_idle_ms", s.launch_gap_idle_ms},
        {"launch_gap_ms", s.launch_gap_ms},
        {"collectives", s.collectives},
        {"comm_late_ms", s.comm_late_ms},

@@ -104,6 +104,7 @@ struct StepMetrics {
   double host_sync_blocked_ms = 0; ///< CPU time blocked in them
   double launch_gaps = 0;          ///< idle gaps between consecutive kernels on the compute stream (count)
   double launch_gap_ms = 0;        ///< their total length
+  double launch_gap_idle_ms = 0;   ///< the part of them in which no GPU work at all runs (not waits for comm)
   double collectives = 0;          ///< communication kernels that start in the window (count)
   double comm_late_ms = 0;         ///< Σ start − earliest start of matched collectives (this rank's lateness)
   double comm_wait_ms = 0;         ///< Σ latest start − start of matched collectives (time waiting for others)

@@ -164,6 +164,8 @@ KernelBreakdown kernel_breakdown(const std::string& dir, int world_size) {
   k.world_size = world_size;
   k.gaps_baseline_ms = a.baseline->mean.launch_gap_ms;
   k.gaps_ms = r.mean.launch_gap_ms;
+  k.gaps_idle_baseline_ms = a.baseline->mean.launch_gap_idle_ms;
+  k.gaps_idle_ms = r.mean.launch_gap_idle_ms;
   for (const auto& g : r.kernels)
     if (g.comm) k.comm_kernels_ms += g.per_step_ms;
   for (const auto& d : analyze::kernel_deltas(r, *a.baseline)) {
@@ -181,6 +183,7 @@ void to_json(nlohmann::json& j, const KernelBreakdown& k) {
                    {"delta_ms_per_step", d.delta_ms()}});
   j = {{"world_size", k.world_size}, {"compute_kernels_delta_ms", k.compute_kernels_delta_ms},
        {"comm_kernels_ms", k.comm_kernels_ms}, {"gaps_baseline_ms", k.gaps_baseline_ms}, {"gaps_ms", k.gaps_ms},
+       {"gaps_idle_baseline_ms", k.gaps_idle_baseline_ms}, {"gaps_idle_ms", k.gaps_idle_ms},
        {"top", top}, {"source", "rank 0's kernel traces (train --kernel-trace)"}};
 }
 

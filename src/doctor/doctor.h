@@ -36,6 +36,8 @@ struct KernelBreakdown {
   double comm_kernels_ms = 0;           ///< NCCL kernel time at N
   double gaps_baseline_ms = 0;          ///< idle between compute-stream kernels at N = 1
   double gaps_ms = 0;                   ///< the same at N
+  double gaps_idle_baseline_ms = 0;     ///< the part of those gaps with no GPU work at all, at N = 1
+  double gaps_idle_ms = 0;              ///< the same at N (launch latency, not waits for communication)
   std::vector<analyze::KernelDelta> top;  ///< up to 5 compute kernels, largest |change| first
 };
 

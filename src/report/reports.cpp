@@ -158,15 +158,18 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
     if (!p.kernels) continue;
     if (!kernel_header)
       out += "\ncompute beside one rank, kernel by kernel (rank 0's kernel traces, ms per step; idle: between kernels "
-             "of the compute stream, waits for communication included):\n";
+             "of the compute stream, waits for communication included; with the whole GPU idle: launch latency and "
+             "host delays only):\n";
     kernel_header = true;
     const auto& k = *p.kernels;
     std::string top;
     for (const auto& t : k.top)
       if (std::abs(t.delta_ms()) >= 0.005) top += fmt::format("{}{} {:+.2f}", top.empty() ? "" : ", ", terminal_text(t.name, 48), t.delta_ms());
-    out += fmt::format("  N={}: compute kernels {:+.2f}{}; idle between them {:.2f} → {:.2f} ({:+.2f}); NCCL kernels {:.2f}\n",
+    out += fmt::format("  N={}: compute kernels {:+.2f}{}; idle between them {:.2f} → {:.2f} ({:+.2f}; with the whole "
+                       "GPU idle {:.2f} → {:.2f}, {:+.2f}); NCCL kernels {:.2f}\n",
                        k.world_size, k.compute_kernels_delta_ms, top.empty() ? "" : " (" + top + ")", k.gaps_baseline_ms,
-                       k.gaps_ms, k.gaps_ms - k.gaps_baseline_ms, k.comm_kernels_ms);
+                       k.gaps_ms, k.gaps_ms - k.gaps_baseline_ms, k.gaps_idle_baseline_ms, k.gaps_idle_ms,
+                       k.gaps_idle_ms - k.gaps_idle_baseline_ms, k.comm_kernels_ms);
   }
   if (d.verdict) {
     out += fmt::format("\nverdict: {}", diagnose::to_string(d.verdict->verdict));

@@ -68,6 +68,8 @@ TEST(KernelTraceFile, AnalyzeReadsItLikeAProfilerTrace) {
   EXPECT_NEAR(s.gpu_busy_ms, 0.550, kTol);       // [100, 600) ∪ [650, 700)
   EXPECT_NEAR(s.collectives, 1, kTol);
   EXPECT_NEAR(s.launch_gaps, 1, kTol);           // B starts 250 µs after A ends on stream 7
+  EXPECT_NEAR(s.launch_gap_ms, 0.250, kTol);
+  EXPECT_NEAR(s.launch_gap_idle_ms, 0.050, kTol);  // [400, 600) the all-reduce runs: only [600, 650) is idle
 
   // The kernel summary over both steps: 1200 µs of kernels, the NCCL kernel's two instances first.
   ASSERT_EQ(r.kernels.size(), 4u);

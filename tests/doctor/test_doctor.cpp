@@ -140,7 +140,10 @@ TEST(Doctor, KernelBreakdownNamesTheKernelsAndGapsThatGrew) {
   ASSERT_FALSE(k.top.empty());
   EXPECT_EQ(k.top.front().name, "gemm");
   EXPECT_NEAR(k.top.front().delta_ms(), 0.100, 1e-9);
-  EXPECT_GT(k.gaps_ms, k.gaps_baseline_ms);  // the 5 µs gap became 25 µs
+  EXPECT_NEAR(k.gaps_baseline_ms, 0.005, 1e-9);  // the 5 µs gap became 25 µs, with nothing else running in it
+  EXPECT_NEAR(k.gaps_ms, 0.025, 1e-9);
+  EXPECT_NEAR(k.gaps_idle_baseline_ms, 0.005, 1e-9);
+  EXPECT_NEAR(k.gaps_idle_ms, 0.025, 1e-9);
   const nlohmann::json j = k;
   EXPECT_EQ(j.at("top").at(0).at("name"), "gemm");
   // A missing trace is an error naming the file.

@@ -100,7 +100,7 @@ TEST(DoctorReportText, KernelBreakdownLineNamesKernelsAndIdleTime) {
   const std::string text = report::render_doctor_report(d);
   EXPECT_NE(text.find("compute beside one rank, kernel by kernel"), std::string::npos) << text;
   EXPECT_NE(text.find("N=2: compute kernels +0.84 (nvjet_splitK_NTN +0.40, gemm?with newline +0.10); idle between "
-                      "them 2.03 → 3.61 (+1.58); NCCL kernels 2.72"),
+                      "them 2.03 → 3.61 (+1.58; with the whole GPU idle 0.00 → 0.00, +0.00); NCCL kernels 2.72"),
             std::string::npos)
       << text;
 }
