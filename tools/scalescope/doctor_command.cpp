@@ -1,7 +1,6 @@
 // `scalescope doctor`: the scaling sweep, its table and the verdict.
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include <optional>
@@ -46,15 +45,7 @@ int run(const DoctorFlags& f) {
   doctor::DoctorConfig config;
   config.job = f.workload.resolve(1);
   if (f.kernel_trace) {
-    if (f.kernel_trace->empty())
-      throw core::UsageError("--kernel-trace needs a directory name", "e.g. --kernel-trace traces");
-    train::TrainJobConfig probe = config.job;
-    probe.kernel_trace_dir = *f.kernel_trace;
-    probe.validate();  // CPU ranks: a usage error before anything runs
-    std::error_code ec;
-    if (std::filesystem::exists(*f.kernel_trace, ec) && !std::filesystem::is_directory(*f.kernel_trace, ec))
-      throw core::UsageError(fmt::format("--kernel-trace '{}' exists and is not a directory", *f.kernel_trace),
-                             "pass a directory, e.g. --kernel-trace traces");
+    check_kernel_trace_dir(*f.kernel_trace, config.job);
     config.kernel_trace_dir = *f.kernel_trace;
   }
   if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());

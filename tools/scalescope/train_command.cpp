@@ -1,7 +1,7 @@
 // `scalescope train`: one configuration, its per-phase breakdown.
 
 #include <cstdio>
-#include <filesystem>
+#include <optional>
 #include <fstream>
 #include <memory>
 
@@ -22,8 +22,7 @@ struct TrainFlags {
   WorkloadFlags workload;
   int world_size = 1;
   std::string out;
-  std::string kernel_trace;
-  bool kernel_trace_given = false;
+  std::optional<std::string> kernel_trace;
   std::string internal_job;
 };
 
@@ -54,17 +53,9 @@ int run(const TrainFlags& f) {
     return 0;
   }
   train::TrainJobConfig config = f.workload.resolve(f.world_size);
-  if (f.kernel_trace_given) {
-    if (f.kernel_trace.empty())
-      throw core::UsageError("--kernel-trace needs a directory name", "e.g. --kernel-trace traces");
-    config.kernel_trace_dir = f.kernel_trace;
-    config.validate();  // --kernel-trace with CPU ranks is a usage error
-    // The ranks make the directory once they have run (nothing is left behind by a refused or failed run);
-    // what cannot become one is refused now.
-    std::error_code ec;
-    if (std::filesystem::exists(f.kernel_trace, ec) && !std::filesystem::is_directory(f.kernel_trace, ec))
-      throw core::UsageError(fmt::format("--kernel-trace '{}' exists and is not a directory", f.kernel_trace),
-                             "pass a directory, e.g. --kernel-trace traces");
+  if (f.kernel_trace) {
+    check_kernel_trace_dir(*f.kernel_trace, config);
+    config.kernel_trace_dir = *f.kernel_trace;
   }
   if (config.progress) std::fprintf(stderr, "%s\n", model_summary(config).c_str());
   if (!f.out.empty()) check_output_path(f.out, config);
@@ -94,12 +85,7 @@ Action add_train_command(CLI::App& app) {
   add_workload_options(*cmd, flags->workload);
   cmd->add_option("-o,--out", flags->out, "write the result as JSON to this file (atomically)")
       ->check(output_file_check());
-  cmd->add_option_function<std::string>(
-         "--kernel-trace",
-         [flags](const std::string& dir) {
-           flags->kernel_trace = dir;
-           flags->kernel_trace_given = true;
-         },
+  cmd->add_option("--kernel-trace", flags->kernel_trace,
                   "GPU: after the timed rounds, record one more round kernel by kernel (CUPTI) and write "
                   "DIR/rank<R>.json per rank, in PyTorch profiler's format: 'scalescope analyze DIR/rank*.json' "
                   "gives GPU busy time, overlap and launch gaps; the traced round is in no figure")

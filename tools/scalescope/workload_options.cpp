@@ -32,6 +32,16 @@ CLI::Validator output_file_check() {
       "FILE");
 }
 
+void check_kernel_trace_dir(const std::string& dir, train::TrainJobConfig config) {
+  if (dir.empty()) throw core::UsageError("--kernel-trace needs a directory name", "e.g. --kernel-trace traces");
+  config.kernel_trace_dir = dir;
+  config.validate();  // CPU ranks: a usage error before anything runs
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec))
+    throw core::UsageError(fmt::format("--kernel-trace '{}' exists and is not a directory", dir),
+                           "pass a directory, e.g. --kernel-trace traces");
+}
+
 void check_output_path(const std::string& out, const train::TrainJobConfig& config) {
   core::check_output_path_writable(out);
   std::error_code ec;

@@ -38,6 +38,12 @@ struct WorkloadFlags {
 /// file, which the result would replace. Throws core::Error / core::UsageError.
 void check_output_path(const std::string& out, const train::TrainJobConfig& config);
 
+/// Checks `--kernel-trace DIR` before a run of `config` (train's, or doctor's world-size-1 job): a non-empty name,
+/// GPU ranks (config.validate() with the directory set), and nothing there that is not a directory. The
+/// directory itself is made by the ranks once they have run, so a refused or failed run leaves none. Throws
+/// core::UsageError naming the problem.
+void check_kernel_trace_dir(const std::string& dir, train::TrainJobConfig config);
+
 /// A flag's number check: positive (or ≥ 0 when `zero_allowed`), with a one-line message.
 CLI::Validator number_check(bool zero_allowed);
 
