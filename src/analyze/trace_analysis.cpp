@@ -1426,6 +1426,11 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
   }
 }
 
+void to_json(nlohmann::json& j, const KernelDelta& d) {
+  j = {{"name", utf8(d.name)}, {"comm", d.comm}, {"baseline_ms_per_step", d.baseline_ms}, {"ms_per_step", d.rank_ms},
+       {"delta_ms_per_step", d.delta_ms()}};
+}
+
 void to_json(nlohmann::json& j, const TraceAnalysis& a) {
   j = {{"schema", TraceAnalysis::kSchema}, {"ranks", a.ranks}};
   j["baseline"] = a.baseline ? nlohmann::json(*a.baseline) : nlohmann::json(nullptr);
@@ -1434,10 +1439,7 @@ void to_json(nlohmann::json& j, const TraceAnalysis& a) {
     for (const auto& r : a.ranks) {
       nlohmann::json kernels = nlohmann::json::array();
       const auto deltas = kernel_deltas(r, *a.baseline);
-      for (std::size_t i = 0; i < deltas.size() && i < 20; ++i)
-        kernels.push_back({{"name", utf8(deltas[i].name)}, {"comm", deltas[i].comm},
-                           {"baseline_ms_per_step", deltas[i].baseline_ms}, {"ms_per_step", deltas[i].rank_ms},
-                           {"delta_ms_per_step", deltas[i].delta_ms()}});
+      for (std::size_t i = 0; i < deltas.size() && i < 20; ++i) kernels.push_back(deltas[i]);
       kd.push_back({{"rank", r.rank}, {"kernels", std::move(kernels)}});
     }
   j["world_size"] = a.world_size ? nlohmann::json(*a.world_size) : nlohmann::json(nullptr);

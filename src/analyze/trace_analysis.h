@@ -324,6 +324,9 @@ struct KernelDelta {
 /// Every kernel name of `rank` or `baseline` (RankAnalysis::kernels, both complete), largest |Δ per step| first.
 std::vector<KernelDelta> kernel_deltas(const RankAnalysis& rank, const RankAnalysis& baseline);
 
+/// {name (invalid UTF-8 replaced), comm, baseline_ms_per_step, ms_per_step, delta_ms_per_step}.
+void to_json(nlohmann::json& j, const KernelDelta& d);
+
 /// Whether a kernel name is an NCCL (or RCCL) kernel: it starts with "nccl" or "rccl" (any case), or it is NCCL's
 /// file-static one-rank all-reduce ("__nv_static_…oneRankReduce…").
 bool is_nccl_kernel_name(std::string_view name);

@@ -178,9 +178,7 @@ KernelBreakdown kernel_breakdown(const std::string& dir, int world_size) {
 
 void to_json(nlohmann::json& j, const KernelBreakdown& k) {
   nlohmann::json top = nlohmann::json::array();
-  for (const auto& d : k.top)
-    top.push_back({{"name", d.name}, {"baseline_ms_per_step", d.baseline_ms}, {"ms_per_step", d.rank_ms},
-                   {"delta_ms_per_step", d.delta_ms()}});
+  for (const auto& d : k.top) top.push_back(d);  // analyze's KernelDelta JSON
   j = {{"world_size", k.world_size}, {"compute_kernels_delta_ms", k.compute_kernels_delta_ms},
        {"comm_kernels_ms", k.comm_kernels_ms}, {"gaps_baseline_ms", k.gaps_baseline_ms}, {"gaps_ms", k.gaps_ms},
        {"gaps_idle_baseline_ms", k.gaps_idle_baseline_ms}, {"gaps_idle_ms", k.gaps_idle_ms},

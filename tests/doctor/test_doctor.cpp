@@ -146,6 +146,10 @@ TEST(Doctor, KernelBreakdownNamesTheKernelsAndGapsThatGrew) {
   EXPECT_NEAR(k.gaps_idle_ms, 0.025, 1e-9);
   const nlohmann::json j = k;
   EXPECT_EQ(j.at("top").at(0).at("name"), "gemm");
+  // A kernel name that is not UTF-8 still gives a report that can be written.
+  doctor::KernelBreakdown odd;
+  odd.top = {{"bad\xff", false, 1.0, 2.0}};
+  EXPECT_NO_THROW(nlohmann::json(odd).dump());
   // A missing trace is an error naming the file.
   try {
     doctor::kernel_breakdown(dir.string(), 4);
