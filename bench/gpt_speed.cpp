@@ -58,14 +58,7 @@ double measure_gemm_flops(cudaStream_t stream, int n) {
   double seconds = 0;
   {
     train::cuda::LtMatmul gemm;
-    train::cuda::GemmSpec g;
-    g.m = g.n = g.k = n;
-    g.a = a;
-    g.lda = n;
-    g.b = b;
-    g.ldb = n;
-    g.d = d;
-    g.ldd = n;
+    const train::cuda::GemmSpec g = train::cuda::packed_gemm(n, n, n, a, b, d);
     for (int i = 0; i < 3; ++i) gemm.run(stream, g);
     cudaEvent_t start = nullptr, stop = nullptr;
     SCALESCOPE_CUDA_CHECK(cudaEventCreate(&start));

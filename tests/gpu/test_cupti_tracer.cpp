@@ -32,15 +32,7 @@ class CuptiTracerTest : public CudaStreamTest {
     ASSERT_EQ(cudaMalloc(&d, n * n * sizeof(__nv_bfloat16)), cudaSuccess);
     ASSERT_EQ(cudaMemsetAsync(a, 0, n * n * sizeof(__nv_bfloat16), stream_), cudaSuccess);
     ASSERT_EQ(cudaMemsetAsync(b, 0, n * n * sizeof(__nv_bfloat16), stream_), cudaSuccess);
-    scalescope::train::cuda::GemmSpec g;
-    g.m = g.n = g.k = n;
-    g.a = a;
-    g.lda = n;
-    g.b = b;
-    g.ldb = n;
-    g.d = d;
-    g.ldd = n;
-    gemm_->run(stream_, g);
+    gemm_->run(stream_, scalescope::train::cuda::packed_gemm(n, n, n, a, b, d));
     sync();
     cudaFree(a);
     cudaFree(b);

@@ -404,16 +404,7 @@ TEST_F(GptCudaTest, AutotunedGemmsComputeTheSameProducts) {
   upload(a_d, a);
   upload(b_d, b);
   auto spec = [&](Device<bf16>& d, float beta) {
-    scalescope::train::cuda::GemmSpec g;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.a = a_d.get();
-    g.lda = k;
-    g.b = b_d.get();
-    g.ldb = n;
-    g.d = d.get();
-    g.ldd = n;
+    auto g = scalescope::train::cuda::packed_gemm(m, n, k, a_d.get(), b_d.get(), d.get());
     g.beta = beta;
     g.c = beta != 0.0f ? d.get() : nullptr;
     return g;

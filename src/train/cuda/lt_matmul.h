@@ -40,6 +40,22 @@ struct GemmSpec {
   int batch = 1;
 };
 
+/// D[m, n] = A[m, k]·B[k, n] with every matrix row-major and packed (lda = k, ldb = n, ldd = n), bf16 D, no
+/// transposes, no bias, α = 1, β = 0: the plain product that benchmarks and tests time or check.
+inline GemmSpec packed_gemm(int m, int n, int k, const __nv_bfloat16* a, const __nv_bfloat16* b, void* d) {
+  GemmSpec g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.lda = k;
+  g.b = b;
+  g.ldb = n;
+  g.d = d;
+  g.ldd = n;
+  return g;
+}
+
 /// A cuBLASLt handle, a workspace (32 MiB, cuBLAS's recommendation for Hopper; the environment variable
 /// SCALESCOPE_CUBLASLT_WORKSPACE_MB overrides it for experiments, 0 allowed) and the plan cache. Not
 /// thread-safe; use one per stream.
