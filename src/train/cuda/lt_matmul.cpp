@@ -69,7 +69,7 @@ LtMatmul::~LtMatmul() {
 // Dᵀ[n, m] = op(B)ᵀ·op(A)ᵀ: cuBLASLt's A is our B with our trans_b, its B is our A with our trans_a, and the
 // bias (one value per row of the column-major Dᵀ) is one value per column of our D.
 std::vector<cublasLtMatmulHeuristicResult_t> LtMatmul::heuristics(const Plan& p, const Key& key, std::uint64_t workspace,
-                                                                  int count) const {
+                                                                  int count, cublasStatus_t& status) const {
   cublasLtMatmulPreference_t pref = nullptr;
   SCALESCOPE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   cublasStatus_t st =
@@ -88,6 +88,7 @@ std::vector<cublasLtMatmulHeuristicResult_t> LtMatmul::heuristics(const Plan& p,
                                         results.data(), &found);
   cublasLtMatmulPreferenceDestroy(pref);
   results.resize(st == CUBLAS_STATUS_SUCCESS ? static_cast<std::size_t>(found) : 0);
+  status = st;
   return results;
 }
 
@@ -176,16 +177,19 @@ const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g, cudaStre
 
   // cuBLASLt's first choice with the workspace; with autotuning, its first few with and without the workspace
   // (those need no memset of it before each call), timed on this GEMM's own operands.
-  std::vector<cublasLtMatmulHeuristicResult_t> candidates = heuristics(p, key, workspace_bytes_, autotune_ ? 4 : 1);
+  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates = heuristics(p, key, workspace_bytes_, autotune_ ? 4 : 1, st);
   if (autotune_ && workspace_bytes_ > 0) {
-    const auto without = heuristics(p, key, 0, 4);
+    cublasStatus_t without_st = CUBLAS_STATUS_SUCCESS;
+    const auto without = heuristics(p, key, 0, 4, without_st);
     candidates.insert(candidates.end(), without.begin(), without.end());
   }
   if (candidates.empty())
     throw core::Error("cuBLASLt has no algorithm for the row-major GEMM [" + std::to_string(key.m) + ", " +
                           std::to_string(key.k) + "]·[" + std::to_string(key.k) + ", " + std::to_string(key.n) +
                           "] (transposes " + std::to_string(key.trans_a) + std::to_string(key.trans_b) + ", batch " +
-                          std::to_string(key.batch) + ", bias " + std::to_string(key.has_bias) + ")",
+                          std::to_string(key.batch) + ", bias " + std::to_string(key.has_bias) + ", status " +
+                          std::to_string(static_cast<int>(st)) + ")",
                       "this is a bug or an unsupported shape; report it with the model size");
   p.algo = candidates.size() > 1 ? fastest(p, g, candidates, stream) : candidates.front().algo;
   return *plans_.emplace(key, owned.release()).first->second;

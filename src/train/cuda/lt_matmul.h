@@ -91,9 +91,10 @@ class LtMatmul {
   };
   struct Plan;
   const Plan& plan(const Key& key, const GemmSpec& g, cudaStream_t stream);
-  /// Up to `count` heuristic results for the plan's shape with at most `workspace` bytes of workspace.
+  /// Up to `count` heuristic results for the plan's shape with at most `workspace` bytes of workspace; `status`
+  /// receives cuBLASLt's status (none found is an empty result with CUBLAS_STATUS_SUCCESS or an error status).
   std::vector<cublasLtMatmulHeuristicResult_t> heuristics(const Plan& p, const Key& key, std::uint64_t workspace,
-                                                          int count) const;
+                                                          int count, cublasStatus_t& status) const;
   /// The candidate whose 5 back-to-back calls on `g`'s operands take the least GPU time on `stream`.
   cublasLtMatmulAlgo_t fastest(const Plan& p, const GemmSpec& g,
                                const std::vector<cublasLtMatmulHeuristicResult_t>& candidates, cudaStream_t stream);
