@@ -53,7 +53,7 @@ LtMatmul::LtMatmul() {
                         "unset it, or give e.g. 32");
     workspace_bytes_ = static_cast<std::size_t>(v * (1 << 20));
   }
-  if (const char* tune = std::getenv("SCALESCOPE_GEMM_AUTOTUNE")) autotune_ = std::string(tune) == "1";
+  if (const char* tune = std::getenv("SCALESCOPE_GEMM_AUTOTUNE")) autotune_ = std::string(tune) != "0";
   SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) SCALESCOPE_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -177,9 +177,10 @@ const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g, cudaStre
 
   // cuBLASLt's first choice with the workspace; with autotuning, its first few with and without the workspace
   // (those need no memset of it before each call), timed on this GEMM's own operands.
+  const bool tune = autotune_;
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-  std::vector<cublasLtMatmulHeuristicResult_t> candidates = heuristics(p, key, workspace_bytes_, autotune_ ? 4 : 1, st);
-  if (autotune_ && workspace_bytes_ > 0) {
+  std::vector<cublasLtMatmulHeuristicResult_t> candidates = heuristics(p, key, workspace_bytes_, tune ? 4 : 1, st);
+  if (tune && workspace_bytes_ > 0) {
     cublasStatus_t without_st = CUBLAS_STATUS_SUCCESS;
     const auto without = heuristics(p, key, 0, 4, without_st);
     candidates.insert(candidates.end(), without.begin(), without.end());

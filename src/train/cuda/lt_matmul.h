@@ -60,11 +60,12 @@ inline GemmSpec packed_gemm(int m, int n, int k, const __nv_bfloat16* a, const _
 /// SCALESCOPE_CUBLASLT_WORKSPACE_MB overrides it for experiments, 0 allowed) and the plan cache. Not
 /// thread-safe; use one per stream.
 ///
-/// Algorithm choice: cuBLASLt's first heuristic result for each shape. With SCALESCOPE_GEMM_AUTOTUNE=1
-/// (experimental, off by default until measured on a GPU) the first call of a shape instead times up to 4
-/// heuristic results with the workspace and 4 without (these need no memset of the workspace before each
-/// call, which costs ~2 µs of GPU time per call) on that call's own operands, 5 calls each, and keeps the
-/// fastest — the autotuning of cuBLASLt's documentation, with the memsets counted.
+/// Algorithm choice: the first call of each shape times up to 4 of cuBLASLt's heuristic results with the
+/// workspace and 4 without (these need no memset of the workspace before each call, which costs ~2 µs of GPU
+/// time per call) on that call's own operands, 5 calls each, and keeps the fastest — the autotuning of
+/// cuBLASLt's documentation, with the memsets counted. Measured on H200 (bench/RESULTS.md, "GEMM autotuning"):
+/// tiny-14m −3 %, gpt2-124m −1.3 % step time, gpt-1.3b unchanged. SCALESCOPE_GEMM_AUTOTUNE=0 takes cuBLASLt's
+/// first choice instead.
 class LtMatmul {
  public:
   /// Throws core::Error if cuBLASLt or the workspace allocation fails.
@@ -102,7 +103,7 @@ class LtMatmul {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = kDefaultWorkspaceBytes;
-  bool autotune_ = false;  // SCALESCOPE_GEMM_AUTOTUNE=1
+  bool autotune_ = true;  // SCALESCOPE_GEMM_AUTOTUNE=0 turns it off
   std::map<Key, Plan*> plans_;
 };
 
