@@ -32,7 +32,7 @@ device_build() {
 run_gpu_tests() {
   local t
   for t in "$@"; do
-    build-device/tests/$t --gtest_brief=1 > "${OUT:-/tmp}/$t.txt" 2>&1
+    timeout "${GPU_TEST_TIMEOUT:-900}" build-device/tests/$t --gtest_brief=1 > "${OUT:-/tmp}/$t.txt" 2>&1
     echo "$t: exit $? — $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "${OUT:-/tmp}/$t.txt" | tr '\n' ' ')"
   done
 }

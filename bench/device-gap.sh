@@ -13,13 +13,17 @@
 #     memsets cuBLASLt issues before its kernels depend on the workspace, and what do they cost;
 #   autotune: ours at 1 and 2 GPUs with SCALESCOPE_GEMM_AUTOTUNE=0 and =1 for GAP_WS_MODELS (tiny-14m:64
 #     gpt2-124m:16 gpt-1.3b:8): does timing cuBLASLt's candidates, memsets included, beat its first choice;
+#   graph: ours at 1 and 2 GPUs eager and with --cuda-graph for GAP_WS_MODELS, then DDP at 1 and 2 GPUs for
+#     GAP_MODEL (GAP_DDP=0 leaves it out), and GAP_MODEL at 2 GPUs with --cuda-graph --kernel-trace read by
+#     `scalescope analyze`: do CUDA graphs close the launch gaps between kernels;
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
 #     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);
 #   pairs: two independent world-size-1 jobs at once on GPUs 0 and 1 (what a second busy GPU costs without
 #     communication), ours with PyTorch's own NCCL library (LD_LIBRARY_PATH, same ABI), a Kineto trace of 3
 #     DDP steps read by `scalescope analyze`, and short runs of both sides with NCCL_DEBUG=INFO
 #     NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING (buckets, algorithm, protocol and channels of each all-reduce).
-# GAP_REPS ("1 2") names the repetitions of the phases set, GAP_DDP=0 leaves DDP out of it.
+# GAP_REPS ("1 2") names the repetitions of the phases set, GAP_DDP=0 leaves DDP out of it. GAP_TEST_LIST names
+# the GPU tests to build and run (default all four), GAP_RUN_TIMEOUT (240) limits each of our runs, seconds.
 # Outputs under $OUT; our phase table and DDP's step (and phases) are printed last. GAP_MODEL (gpt2-124m) and
 # GAP_BATCH (16) pick the workload.
 set -uo pipefail
@@ -29,13 +33,15 @@ mkdir -p "$OUT"
 source bench/device-env.sh
 MODEL=${GAP_MODEL:-gpt2-124m}
 BATCH=${GAP_BATCH:-16}
-device_build scalescope test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer || exit 1
-[ "${GAP_TESTS:-1}" = 1 ] && run_gpu_tests test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer
+TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_step_graph}
+[ "${GAP_TESTS:-1}" = 1 ] || TESTS=
+device_build scalescope $TESTS || exit 1
+[ -n "$TESTS" ] && run_gpu_tests $TESTS
 S=$PWD/build-device/tools/scalescope
 ours() {  # ours TAG N [ENV...] -- [FLAGS...]
   local tag=$1 n=$2; shift 2
   local env=(); while [ "$1" != -- ]; do env+=("$1"); shift; done; shift
-  env "${env[@]}" timeout 240 $S train --backend gpu -n "$n" --model "$MODEL" --batch "$BATCH" -q "$@" \
+  env "${env[@]}" timeout "${GAP_RUN_TIMEOUT:-240}" $S train --backend gpu -n "$n" --model "$MODEL" --batch "$BATCH" -q "$@" \
     --out "$OUT/$tag.json" > "$OUT/$tag.txt" 2>&1 || { echo "$tag failed:"; tail -3 "$OUT/$tag.txt"; }
 }
 ddp() {  # ddp TAG N [ENV...] -- [FLAGS...]
@@ -127,7 +133,18 @@ elif [ "${GAP_SET:-phases}" = workspace ]; then  # cuBLASLt's workspace: its mem
     echo "== kernels at 1 GPU: workspace 32 MiB vs 0"
     python3 bench/kernel_diff.py "$OUT/trace-n1-ws32/rank0.json" "$OUT/trace-n1-ws0/rank0.json" 8
   fi
-elif [ "${GAP_SET:-phases}" = autotune ]; then  # SCALESCOPE_GEMM_AUTOTUNE=1 beside the default, 1 and 2 GPUs
+elif [ "${GAP_SET:-phases}" = graph ]; then  # --cuda-graph beside eager steps, 1 and 2 GPUs, and DDP
+  for spec in ${GAP_WS_MODELS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
+    for n in 1 2; do
+      MODEL=${spec%%:*} BATCH=${spec##*:} ours "${spec%%:*}-n$n-eager" $n --
+      MODEL=${spec%%:*} BATCH=${spec##*:} ours "${spec%%:*}-n$n-graph" $n -- --cuda-graph
+    done
+  done
+  if [ "${GAP_DDP:-1}" = 1 ]; then ddp n1 1 -- --phases; ddp n2 2 -- --phases; fi
+  ours n2-graph-traced 2 -- --cuda-graph --kernel-trace "$OUT/trace-n2-graph"  # does CUPTI see graph kernels?
+  $S analyze "$OUT"/trace-n2-graph/rank*.json > "$OUT/analyze-trace-n2-graph.txt" 2>&1
+  echo "analyze trace-n2-graph: exit $?"; grep -A3 "^rank  steps" "$OUT/analyze-trace-n2-graph.txt"
+elif [ "${GAP_SET:-phases}" = autotune ]; then  # SCALESCOPE_GEMM_AUTOTUNE=0 and =1 (the default), 1 and 2 GPUs
   for spec in ${GAP_WS_MODELS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
     for tune in 0 1; do
       for n in 1 2; do

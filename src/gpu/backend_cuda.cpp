@@ -18,6 +18,7 @@
 #include "gpu/cupti_tracer.h"
 #include "gpu/nccl_bench_backend.h"
 #include "gpu/nccl_communicator.h"
+#include "gpu/step_graph.h"
 #include "train/backend.h"
 #include "train/cuda/gpt_cuda.h"
 #include "train/cuda/mlp_lm_cuda.h"
@@ -30,6 +31,7 @@ struct GpuRankBackend final : RankBackend {
   cudaStream_t stream = nullptr;
   bool mpi_initialised_here = false;
   ~GpuRankBackend() override {
+    step_replay.reset();  // first: ncclCommDestroy waits until no CUDA graph holds the collectives it captured
     model.reset();
     comm.reset();
     timeline.reset();
@@ -61,7 +63,7 @@ std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend() {
   return std::make_unique<gpu::NcclBenchBackend>(gpu::bootstrap_gpu_rank());
 }
 
-std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model, StreamPriority priority) {
+std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model, StreamPriority priority, bool cuda_graph) {
   auto b = std::make_unique<GpuRankBackend>();
   const gpu::RankBootstrap boot = gpu::bootstrap_gpu_rank();
   b->mpi_initialised_here = boot.mpi_initialised;
@@ -73,9 +75,15 @@ std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model, Strea
   SCALESCOPE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
   SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithPriority(&b->stream, cudaStreamNonBlocking,
                                                      priority == StreamPriority::compute ? highest : lowest));
-  b->timeline = std::make_unique<gpu::CudaTimeline>(b->stream);
+  gpu::StepGraph* graph = nullptr;
+  if (cuda_graph) {
+    auto owned = std::make_unique<gpu::StepGraph>(b->stream);
+    graph = owned.get();
+    b->step_replay = std::move(owned);
+  }
+  b->timeline = std::make_unique<gpu::CudaTimeline>(b->stream, graph);
   b->comm = std::make_unique<gpu::NcclCommunicator>(info, boot.id, b->stream,
-                                                    priority == StreamPriority::comm ? highest : lowest);
+                                                    priority == StreamPriority::comm ? highest : lowest, graph);
   if (model.family == ModelFamily::mlp) b->model = std::make_unique<MlpLmCuda>(model.mlp, b->stream);
   else b->model = std::make_unique<GptCuda>(model.gpt, b->stream);
   int runtime = 0;

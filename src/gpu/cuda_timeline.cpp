@@ -1,10 +1,11 @@
 #include "gpu/cuda_timeline.h"
 
 #include "gpu/cuda_check.h"
+#include "gpu/step_graph.h"
 
 namespace scalescope::gpu {
 
-CudaTimeline::CudaTimeline(cudaStream_t stream) : stream_(stream) {}
+CudaTimeline::CudaTimeline(cudaStream_t stream, StepGraph* graph) : stream_(stream), graph_(graph) {}
 
 CudaTimeline::~CudaTimeline() {
   for (auto e : events_) cudaEventDestroy(e);  // no throw from a destructor
@@ -16,7 +17,7 @@ train::Marker CudaTimeline::record() {
     SCALESCOPE_CUDA_CHECK(cudaEventCreate(&e));
     events_.push_back(e);
   }
-  SCALESCOPE_CUDA_CHECK(cudaEventRecord(events_[used_], stream_));
+  record_timing(graph_, events_[used_], stream_);
   return static_cast<train::Marker>(used_++);
 }
 

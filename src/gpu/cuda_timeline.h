@@ -9,12 +9,15 @@
 
 namespace scalescope::gpu {
 
+class StepGraph;
+
 /// Timeline over one CUDA stream. Events are created once and reused across rounds (clear()), so
 /// recording costs one cudaEventRecord. Errors throw core::Error (see cuda_check.h).
 class CudaTimeline final : public train::Timeline {
  public:
-  /// `stream` is the compute stream; it is not owned.
-  explicit CudaTimeline(cudaStream_t stream);
+  /// `stream` is the compute stream; it is not owned. With `graph` (not owned, outlives this), markers are
+  /// recorded through it so that they keep timing captured and replayed steps (gpu/step_graph.h).
+  explicit CudaTimeline(cudaStream_t stream, StepGraph* graph = nullptr);
   ~CudaTimeline() override;
   CudaTimeline(const CudaTimeline&) = delete;
   CudaTimeline& operator=(const CudaTimeline&) = delete;
@@ -29,6 +32,7 @@ class CudaTimeline final : public train::Timeline {
 
  private:
   cudaStream_t stream_;
+  StepGraph* graph_;
   std::vector<cudaEvent_t> events_;
   std::size_t used_ = 0;
 };

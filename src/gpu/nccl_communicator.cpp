@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/step_graph.h"
 
 namespace scalescope::gpu {
 
@@ -42,9 +43,10 @@ void NcclCommunicator::check(ncclResult_t r, const char* call) {
 }
 
 NcclCommunicator::NcclCommunicator(const comm::RankInfo& info, const ncclUniqueId& id, cudaStream_t compute_stream,
-                                   int stream_priority)
-    : info_(info), compute_(compute_stream) {
+                                   int stream_priority, StepGraph* graph)
+    : info_(info), compute_(compute_stream), graph_(graph) {
   SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, stream_priority));
+  SCALESCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&joined_, cudaEventDisableTiming));
   check(ncclCommInitRank(&comm_, info.world_size, id, info.rank), "ncclCommInitRank");
 }
 
@@ -54,6 +56,7 @@ NcclCommunicator::~NcclCommunicator() {
     ncclCommDestroy(comm_);
   }
   for (auto e : events_) cudaEventDestroy(e);
+  if (joined_) cudaEventDestroy(joined_);
   if (scratch_) cudaFree(scratch_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -70,23 +73,31 @@ cudaEvent_t NcclCommunicator::event_at(std::size_t i) {
 void NcclCommunicator::start_all_reduce(float* data, std::size_t count, comm::ReduceOp op) {
   const std::size_t k = started_++;
   cudaEvent_t ready = event_at(3 * k), start = event_at(3 * k + 1), end = event_at(3 * k + 2);
+  if (bytes_.size() <= k) bytes_.resize(k + 1);
+  bytes_[k] = count * sizeof(float);
+  if (graph_ != nullptr && graph_->replaying()) {  // the graph runs the collective; name this step's events
+    graph_->record_timing(start, stream_);
+    graph_->record_timing(end, stream_);
+    return;
+  }
+  // `ready` is a dependency (inside a capture it joins this stream to the captured compute stream).
   SCALESCOPE_CUDA_CHECK(cudaEventRecord(ready, compute_));
   SCALESCOPE_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready, 0));
   // `start` completes once the gradients are ready and the previous all-reduce is done, so start→end is
   // the collective itself, including any wait for slower peers (a straggler shows up here).
-  SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream_));
+  record_timing(graph_, start, stream_);
   check(ncclAllReduce(data, data, count, ncclFloat32, op == comm::ReduceOp::average ? ncclAvg : ncclSum, comm_,
                       stream_),
         "ncclAllReduce");
-  SCALESCOPE_CUDA_CHECK(cudaEventRecord(end, stream_));
-  if (bytes_.size() <= k) bytes_.resize(k + 1);
-  bytes_[k] = count * sizeof(float);
+  record_timing(graph_, end, stream_);
 }
 
 void NcclCommunicator::join() {
-  if (started_ == 0) return;
-  // Device-side wait: the optimizer waits for the last all-reduce without blocking the host.
-  SCALESCOPE_CUDA_CHECK(cudaStreamWaitEvent(compute_, event_at(3 * (started_ - 1) + 2), 0));
+  if (started_ == 0 || (graph_ != nullptr && graph_->replaying())) return;
+  // Device-side wait: the optimizer waits for the last all-reduce without blocking the host. A dependency
+  // event of its own (not the timing event `end`, which a capture turns into a graph node).
+  SCALESCOPE_CUDA_CHECK(cudaEventRecord(joined_, stream_));
+  SCALESCOPE_CUDA_CHECK(cudaStreamWaitEvent(compute_, joined_, 0));
 }
 
 std::vector<comm::CollectiveTiming> NcclCommunicator::take_timings() {

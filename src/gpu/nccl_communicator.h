@@ -13,6 +13,8 @@
 
 namespace scalescope::gpu {
 
+class StepGraph;
+
 /// ncclUniqueId as 256 hex characters (for an environment variable) and back. from_hex throws
 /// core::Error on a malformed string.
 std::string unique_id_to_hex(const ncclUniqueId& id);
@@ -22,10 +24,12 @@ class NcclCommunicator final : public comm::Communicator {
  public:
   /// Joins the communicator of `info.world_size` ranks identified by `id` on the current CUDA device.
   /// `compute_stream` (not owned) is where the model's work runs; the communicator's own stream gets
-  /// `stream_priority` (cudaStreamCreateWithPriority: lower is higher, 0 the default). Throws core::Error with
-  /// NCCL's message (ncclGetErrorString and ncclGetLastError) if initialisation fails.
+  /// `stream_priority` (cudaStreamCreateWithPriority: lower is higher, 0 the default). With `graph` (not owned,
+  /// outlives this) each all-reduce's start and end events are recorded through it, and while it replays a step
+  /// start_all_reduce() and join() issue nothing but name the events (gpu/step_graph.h). Throws core::Error
+  /// with NCCL's message (ncclGetErrorString and ncclGetLastError) if initialisation fails.
   NcclCommunicator(const comm::RankInfo& info, const ncclUniqueId& id, cudaStream_t compute_stream,
-                   int stream_priority = 0);
+                   int stream_priority = 0, StepGraph* graph = nullptr);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -47,7 +51,9 @@ class NcclCommunicator final : public comm::Communicator {
   comm::RankInfo info_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t compute_;
+  StepGraph* graph_;
   cudaStream_t stream_ = nullptr;
+  cudaEvent_t joined_ = nullptr;  // the communication stream's end, for join() (a dependency, not a timing)
   // Per started all-reduce: ready (compute), start and end (communication stream) events, reused.
   std::vector<cudaEvent_t> events_;
   std::vector<std::size_t> bytes_;

@@ -28,7 +28,7 @@ std::string workload_line(const train::TrainResult& r, bool sweep) {
           ? fmt::format("batch {} rows per rank (global = {} × world size)", c.rows_per_rank(), c.rows_per_rank())
           : fmt::format("global batch {} rows split over the ranks", c.global_rows());
   return fmt::format("model {} ({} parameters, {} FLOP/token), {} scaling, {}, "
-                     "{} bucket{} ({} MiB first, {} MiB cap), overlap {}{}",
+                     "{} bucket{} ({} MiB first, {} MiB cap), overlap {}{}{}",
                      c.model.name, si(static_cast<double>(r.parameters)), si(r.flops_per_token), core::to_string(c.mode),
                      batch,
                      r.bucket_bytes.size(), r.bucket_bytes.size() == 1 ? "" : "s",
@@ -36,7 +36,8 @@ std::string workload_line(const train::TrainResult& r, bool sweep) {
                      c.engine.overlap ? "on" : "off",
                      c.stream_priority == train::StreamPriority::equal
                          ? std::string()
-                         : fmt::format(", {} stream first", train::to_string(c.stream_priority)));
+                         : fmt::format(", {} stream first", train::to_string(c.stream_priority)),
+                     c.cuda_graph ? ", CUDA graph" : "");
 }
 
 }  // namespace

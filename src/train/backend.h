@@ -13,6 +13,7 @@
 #include "train/kernel_trace.h"
 #include "train/model_spec.h"
 #include "train/model.h"
+#include "train/step_replay.h"
 #include "train/timeline.h"
 
 namespace scalescope::train {
@@ -35,6 +36,10 @@ StreamPriority parse_stream_priority(const std::string& text);
 /// One rank's execution resources. Destruction order matters (model before communicator before timeline's
 /// stream owner), so members are declared in construction order and destroyed in reverse.
 struct RankBackend {
+  /// GPU ranks asked for CUDA graphs: captures and replays the step (the timeline and communicator record
+  /// their timing events through it); else null. GPU ranks destroy it first: ncclCommDestroy waits until no
+  /// CUDA graph holds the collectives it captured.
+  std::unique_ptr<StepReplay> step_replay;
   std::unique_ptr<comm::Communicator> comm;
   std::unique_ptr<Timeline> timeline;
   std::unique_ptr<Model> model;
@@ -49,10 +54,12 @@ struct RankBackend {
 std::unique_ptr<RankBackend> make_cpu_rank_backend(const ModelSpec& model);
 
 /// GPU rank: device = local rank, NCCL communicator (bootstrapped from the launcher's environment or, under
-/// mpirun/srun, through MPI), bf16 model (MLP or GPT), CUDA-event timeline, streams at `priority`. Throws
+/// mpirun/srun, through MPI), bf16 model (MLP or GPT), CUDA-event timeline, streams at `priority`; with
+/// `cuda_graph`, a step replayer (gpu/step_graph.h) the timeline and communicator record through. Throws
 /// core::Error in CPU-only builds, when the local rank has no GPU, or when NCCL initialisation fails.
 std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model,
-                                                   StreamPriority priority = StreamPriority::equal);
+                                                   StreamPriority priority = StreamPriority::equal,
+                                                   bool cuda_graph = false);
 
 /// The collective benchmark on this GPU rank (NCCL), bootstrapped like make_gpu_rank_backend. Throws
 /// core::Error in CPU-only builds or when NCCL initialisation fails.

@@ -20,7 +20,7 @@ std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend() {
   return nullptr;
 }
 
-std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec&, StreamPriority) {
+std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec&, StreamPriority, bool) {
   gpu_launch_environment();
   return nullptr;
 }

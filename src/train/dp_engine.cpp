@@ -9,9 +9,12 @@
 namespace scalescope::train {
 
 DataParallelEngine::DataParallelEngine(Model& model, comm::Communicator& comm, Timeline& timeline,
-                                       EngineOptions options)
+                                       EngineOptions options, StepReplay* replay)
     : model_(model), comm_(comm), timeline_(timeline), options_(options),
-      plan_(BucketPlan::build(model.parameters(), options.buckets)) {
+      plan_(BucketPlan::build(model.parameters(), options.buckets)), replay_(replay) {
+  if (replay_ != nullptr && !model_.replayable())
+    throw core::UsageError(fmt::format("the model {} cannot be captured and replayed (CUDA graphs)", model_.describe()),
+                           "drop --cuda-graph, or use a GPT model on GPU ranks");
   gradients_ = model_.allocate_gradients(plan_.parameter_offset, plan_.total_numel);
   pending_.resize(plan_.buckets.size());
 }
@@ -33,11 +36,51 @@ void DataParallelEngine::on_gradient_ready(std::size_t parameter) {
 
 void DataParallelEngine::launch_ready_buckets() {
   // Buckets are launched strictly in order: every rank must issue the same collectives in the same order.
-  while (next_bucket_ < plan_.buckets.size() && pending_[next_bucket_] == 0) {
-    const auto& b = plan_.buckets[next_bucket_];
-    comm_.start_all_reduce(gradients_ + b.offset, b.numel, options_.gradient_reduction);
-    ++next_bucket_;
+  while (next_bucket_ < plan_.buckets.size() && pending_[next_bucket_] == 0) start_bucket(next_bucket_++);
+}
+
+void DataParallelEngine::start_bucket(std::size_t bucket) {
+  const auto& b = plan_.buckets[bucket];
+  comm_.start_all_reduce(gradients_ + b.offset, b.numel, options_.gradient_reduction);
+  if (capturing_) bookkeeping_.push_back({BookkeepingCall::all_reduce, bucket});
+}
+
+Marker DataParallelEngine::record_marker(BookkeepingCall::Kind kind) {
+  if (capturing_) bookkeeping_.push_back({kind, 0});
+  return timeline_.record();
+}
+
+void DataParallelEngine::issue_forward_backward_join(StepMarks& m) {
+  model_.forward();
+  m.forward_end = record_marker(BookkeepingCall::forward_end);
+  model_.backward([this](std::size_t p) { on_gradient_ready(p); });
+  m.backward_end = record_marker(BookkeepingCall::backward_end);
+  if (ready_parameters_ != plan_.parameter_offset.size())
+    throw core::Error(fmt::format("backward reported {} of {} parameter gradients", ready_parameters_,
+                                  plan_.parameter_offset.size()));
+  launch_ready_buckets();  // without overlap: everything starts now; with overlap: nothing is left
+  comm_.join();
+  if (capturing_) bookkeeping_.push_back({BookkeepingCall::join, 0});
+  m.comm_end = record_marker(BookkeepingCall::comm_end);
+}
+
+void DataParallelEngine::replay_forward_backward_join(StepMarks& m) {
+  replay_->begin_replay();
+  for (const auto& call : bookkeeping_) {
+    switch (call.kind) {
+      case BookkeepingCall::forward_end: m.forward_end = timeline_.record(); break;
+      case BookkeepingCall::backward_end: m.backward_end = timeline_.record(); break;
+      case BookkeepingCall::comm_end: m.comm_end = timeline_.record(); break;
+      case BookkeepingCall::all_reduce: {
+        const auto& b = plan_.buckets[call.bucket];
+        comm_.start_all_reduce(gradients_ + b.offset, b.numel, options_.gradient_reduction);
+        break;
+      }
+      case BookkeepingCall::join: comm_.join(); break;
+    }
   }
+  replay_->launch();
+  model_.log_replayed_loss();
 }
 
 void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seconds, const AdamWConfig& adamw) {
@@ -54,16 +97,41 @@ void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seco
   model_.stage_batch(batch);
   m.staged = timeline_.record();
   const auto host_staged = Clock::now();
-  model_.forward();
-  m.forward_end = timeline_.record();
-  model_.backward([this](std::size_t p) { on_gradient_ready(p); });
-  m.backward_end = timeline_.record();
-  if (ready_parameters_ != plan_.parameter_offset.size())
-    throw core::Error(fmt::format("backward reported {} of {} parameter gradients", ready_parameters_,
-                                  plan_.parameter_offset.size()));
-  launch_ready_buckets();  // without overlap: everything starts now; with overlap: nothing is left
-  comm_.join();
-  m.comm_end = timeline_.record();
+  const std::pair<int, int> shape{batch.rows, batch.row_tokens};
+  if (replay_ != nullptr && shape != shape_) {  // the record holds the old shape's addresses and sizes
+    if (captured_) replay_->reset();
+    captured_ = false;
+    shape_ = shape;
+    eager_since_shape_ = 0;
+  }
+  if (replay_ != nullptr && captured_) {
+    replay_forward_backward_join(m);
+    ++replay_counts_.replayed;
+  } else if (replay_ != nullptr && eager_since_shape_ >= kEagerStepsBeforeCapture) {
+    bookkeeping_.clear();
+    capturing_ = true;
+    try {
+      replay_->begin_capture();
+      issue_forward_backward_join(m);
+      capturing_ = false;
+      replay_->end_capture();
+    } catch (...) {
+      capturing_ = false;
+      try {
+        replay_->reset();  // ends an unfinished capture; the error being thrown says what went wrong
+      } catch (...) {
+      }
+      throw;
+    }
+    captured_ = true;
+    replay_->launch();  // the capture ran nothing: this step's work runs now, timed by the captured events
+    model_.log_replayed_loss();
+    ++replay_counts_.captured;
+  } else {
+    issue_forward_backward_join(m);
+    ++eager_since_shape_;
+    ++replay_counts_.eager;
+  }
   model_.optimizer_step(adamw);
   m.optimizer_end = timeline_.record();
   const auto host_end = Clock::now();

@@ -8,11 +8,13 @@
 // Backend-neutral: the same engine drives CPU ranks (MPI) and GPU ranks (NCCL).
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "train/bucket_plan.h"
 #include "train/model.h"
+#include "train/step_replay.h"
 #include "train/timeline.h"
 
 namespace scalescope::train {
@@ -56,9 +58,19 @@ struct EngineOptions {
 
 class DataParallelEngine {
  public:
+  /// Eager steps before the step is captured for replay: the first calls of each GEMM shape choose and time
+  /// cuBLASLt's algorithms and NCCL connects its peers lazily on the first collectives, neither of which may
+  /// happen inside a capture.
+  static constexpr int kEagerStepsBeforeCapture = 3;
+
   /// Builds the bucket plan and allocates the model's flat gradient buffer. The references must outlive
-  /// the engine. Throws core::Error from the model or plan (e.g. a zero bucket size).
-  DataParallelEngine(Model& model, comm::Communicator& comm, Timeline& timeline, EngineOptions options);
+  /// the engine. With `replay` (GPU ranks, --cuda-graph; not owned, outlives the engine) the step's forward,
+  /// backward, all-reduces and join are captured once after kEagerStepsBeforeCapture eager steps and replayed
+  /// after that, recaptured when the batch shape changes; the optimizer and the batch copy stay eager. Throws
+  /// core::Error from the model or plan (e.g. a zero bucket size), core::UsageError for `replay` with a model
+  /// that cannot be replayed (Model::replayable()).
+  DataParallelEngine(Model& model, comm::Communicator& comm, Timeline& timeline, EngineOptions options,
+                     StepReplay* replay = nullptr);
 
   /// Broadcasts rank 0's parameters to every rank (DDP does this at construction), so all replicas start
   /// equal even if their initialisation differed.
@@ -66,6 +78,7 @@ class DataParallelEngine {
 
   /// One synchronous-SGD step on this rank's batch: stage, forward, backward with bucketed all-reduces,
   /// wait for communication, AdamW. On GPU it returns once the work is issued (no host synchronisation).
+  /// Replayed steps (see the constructor) time the same phases with the same markers.
   /// `data_wait_seconds` is the host time spent waiting for this batch (from the loader).
   void step(const TokenBatchView& batch, double data_wait_seconds, const AdamWConfig& adamw);
 
@@ -74,16 +87,31 @@ class DataParallelEngine {
 
   const BucketPlan& plan() const { return plan_; }
   const EngineOptions& options() const { return options_; }
+  /// Steps issued eagerly, captured, and replayed so far (a captured step also runs, launched once).
+  struct ReplayCounts {
+    int eager = 0, captured = 0, replayed = 0;
+  };
+  const ReplayCounts& replay_counts() const { return replay_counts_; }
 
  private:
-  void on_gradient_ready(std::size_t parameter);
-  void launch_ready_buckets();
-
   struct StepMarks {
     Marker begin, staged, forward_end, backward_end, comm_end, optimizer_end;
     double data_wait;
     double host_stage, host_issue;  // steady-clock seconds (StepTiming's fields of the same names)
   };
+  /// What a replayed step repeats, in capture order: the timeline markers after staging, the all-reduce starts
+  /// (by bucket) and the join. The timing events they name are bound to the record's event nodes in this order.
+  struct BookkeepingCall {
+    enum Kind { forward_end, backward_end, comm_end, all_reduce, join } kind;
+    std::size_t bucket = 0;
+  };
+
+  void on_gradient_ready(std::size_t parameter);
+  void launch_ready_buckets();
+  void start_bucket(std::size_t bucket);
+  Marker record_marker(BookkeepingCall::Kind kind);
+  void issue_forward_backward_join(StepMarks& m);
+  void replay_forward_backward_join(StepMarks& m);
 
   Model& model_;
   comm::Communicator& comm_;
@@ -95,6 +123,14 @@ class DataParallelEngine {
   std::size_t next_bucket_ = 0;           // next bucket to launch (buckets start in order, as NCCL needs)
   std::size_t ready_parameters_ = 0;
   std::vector<StepMarks> marks_;
+
+  StepReplay* replay_ = nullptr;
+  bool capturing_ = false;
+  bool captured_ = false;                   // a record for `shape_` exists
+  std::pair<int, int> shape_{-1, -1};       // rows, row tokens of the last step
+  int eager_since_shape_ = 0;               // eager steps of the current batch shape
+  std::vector<BookkeepingCall> bookkeeping_;  // recorded while capturing
+  ReplayCounts replay_counts_;
 };
 
 }  // namespace scalescope::train

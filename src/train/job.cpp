@@ -191,6 +191,12 @@ void TrainJobConfig::validate() const {
     throw core::UsageError(fmt::format("--stream-priority {} needs GPU ranks: CPU ranks have no CUDA streams",
                                        to_string(stream_priority)),
                            "drop --stream-priority or use --backend gpu");
+  if (cuda_graph && backend == BackendKind::cpu)
+    throw core::UsageError("--cuda-graph needs GPU ranks: it captures the step's CUDA work into a graph",
+                           "drop --cuda-graph or use --backend gpu");
+  if (cuda_graph && model.family != ModelFamily::gpt)
+    throw core::UsageError(fmt::format("--cuda-graph needs a GPT model; {} is an MLP", model.name),
+                           "drop --cuda-graph or pick a GPT preset (--model gpt2-124m)");
   if (backend == BackendKind::cpu && !kernel_trace_dir.empty())
     throw core::UsageError("--kernel-trace needs GPU ranks: it records GPU kernels (CUPTI)",
                            "drop --kernel-trace or use --backend gpu");
@@ -219,6 +225,7 @@ void to_json(nlohmann::json& j, const TrainJobConfig& c) {
        {"overlap", c.engine.overlap},
        {"gradient_reduction", c.engine.gradient_reduction == comm::ReduceOp::average ? "average" : "sum"},
        {"stream_priority", to_string(c.stream_priority)},
+       {"cuda_graph", c.cuda_graph},
        {"data", c.data},
        {"data_seed", c.data_seed},
        {"protocol", {{"warmup_rounds", c.protocol.warmup_rounds}, {"timed_rounds", c.protocol.timed_rounds},
@@ -243,6 +250,7 @@ void from_json(const nlohmann::json& j, TrainJobConfig& c) {
   c.engine.gradient_reduction = j.at("gradient_reduction") == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
   // Results written before the option existed ran with equal priorities.
   c.stream_priority = parse_stream_priority(j.value("stream_priority", std::string("equal")));
+  c.cuda_graph = j.value("cuda_graph", false);  // absent in results older than the option
   c.data = j.at("data");
   c.data_seed = j.at("data_seed");
   const auto& p = j.at("protocol");
@@ -412,7 +420,8 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   config.validate();
   const auto fault = parse_fault(config.fault);
   auto backend = config.backend == BackendKind::cpu ? make_cpu_rank_backend(config.model)
-                                                    : make_gpu_rank_backend(config.model, config.stream_priority);
+                                                    : make_gpu_rank_backend(config.model, config.stream_priority,
+                                                                            config.cuda_graph);
   comm::Communicator& comm = *backend->comm;
   Model& model = *backend->model;
   Timeline& timeline = *backend->timeline;
@@ -428,7 +437,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
                       "rebuild on a machine whose CUDA toolkit has CUPTI (libcupti), or drop --kernel-trace");
   TextCorpus corpus = load_corpus(config, model.row_tokens());
   BatchSampler sampler(corpus, model.row_tokens(), config.data_seed);
-  DataParallelEngine engine(model, comm, timeline, config.engine);
+  DataParallelEngine engine(model, comm, timeline, config.engine, backend->step_replay.get());
   engine.broadcast_initial_parameters();
   const int rows = config.rows_per_rank();
   BatchLoader loader(sampler, rank * rows, rows);

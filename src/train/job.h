@@ -32,6 +32,9 @@ struct TrainJobConfig {
   core::ScalingMode mode = core::ScalingMode::weak;
   EngineOptions engine;
   StreamPriority stream_priority = StreamPriority::equal;  ///< GPU ranks only (backend.h)
+  /// GPU ranks, GPT: capture the step's forward, backward, all-reduces and join into a CUDA graph after
+  /// DataParallelEngine::kEagerStepsBeforeCapture eager steps and replay it (train/step_replay.h).
+  bool cuda_graph = false;
   std::string data;  ///< "" = default text corpus, "synthetic", or a file/directory path
   core::MeasurementProtocol protocol;
   AdamWConfig adamw;

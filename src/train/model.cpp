@@ -8,6 +8,10 @@
 
 namespace scalescope::train {
 
+void Model::log_replayed_loss() {
+  throw std::logic_error(describe() + ": log_replayed_loss on a model that cannot be replayed");
+}
+
 void check_gradient_offsets(const std::vector<ParameterInfo>& layout, const std::vector<std::size_t>& offsets,
                             std::size_t total_elements) {
   if (offsets.size() != layout.size()) throw std::invalid_argument("allocate_gradients: expected one offset per parameter");

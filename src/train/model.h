@@ -87,6 +87,14 @@ class Model {
   /// Losses of the forward passes since the last call, in order. Blocks until they are computed.
   virtual std::vector<float> take_losses() = 0;
 
+  /// Whether forward() and backward() may be captured once and replayed (train/step_replay.h): they only
+  /// enqueue device work on the compute stream, at addresses fixed for one batch shape, and a forward() being
+  /// captured writes its loss to a fixed place instead of logging it. Default: no (CPU and MLP models).
+  virtual bool replayable() const { return false; }
+  /// After a captured or replayed forward ran (or was enqueued): logs the loss it wrote, so take_losses() returns
+  /// it as it returns an eager forward's. Only for replayable() models; the default throws std::logic_error.
+  virtual void log_replayed_loss();
+
   /// Host copies for tests and checkpoints: fp32 in forward order.
   virtual std::vector<float> parameters_to_host() = 0;
   virtual std::vector<float> gradients_to_host() = 0;  ///< the flat gradient buffer, engine layout

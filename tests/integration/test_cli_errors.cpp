@@ -57,6 +57,12 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   r = run_cli("train --backend cpu --model tiny-14m --keep-activations --rounds 1 -q");  // a GptCuda setting
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "needs GPU ranks");
+  r = run_cli("train --cuda-graph" + kQuick);  // CPU ranks issue no CUDA work to capture
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "--cuda-graph needs GPU ranks");
+  r = run_cli("doctor --backend gpu --model mlp-1m --cuda-graph -q");  // refused before any GPU is looked for
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "--cuda-graph needs a GPT model");
   r = run_cli("train --keep-activations" + kQuick);  // the MLP has nothing to recompute
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "applies to GPT presets");

@@ -82,6 +82,9 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   app.add_option("--bucket-cap-mb", f.bucket_cap_mib, "gradient bucket cap, MiB (DDP's bucket_cap_mb, default 25)")
       ->check(number_check(false))->capture_default_str();
   app.add_flag("--no-overlap", f.no_overlap, "start the all-reduces only after the whole backward");
+  app.add_flag("--cuda-graph", f.cuda_graph,
+               "GPU, GPT: capture each step's forward, backward and all-reduces into a CUDA graph after 3 eager "
+               "steps and replay it (fewer launch gaps between kernels; phases stay timed by CUDA events)");
   app.add_option("--stream-priority", f.stream_priority,
                  "GPU: which CUDA stream the GPU schedules first while all-reduces overlap backward: equal (as "
                  "PyTorch DDP), comm (NCCL's, like ProcessGroupNCCL's is_high_priority_stream) or compute")
@@ -148,6 +151,7 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   c.engine.buckets.bucket_cap_bytes = mib(bucket_cap_mib, "--bucket-cap-mb");
   c.engine.overlap = !no_overlap;
   c.stream_priority = train::parse_stream_priority(stream_priority);
+  c.cuda_graph = cuda_graph;
   c.engine.gradient_reduction = gradient_reduction == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
   // SCALESCOPE_DATA names the default text where /usr/share/games/fortunes cannot be installed.
   const char* env_data = std::getenv("SCALESCOPE_DATA");

@@ -20,6 +20,7 @@ struct WorkloadFlags {
   double first_bucket_mib = 1.0;
   double bucket_cap_mib = 25.0;
   bool no_overlap = false;
+  bool cuda_graph = false;
   std::string data;
   int warmup_rounds = 3, timed_rounds = 5, steps_per_round = 10;
   double learning_rate = 1e-3;  ///< parsed as a double so that a value beyond float is named, not "inf"

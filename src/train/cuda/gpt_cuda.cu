@@ -186,6 +186,7 @@ struct GptCuda::State {
   std::size_t workspace_floats = 0;
 
   cuda::DeviceLossLog losses;
+  DeviceArray<float> replay_loss;  // [1]: where a forward being captured into a CUDA graph writes its loss
   bool forward_done = false;
   std::int64_t step = 0;
 };
@@ -280,6 +281,7 @@ GptCuda::GptCuda(const GptConfig& config, cudaStream_t compute_stream)
   s.shadow.resize(shadow_at);
   s.tensor_slots_device.resize(s.tensor_slots.size());
   s.chunks_device.resize(s.chunks.size());
+  s.replay_loss.resize(1);
   SCALESCOPE_CUDA_CHECK(cudaEventCreateWithFlags(&s.staged, cudaEventDisableTiming));
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.adam_m.get(), 0, at * sizeof(float), s.stream));
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(s.adam_v.get(), 0, at * sizeof(float), s.stream));
@@ -341,7 +343,12 @@ void GptCuda::stage_batch(const TokenBatchView& batch) {
 void GptCuda::forward() {
   State& s = *s_;
   if (s.rows == 0) throw std::logic_error("GptCuda::forward before stage_batch");
-  float* loss = s.losses.next_slot("GptCuda");
+  // A forward captured for replay runs many times: its loss goes to one fixed place, logged after each run by
+  // log_replayed_loss(); an eager forward writes straight into the log.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  SCALESCOPE_CUDA_CHECK(cudaStreamIsCapturing(s.stream, &capture));
+  const bool captured = capture != cudaStreamCaptureStatusNone;
+  float* loss = captured ? s.replay_loss.get() : s.losses.next_slot("GptCuda");
   const GptConfig& c = s.config;
   const int B = s.rows, T = c.seq, d = c.d_model, f = c.ffn;
   const int R = B * T;
@@ -378,7 +385,7 @@ void GptCuda::forward() {
   s.gemm.run(s.stream, head);
   k::cross_entropy(s.stream, s.logits, s.vocab_padded, s.tokens, B, T, c.vocab, 1.0f / static_cast<float>(R), s.position_losses);
   k::mean(s.stream, s.position_losses, z(R), loss);
-  s.losses.commit();
+  if (!captured) s.losses.commit();
   s.forward_done = true;
 }
 
@@ -475,6 +482,13 @@ void GptCuda::optimizer_step(const AdamWConfig& config) {
   const AdamWStep step = adamw_step(config, s.step);
   k::adamw(s.stream, s.tensor_slots_device.get(), s.chunks_device.get(), static_cast<int>(s.chunks.size()), s.params.get(),
            s.grads.get(), s.adam_m.get(), s.adam_v.get(), s.shadow.get(), step);
+}
+
+void GptCuda::log_replayed_loss() {
+  State& s = *s_;
+  SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(s.losses.next_slot("GptCuda"), s.replay_loss.get(), sizeof(float),
+                                        cudaMemcpyDeviceToDevice, s.stream));
+  s.losses.commit();
 }
 
 std::vector<float> GptCuda::take_losses() {

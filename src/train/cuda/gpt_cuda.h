@@ -87,6 +87,11 @@ class GptCuda final : public Model {
   void optimizer_step(const AdamWConfig& config) override;
   /// Copies the per-step losses back; synchronises the compute stream.
   std::vector<float> take_losses() override;
+  /// forward() and backward() only enqueue work on the compute stream at addresses fixed for one batch shape
+  /// (stage_batch() reallocates for a larger one), so they can be captured into a CUDA graph.
+  bool replayable() const override { return true; }
+  /// Enqueues the copy of the loss a captured forward wrote (a fixed device float) into the loss log.
+  void log_replayed_loss() override;
 
   /// Both synchronise the compute stream.
   std::vector<float> parameters_to_host() override;

@@ -177,7 +177,11 @@ const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g, cudaStre
 
   // cuBLASLt's first choice with the workspace; with autotuning, its first few with and without the workspace
   // (those need no memset of it before each call), timed on this GEMM's own operands.
-  const bool tune = autotune_;
+  // Timing synchronises, which a stream being captured into a CUDA graph must not do: a shape first seen there
+  // takes cuBLASLt's first choice (the engine captures only after eager steps have planned every shape).
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  SCALESCOPE_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  const bool tune = autotune_ && capture == cudaStreamCaptureStatusNone;
   cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
   std::vector<cublasLtMatmulHeuristicResult_t> candidates = heuristics(p, key, workspace_bytes_, tune ? 4 : 1, st);
   if (tune && workspace_bytes_ > 0) {

@@ -65,7 +65,7 @@ inline GemmSpec packed_gemm(int m, int n, int k, const __nv_bfloat16* a, const _
 /// time per call) on that call's own operands, 5 calls each, and keeps the fastest — the autotuning of
 /// cuBLASLt's documentation, with the memsets counted. Measured on H200 (bench/RESULTS.md, "GEMM autotuning"):
 /// tiny-14m −3 %, gpt2-124m −1.3 % step time, gpt-1.3b unchanged. SCALESCOPE_GEMM_AUTOTUNE=0 takes cuBLASLt's
-/// first choice instead.
+/// first choice instead, as does a shape first seen while the stream is captured into a CUDA graph.
 class LtMatmul {
  public:
   /// Throws core::Error if cuBLASLt or the workspace allocation fails.

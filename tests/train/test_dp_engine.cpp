@@ -1,0 +1,248 @@
+// DataParallelEngine's step replay (train/step_replay.h), with a model, communicator, timeline and replayer that
+// only log what the engine asks of them: when it captures, that a replayed step repeats exactly the timeline
+// markers and all-reduce starts of the captured one in the same order (the CUDA graph binds its timing events
+// by that order), that it issues no model work while replaying, and that a new batch shape starts over.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "train/dp_engine.h"
+
+namespace scalescope::train {
+namespace {
+
+using Log = std::vector<std::string>;
+
+class LoggingTimeline final : public Timeline {
+ public:
+  explicit LoggingTimeline(Log& log) : log_(log) {}
+  Marker record() override {
+    log_.push_back("marker");
+    return next_++;
+  }
+  double seconds_between(Marker from, Marker to) override { return 1e-3 * (to - from); }
+  void synchronize() override {}
+  void clear() override { next_ = 0; }
+  bool is_device_time() const override { return true; }
+
+ private:
+  Log& log_;
+  Marker next_ = 0;
+};
+
+class LoggingCommunicator final : public comm::Communicator {
+ public:
+  explicit LoggingCommunicator(Log& log) : log_(log) {}
+  std::string backend() const override { return "logging"; }
+  const comm::RankInfo& rank_info() const override { return info_; }
+  void start_all_reduce(float*, std::size_t count, comm::ReduceOp) override {
+    log_.push_back("all-reduce " + std::to_string(count));
+    counts_.push_back(count);
+  }
+  void join() override { log_.push_back("join"); }
+  std::vector<comm::CollectiveTiming> take_timings() override {
+    std::vector<comm::CollectiveTiming> out;
+    for (std::size_t c : counts_) out.push_back({c * sizeof(float), 1e-4});
+    counts_.clear();
+    return out;
+  }
+  void broadcast(float*, std::size_t, int) override {}
+  std::vector<double> all_gather_host(const std::vector<double>& v) override { return v; }
+  void barrier() override {}
+
+ private:
+  Log& log_;
+  comm::RankInfo info_{0, 2, 0};
+  std::vector<std::size_t> counts_;
+};
+
+/// Three parameters of 1000, 2000 and 3000 floats: with 8 KB buckets, one bucket each, in backward order.
+class LoggingModel final : public Model {
+ public:
+  LoggingModel(Log& log, bool replayable) : log_(log), replayable_(replayable) {}
+  std::string describe() const override { return "logging model"; }
+  const std::vector<ParameterInfo>& parameters() const override { return params_; }
+  double flops_per_token() const override { return 1; }
+  int row_tokens() const override { return 5; }
+  int predictions_per_row() const override { return 4; }
+  float* allocate_gradients(const std::vector<std::size_t>&, std::size_t total) override {
+    grads_.assign(total, 0.0f);
+    return grads_.data();
+  }
+  float* flat_parameters() override { return nullptr; }
+  void parameters_changed() override {}
+  void stage_batch(const TokenBatchView& b) override { log_.push_back("stage " + std::to_string(b.rows)); }
+  void forward() override { log_.push_back("forward"); }
+  void backward(const std::function<void(std::size_t)>& ready) override {
+    log_.push_back("backward");
+    for (std::size_t p = params_.size(); p-- > 0;) ready(p);
+  }
+  void optimizer_step(const AdamWConfig&) override { log_.push_back("optimizer"); }
+  std::vector<float> take_losses() override { return {}; }
+  std::vector<float> parameters_to_host() override { return {}; }
+  std::vector<float> gradients_to_host() override { return grads_; }
+  bool replayable() const override { return replayable_; }
+  void log_replayed_loss() override { log_.push_back("log loss"); }
+
+ private:
+  Log& log_;
+  bool replayable_;
+  std::vector<ParameterInfo> params_{{"p0", 1000}, {"p1", 2000}, {"p2", 3000}};
+  std::vector<float> grads_;
+};
+
+class LoggingReplay final : public StepReplay {
+ public:
+  explicit LoggingReplay(Log& log) : log_(log) {}
+  void begin_capture() override { log_.push_back("begin capture"); }
+  void end_capture() override {
+    log_.push_back("end capture");
+    if (fail_capture) throw core::Error("capture invalidated");
+  }
+  void begin_replay() override {
+    log_.push_back("begin replay");
+    replaying_ = true;
+  }
+  void launch() override {
+    log_.push_back("launch");
+    replaying_ = false;
+  }
+  void reset() override { log_.push_back("reset"); }
+  bool replaying() const override { return replaying_; }
+  bool fail_capture = false;
+
+ private:
+  Log& log_;
+  bool replaying_ = false;
+};
+
+class EngineReplayTest : public ::testing::Test {
+ protected:
+  EngineOptions options(bool overlap) {
+    EngineOptions o;
+    o.buckets.first_bucket_bytes = 8000;
+    o.buckets.bucket_cap_bytes = 8000;
+    o.overlap = overlap;
+    return o;
+  }
+  /// The log of one step with `rows` rows.
+  Log step(DataParallelEngine& engine, int rows = 2) {
+    log_.clear();
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(rows) * 5, 1);
+    engine.step({rows, 5, tokens.data()}, 0.0, AdamWConfig{});
+    return log_;
+  }
+  /// The timeline and communicator calls of a step log, in order (what a replay must repeat).
+  static Log bookkeeping(const Log& log) {
+    Log out;
+    bool after_stage = false;
+    for (const auto& e : log) {
+      if (e.rfind("stage", 0) == 0) after_stage = true;
+      else if (e == "optimizer") break;
+      else if (after_stage && (e == "marker" || e == "join" || e.rfind("all-reduce", 0) == 0)) out.push_back(e);
+    }
+    return out;
+  }
+  static int count(const Log& log, const std::string& what) {
+    int n = 0;
+    for (const auto& e : log) n += e == what;
+    return n;
+  }
+
+  Log log_;
+  LoggingTimeline timeline_{log_};
+  LoggingCommunicator comm_{log_};
+  LoggingModel model_{log_, true};
+  LoggingReplay replay_{log_};
+};
+
+TEST_F(EngineReplayTest, WithoutAReplayerEveryStepIsIssued) {
+  DataParallelEngine engine(model_, comm_, timeline_, options(true));
+  for (int s = 0; s < 6; ++s) {
+    const Log l = step(engine);
+    EXPECT_EQ(count(l, "forward"), 1);
+    EXPECT_EQ(count(l, "begin capture") + count(l, "begin replay"), 0);
+  }
+  EXPECT_EQ(engine.take_step_timings().size(), 6u);
+}
+
+TEST_F(EngineReplayTest, CapturesAfterEagerStepsThenReplaysTheSameBookkeeping) {
+  for (bool overlap : {true, false}) {
+    SCOPED_TRACE(overlap ? "overlap" : "no overlap");
+    DataParallelEngine engine(model_, comm_, timeline_, options(overlap), &replay_);
+    ASSERT_EQ(engine.plan().buckets.size(), 3u);
+    for (int s = 0; s < DataParallelEngine::kEagerStepsBeforeCapture; ++s) {
+      const Log l = step(engine);
+      EXPECT_EQ(count(l, "forward"), 1);
+      EXPECT_EQ(count(l, "begin capture"), 0);
+    }
+    const Log captured = step(engine);
+    EXPECT_EQ(captured.front(), "marker");  // step begin, before the batch copy, stays eager
+    EXPECT_EQ(count(captured, "begin capture"), 1);
+    EXPECT_EQ(count(captured, "forward"), 1);
+    EXPECT_EQ(captured.back(), "marker");    // the optimizer's end, eager
+    // The capture ran nothing: it is launched at once, and its loss logged, before the optimizer.
+    const Log after_capture(std::find(captured.begin(), captured.end(), "end capture"), captured.end());
+    EXPECT_EQ(after_capture, (Log{"end capture", "launch", "log loss", "optimizer", "marker"}));
+    for (int s = 0; s < 3; ++s) {
+      const Log replayed = step(engine);
+      EXPECT_EQ(count(replayed, "forward") + count(replayed, "backward"), 0);
+      EXPECT_EQ(count(replayed, "stage 2"), 1);  // the batch copy stays eager
+      EXPECT_EQ(bookkeeping(replayed), bookkeeping(captured));
+      const Log tail(std::find(replayed.begin(), replayed.end(), "launch"), replayed.end());
+      EXPECT_EQ(tail, (Log{"launch", "log loss", "optimizer", "marker"}));
+    }
+    // Overlap decides where the all-reduces sit among the markers (after "staged" and "forward end": the first
+    // all-reduce, or "backward end"): replays must keep that order.
+    const Log b = bookkeeping(captured);
+    ASSERT_GE(b.size(), 3u);
+    EXPECT_EQ(b[2], overlap ? "all-reduce 3000" : "marker");
+    const auto timings = engine.take_step_timings();
+    ASSERT_EQ(timings.size(), 7u);
+    for (const auto& t : timings) {
+      EXPECT_EQ(t.all_reduce_count, 3);
+      EXPECT_EQ(t.all_reduce_bytes, 6000u * sizeof(float));
+      EXPECT_GT(t.forward, 0);
+      EXPECT_GT(t.backward, 0);
+    }
+    EXPECT_EQ(engine.replay_counts().eager, DataParallelEngine::kEagerStepsBeforeCapture);
+    EXPECT_EQ(engine.replay_counts().captured, 1);
+    EXPECT_EQ(engine.replay_counts().replayed, 3);
+  }
+}
+
+TEST_F(EngineReplayTest, ANewBatchShapeDropsTheRecordAndCapturesAgain) {
+  DataParallelEngine engine(model_, comm_, timeline_, options(true), &replay_);
+  for (int s = 0; s <= DataParallelEngine::kEagerStepsBeforeCapture; ++s) step(engine);
+  EXPECT_EQ(count(step(engine), "begin replay"), 1);
+  const Log changed = step(engine, 3);
+  EXPECT_EQ(count(changed, "reset"), 1);
+  EXPECT_EQ(count(changed, "forward"), 1);
+  EXPECT_EQ(count(changed, "begin capture") + count(changed, "begin replay"), 0);
+  for (int s = 1; s < DataParallelEngine::kEagerStepsBeforeCapture; ++s) EXPECT_EQ(count(step(engine, 3), "forward"), 1);
+  EXPECT_EQ(count(step(engine, 3), "begin capture"), 1);
+  EXPECT_EQ(count(step(engine, 3), "begin replay"), 1);
+  EXPECT_EQ(engine.take_step_timings().size(), 10u);  // 3 eager, capture, replay; 3 eager, capture, replay
+}
+
+TEST_F(EngineReplayTest, AFailedCaptureIsReportedAndReset) {
+  DataParallelEngine engine(model_, comm_, timeline_, options(true), &replay_);
+  for (int s = 0; s < DataParallelEngine::kEagerStepsBeforeCapture; ++s) step(engine);
+  replay_.fail_capture = true;
+  EXPECT_THROW(step(engine), core::Error);
+  EXPECT_EQ(count(log_, "reset"), 1);
+  EXPECT_EQ(count(log_, "launch"), 0);
+}
+
+TEST_F(EngineReplayTest, AModelThatCannotBeReplayedIsRefused) {
+  LoggingModel mlp(log_, false);
+  EXPECT_THROW(DataParallelEngine(mlp, comm_, timeline_, options(true), &replay_), core::UsageError);
+}
+
+}  // namespace
+}  // namespace scalescope::train
