@@ -83,31 +83,23 @@ void DataParallelEngine::replay_forward_backward_join(StepMarks& m) {
   model_.log_replayed_loss();
 }
 
-void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seconds, const AdamWConfig& adamw) {
-  for (std::size_t b = 0; b < plan_.buckets.size(); ++b) pending_[b] = plan_.buckets[b].parameters.size();
-  next_bucket_ = 0;
-  ready_parameters_ = 0;
-
-  using Clock = std::chrono::steady_clock;
-  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
-  StepMarks m{};
-  m.data_wait = data_wait_seconds;
-  const auto host_begin = Clock::now();
-  m.begin = timeline_.record();
-  model_.stage_batch(batch);
-  m.staged = timeline_.record();
-  const auto host_staged = Clock::now();
+void DataParallelEngine::forward_backward_join(const TokenBatchView& batch, StepMarks& m) {
+  if (replay_ == nullptr) {
+    issue_forward_backward_join(m);
+    ++replay_counts_.eager;
+    return;
+  }
   const std::pair<int, int> shape{batch.rows, batch.row_tokens};
-  if (replay_ != nullptr && shape != shape_) {  // the record holds the old shape's addresses and sizes
+  if (shape != shape_) {  // the record holds the old shape's addresses and sizes
     if (captured_) replay_->reset();
     captured_ = false;
     shape_ = shape;
     eager_since_shape_ = 0;
   }
-  if (replay_ != nullptr && captured_) {
+  if (captured_) {
     replay_forward_backward_join(m);
     ++replay_counts_.replayed;
-  } else if (replay_ != nullptr && eager_since_shape_ >= kEagerStepsBeforeCapture) {
+  } else if (eager_since_shape_ >= kEagerStepsBeforeCapture) {
     bookkeeping_.clear();
     capturing_ = true;
     try {
@@ -132,6 +124,23 @@ void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seco
     ++eager_since_shape_;
     ++replay_counts_.eager;
   }
+}
+
+void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seconds, const AdamWConfig& adamw) {
+  for (std::size_t b = 0; b < plan_.buckets.size(); ++b) pending_[b] = plan_.buckets[b].parameters.size();
+  next_bucket_ = 0;
+  ready_parameters_ = 0;
+
+  using Clock = std::chrono::steady_clock;
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  StepMarks m{};
+  m.data_wait = data_wait_seconds;
+  const auto host_begin = Clock::now();
+  m.begin = timeline_.record();
+  model_.stage_batch(batch);
+  m.staged = timeline_.record();
+  const auto host_staged = Clock::now();
+  forward_backward_join(batch, m);
   model_.optimizer_step(adamw);
   m.optimizer_end = timeline_.record();
   const auto host_end = Clock::now();

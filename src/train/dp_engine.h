@@ -110,6 +110,9 @@ class DataParallelEngine {
   void launch_ready_buckets();
   void start_bucket(std::size_t bucket);
   Marker record_marker(BookkeepingCall::Kind kind);
+  /// Forward, backward with the all-reduces, and the join: issued eagerly, captured (then launched once), or
+  /// replayed, as the replayer's state and the batch shape decide.
+  void forward_backward_join(const TokenBatchView& batch, StepMarks& m);
   void issue_forward_backward_join(StepMarks& m);
   void replay_forward_backward_join(StepMarks& m);
 
