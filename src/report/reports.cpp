@@ -37,7 +37,10 @@ std::string workload_line(const train::TrainResult& r, bool sweep) {
                      c.stream_priority == train::StreamPriority::equal
                          ? std::string()
                          : fmt::format(", {} stream first", train::to_string(c.stream_priority)),
-                     c.cuda_graph ? ", CUDA graph" : "");
+                     !c.cuda_graph ? std::string()
+                     : sweep       ? std::string(", CUDA graph")
+                                   : fmt::format(", CUDA graph ({} of {} timed steps replayed)", r.replayed_timed_steps,
+                                                 c.protocol.timed_rounds * c.protocol.steps_per_round));
 }
 
 }  // namespace

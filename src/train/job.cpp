@@ -193,7 +193,7 @@ void TrainJobConfig::validate() const {
                            "drop --stream-priority or use --backend gpu");
   if (cuda_graph && backend == BackendKind::cpu)
     throw core::UsageError("--cuda-graph needs GPU ranks: it captures the step's CUDA work into a graph",
-                           "drop --cuda-graph or use --backend gpu");
+                           "drop --cuda-graph, or run on GPU ranks (--backend gpu, on a machine with GPUs)");
   if (cuda_graph && model.family != ModelFamily::gpt)
     throw core::UsageError(fmt::format("--cuda-graph needs a GPT model; {} is an MLP", model.name),
                            "drop --cuda-graph or pick a GPT preset (--model gpt2-124m)");
@@ -321,7 +321,8 @@ void to_json(nlohmann::json& j, const TrainResult& r) {
        {"ranks", ranks},
        {"losses", r.losses},
        {"gradient_norms", r.gradient_norms},
-       {"replica_gradient_spread", r.replica_gradient_spread}};
+       {"replica_gradient_spread", r.replica_gradient_spread},
+       {"replayed_timed_steps", r.replayed_timed_steps}};
 }
 
 void from_json(const nlohmann::json& j, TrainResult& r) {
@@ -350,6 +351,7 @@ void from_json(const nlohmann::json& j, TrainResult& r) {
   r.losses = doubles_from_json(j.at("losses"));
   r.gradient_norms = doubles_from_json(j.at("gradient_norms"));
   r.replica_gradient_spread = j.at("replica_gradient_spread");
+  r.replayed_timed_steps = j.value("replayed_timed_steps", 0);  // absent in results older than --cuda-graph
 }
 
 void write_result_file(const std::string& path, const TrainResult& result) {
@@ -447,8 +449,14 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   std::vector<double> round_wall, step_totals, losses, gradient_norms;
   std::vector<StepTiming> timed_steps;
   std::int64_t step = 0;
+  if (config.cuda_graph && report && proto.warmup_rounds * proto.steps_per_round <= DataParallelEngine::kEagerStepsBeforeCapture)
+    std::fprintf(stderr, "scalescope: warning: --cuda-graph captures the step after %d eager steps, but the warm-up has "
+                 "only %d: the first timed steps run eagerly or are captured (the report counts the replayed ones)\n",
+                 DataParallelEngine::kEagerStepsBeforeCapture, proto.warmup_rounds * proto.steps_per_round);
+  int replayed_before_timed = 0;
   for (int round = 0; round < rounds; ++round) {
     const bool timed = round >= proto.warmup_rounds;
+    if (round == proto.warmup_rounds) replayed_before_timed = engine.replay_counts().replayed;
     timeline.synchronize();
     inject_late_start(fault, rank, step);
     // Every rank starts the round together (nccl-tests and PyTorch benchmarks do the same). Without this, the
@@ -478,6 +486,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
                    losses.empty() ? 0.0 : losses.back());
   }
 
+  const int replayed_timed_steps = engine.replay_counts().replayed - replayed_before_timed;
   if (!config.kernel_trace_dir.empty()) trace_one_round(config, *backend, engine, loader, rank);
 
   // Gather every rank's figures: [round wall step times | step totals | phase means | losses | grad norms].
@@ -501,6 +510,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   r.library_versions = backend->library_versions;
   r.timing_source = timeline.is_device_time() ? "cuda-events" : "steady-clock";
   r.data_description = corpus.description();
+  r.replayed_timed_steps = replayed_timed_steps;
   r.parameters = model.parameter_count();
   r.flops_per_token = model.flops_per_token();
   for (const auto& b : engine.plan().buckets) r.bucket_bytes.push_back(b.numel * sizeof(float));

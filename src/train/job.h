@@ -101,6 +101,9 @@ struct TrainResult {
   std::vector<double> gradient_norms;
   /// Largest relative difference between a rank's gradient norm and rank 0's: replicas must agree (~1e-7).
   double replica_gradient_spread = 0;
+  /// With --cuda-graph: how many of the timed steps were replayed from the graph (rank 0; every rank captures at
+  /// the same step). Fewer than all when the warm-up is shorter than the eager steps before the capture.
+  int replayed_timed_steps = 0;
   double tokens_per_second() const;
   /// All-reduce bandwidths of the gradient buckets (nccl-tests definitions: algbw = bytes / time,
   /// busbw = algbw × 2(n−1)/n for all-reduce), GB/s with GB = 1e9.

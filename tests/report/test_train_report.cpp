@@ -1,0 +1,49 @@
+// The train report's workload line and the result file say whether the step was replayed from a CUDA graph, and
+// how many timed steps really were (a short warm-up leaves the first timed steps eager or captured).
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "report/reports.h"
+#include "train/job.h"
+
+namespace scalescope {
+namespace {
+
+train::TrainResult graph_result(int replayed) {
+  train::TrainResult r;
+  r.config.backend = train::BackendKind::gpu;
+  r.config.model = train::ModelSpec::from_preset("tiny-14m", {});
+  r.config.cuda_graph = true;
+  r.config.protocol.timed_rounds = 5;
+  r.config.protocol.steps_per_round = 10;
+  r.replayed_timed_steps = replayed;
+  return r;
+}
+
+TEST(TrainReport, SaysHowManyTimedStepsWereReplayed) {
+  const std::string all = report::render_train_result(graph_result(50));
+  EXPECT_NE(all.find(", CUDA graph (50 of 50 timed steps replayed)"), std::string::npos) << all;
+  const std::string some = report::render_train_result(graph_result(48));
+  EXPECT_NE(some.find("(48 of 50 timed steps replayed)"), std::string::npos) << some;
+  train::TrainResult eager = graph_result(0);
+  eager.config.cuda_graph = false;
+  EXPECT_EQ(report::render_train_result(eager).find("CUDA graph"), std::string::npos);
+}
+
+TEST(TrainReport, ResultFilesKeepTheReplayCountAndOlderOnesLoad) {
+  nlohmann::json j = graph_result(47);
+  EXPECT_EQ(j.at("config").at("cuda_graph"), true);
+  const auto back = j.get<train::TrainResult>();
+  EXPECT_TRUE(back.config.cuda_graph);
+  EXPECT_EQ(back.replayed_timed_steps, 47);
+  j.erase("replayed_timed_steps");  // written before --cuda-graph existed
+  j.at("config").erase("cuda_graph");
+  const auto old = j.get<train::TrainResult>();
+  EXPECT_FALSE(old.config.cuda_graph);
+  EXPECT_EQ(old.replayed_timed_steps, 0);
+}
+
+}  // namespace
+}  // namespace scalescope
