@@ -71,6 +71,9 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "--kernel-trace needs GPU ranks");
   EXPECT_FALSE(std::filesystem::exists(dir / "traces")) << "a refused run made its trace directory";
+  r = run_cli("train --kernel-trace --no-overlap" + kQuick);  // CLI11 gives the option the next word
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "looks like a flag");
   r = run_cli("train --kernel-trace ''" + kQuick);
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "--kernel-trace needs a directory name");
