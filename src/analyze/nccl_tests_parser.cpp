@@ -324,6 +324,26 @@ std::optional<long long> flag_value(const std::vector<std::string_view>& tok, st
   return std::nullopt;
 }
 
+// The header line `scalescope comm` prints above each table it reports ("# scalescope comm (mpi): all_reduce_perf,
+// 2 rank(s)", or "# nccl-tests (file): …" when it re-reports a file), so that its own output reads back. `tok` are
+// the words after the '#'. `how` stays empty: the rank count comes from a report header, not a command line.
+std::optional<CommandLine> parse_report_header(const std::vector<std::string_view>& tok, int line) {
+  for (std::size_t p = 1; p + 2 < tok.size(); ++p) {
+    const std::string_view word = tok[p];
+    if (!tok[p - 1].ends_with("):") && tok[p - 1] != "comm:") continue;
+    if (!word.ends_with("_perf,") || tok[p + 2] != "rank(s)") continue;
+    auto c = comm::parse_collective(word.substr(0, word.size() - 6));
+    if (!c) return std::nullopt;
+    CommandLine cl;
+    cl.line = line;
+    cl.collective = *c;
+    long long ranks = 0;
+    if (parse_i64(tok[p + 1], ranks) && ranks > 0 && ranks < 10'000'000) cl.ranks = ranks;
+    return cl;
+  }
+  return std::nullopt;
+}
+
 // A command line naming an nccl-tests program ("./build/all_reduce_perf -g 2", "mpirun -np 16 … alltoall_perf").
 std::optional<CommandLine> parse_command_line(const std::vector<std::string_view>& tok, int line) {
   for (std::size_t p = 0; p < tok.size(); ++p) {
@@ -495,7 +515,10 @@ class Parser {
     if (content.find("(B)") != std::string_view::npos || content.find("(GB/s)") != std::string_view::npos ||
         content.find("out-of-place") != std::string_view::npos || content.find("in-place") != std::string_view::npos)
       return;  // units line, section line (possibly a cut fragment of one)
-    if (comment) return;
+    if (comment) {
+      if (auto header = parse_report_header(tok, number)) programs_.push_back(*header);
+      return;
+    }
 
     if (read_row(number, tok)) return;
     if (auto cl = parse_command_line(tok, number)) {
@@ -860,7 +883,10 @@ class Parser {
     const bool columns_pin = have_columns && columns.lo == columns.hi;
     if (!n && n_command) {
       n = n_command;
-      warn(n_command_line, fmt::format("ranks: no device list; {} taken from this command line ({})", *n, n_command_how));
+      warn(n_command_line, n_command_how.empty()
+                               ? fmt::format("ranks: no device list; {} taken from scalescope's report header", *n)
+                               : fmt::format("ranks: no device list; {} taken from this command line ({})", *n,
+                                             n_command_how));
     }
     if (!n && log_nranks_) {
       n = log_nranks_;

@@ -386,3 +386,30 @@ TEST(NcclTestsParser, ReadFileNamesAMissingPath) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/out.txt"), std::string::npos);
   }
 }
+
+// scalescope comm's own output reads back: its header line names the program and the rank count, which its
+// table (no device list) does not.
+TEST(NcclTestsParser, ScalescopeCommsOwnHeaderNamesTheCollectiveAndRanks) {
+  const std::string text =
+      "# scalescope comm: mpi backend, 2 rank(s), Open MPI v4.1.4, rank 0 on cpu (host memory)\n"
+      "# scalescope comm (mpi): all_reduce_perf, 2 rank(s)\n"
+      "#\n"
+      "#                                                              out-of-place                       in-place\n"
+      "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n"
+      "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n"
+      "        1024           256     float     sum      -1     2.49    0.41    0.41       0     1.00    1.02    1.02       0\n"
+      "        2048           512     float     sum      -1     1.07    1.92    1.92       0     1.10    1.86    1.86       0\n";
+  auto s = parse_nccl_tests(text, "ar.log");
+  EXPECT_EQ(s.collective, Collective::all_reduce);
+  EXPECT_EQ(s.ranks, 2);
+  for (const auto& w : s.warnings) EXPECT_EQ(w.find("cannot tell the collective"), std::string::npos) << w;
+  // The header decides between the collectives whose columns look alike (all-reduce and send/recv at n = 2).
+  std::string sendrecv = text;
+  sendrecv.replace(sendrecv.find("all_reduce_perf"), 15, "sendrecv_perf");
+  EXPECT_EQ(parse_nccl_tests(sendrecv, "sr.log").collective, Collective::send_recv);
+  // Re-reported nccl-tests files carry the same header; an unknown rank count names the collective only.
+  std::string unknown = text;
+  unknown.replace(unknown.find("scalescope comm (mpi)"), 21, "nccl-tests (x.log)");
+  unknown.replace(unknown.find("_perf, 2 rank(s)"), 16, "_perf, unknown rank(s)");
+  EXPECT_EQ(parse_nccl_tests(unknown, "x").collective, Collective::all_reduce);
+}
