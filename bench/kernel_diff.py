@@ -6,12 +6,17 @@ usage: kernel_diff.py BASE_TRACE.json OTHER_TRACE.json [TOP]
 Each trace is one rank's file (DIR/rank<R>.json). For every kernel name: its summed duration per step (the
 steps are the ProfilerStep#N annotations; kernels are counted whole, by the step count), in both runs and the
 difference, largest absolute difference first; then the totals of compute kernels, NCCL kernels, and the idle
-time between consecutive compute kernels on the busiest stream (launch gaps), all ms per step; then the CUDA
-API calls per step that put work on a stream (launches, memsets, events).
+time between consecutive compute kernels on the busiest stream (launch gaps), all ms per step; then the kernel
+boundaries with all streams merged (a CUDA graph spreads one stream's kernels over several): compute kernels per
+step, the time no compute kernel runs in gaps shorter than 50 µs (ms per step) and the median such gap (µs);
+then the CUDA API calls per step that put work on a stream (launches, memsets, events).
 """
 import collections
 import json
+import statistics
 import sys
+
+BOUNDARY_US = 50.0  # a gap shorter than this between compute kernels is a kernel boundary, not a wait
 
 
 def is_nccl(name):
@@ -47,10 +52,22 @@ def load(path):
             gaps += max(0.0, a1 - b0) / 1e3
     calls = collections.Counter(e["name"].split("_v")[0] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
     load.calls[path] = {n: c / steps for n, c in calls.items()}
+    # All streams merged: the gaps in the union of the compute kernels' intervals.
+    compute = sorted((k["ts"], k["ts"] + k["dur"]) for k in kernels if not is_nccl(k["name"]))
+    boundary = []
+    if compute:
+        end = compute[0][1]
+        for a, b in compute[1:]:
+            if end < a < end + BOUNDARY_US:
+                boundary.append(a - end)
+            end = max(end, b)
+    load.boundaries[path] = (len(compute) / steps, sum(boundary) / 1e3 / steps,
+                             statistics.median(boundary) if boundary else 0.0)
     return {n: v / steps for n, v in per_name.items()}, gaps / steps, steps
 
 
 load.calls = {}
+load.boundaries = {}
 
 
 def main():
@@ -76,6 +93,10 @@ def main():
           f"{total(other, True) - total(base, True):+8.3f}")
     print(f"{'gaps between kernels on the compute stream':<70} {base_gaps:8.3f} {other_gaps:8.3f} "
           f"{other_gaps - base_gaps:+8.3f}")
+    (kb, ib, mb), (ko, io, mo) = load.boundaries[sys.argv[1]], load.boundaries[sys.argv[2]]
+    print(f"{'compute kernels per step':<70} {kb:8.1f} {ko:8.1f} {ko - kb:+8.1f}")
+    print(f"{'idle at kernel boundaries, all streams merged (gaps < 50 µs)':<70} {ib:8.3f} {io:8.3f} {io - ib:+8.3f}")
+    print(f"{'median gap at a kernel boundary, µs':<70} {mb:8.2f} {mo:8.2f} {mo - mb:+8.2f}")
     print(f"(steps: {nb} and {no})")
     a, b = load.calls[sys.argv[1]], load.calls[sys.argv[2]]
     for n in ("cuLaunchKernelEx", "cudaLaunchKernel", "cudaMemsetAsync", "cudaEventRecord", "cudaStreamWaitEvent"):
