@@ -188,7 +188,6 @@ struct RankData {
   Ivs compute, comm, h2d, other_copy, busy, dataloader, waits;
   std::vector<std::pair<Iv, std::size_t>> sync_gaps;  // idle gap → index into syncs of the first sync ending in it
   std::vector<Step> steps;
-  std::vector<Iv> compute_stream_kernels;  // by start
   std::optional<std::int64_t> base_time_ns;
   std::int64_t offset_ns = 0;  // added to local times for the common axis
 };
@@ -476,7 +475,6 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
     switch (op.cls) {
       case GpuClass::compute:
         compute.push_back(iv);
-        if (op.stream == out.compute_stream) d.compute_stream_kernels.push_back(iv);
         break;
       case GpuClass::comm: comm.push_back(iv); break;
       case GpuClass::h2d: h2d.push_back(iv); break;
@@ -761,18 +759,20 @@ StepTotals measure_step(const RankData& d, const Step& s, std::map<std::string, 
     ++grp.count;
     grp.blocked_ms += ms(sp.end - sp.begin);
   }
-  // Launch gaps: the compute stream idle between consecutive kernels that start in the window.
-  std::int64_t reach = INT64_MIN;
+  // Launch gaps: no compute kernel running, on any stream, between compute kernels that start in the window.
+  // All streams merged rather than the busiest stream alone: a CUDA graph (torch.compile's reduce-overhead,
+  // scalescope --cuda-graph) spreads one stream's kernels over several, so one stream shows the others' work
+  // as gaps. d.compute is the union of the compute kernels' intervals, sorted and disjoint.
   Ivs gap_spans;
-  auto k = std::lower_bound(d.compute_stream_kernels.begin(), d.compute_stream_kernels.end(), Iv{b, INT64_MIN});
-  for (; k != d.compute_stream_kernels.end() && k->first < e; ++k) {
+  auto k = std::lower_bound(d.compute.begin(), d.compute.end(), Iv{b, INT64_MIN});
+  for (std::int64_t reach = INT64_MIN; k != d.compute.end() && k->first < e; ++k) {
     if (reach != INT64_MIN && k->first > reach) {
       ++t.gaps;
       t.gap_ns += k->first - reach;
       gap_us.push_back(us(k->first - reach));
       gap_spans.push_back({reach, k->first});
     }
-    reach = std::max(reach, k->second);
+    reach = k->second;
   }
   // The part of those gaps in which nothing at all runs on the GPU: launch latency and host delays, without
   // the waits for communication (the compute stream waiting on an all-reduce while NCCL's kernel runs).
@@ -1057,7 +1057,7 @@ void add_findings(TraceAnalysis& a) {
   });
   share_finding(0.10, 0.30, [](const RankAnalysis& r) { return r.mean.other_ms; }, [](const RankAnalysis& r) {
     return fmt::format("the GPU idles {} of the step outside communication, data loading and syncs ({:.2f} ms per "
-                       "step; {:.0f} launch gaps per step on the compute stream, p95 {:.1f} µs): launch-bound or "
+                       "step; {:.0f} launch gaps per step between compute kernels, p95 {:.1f} µs): launch-bound or "
                        "CPU-bound — CUDA graphs, torch.compile, larger batches, less Python per step",
                        pct(r.mean.other_ms, r.mean.step_ms), r.mean.other_ms, r.mean.launch_gaps, r.launch_gaps.p95_us);
   });

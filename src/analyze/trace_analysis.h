@@ -102,7 +102,9 @@ struct StepMetrics {
   double other_ms = 0;             ///< the rest of the idle time and exposed other copies
   double host_syncs = 0;           ///< host synchronisation points (count; a mean in RankAnalysis::mean)
   double host_sync_blocked_ms = 0; ///< CPU time blocked in them
-  double launch_gaps = 0;          ///< idle gaps between consecutive kernels on the compute stream (count)
+  /// Idle gaps between consecutive compute kernels, all streams merged (count): no compute kernel runs on any
+  /// stream (a CUDA graph spreads one stream's kernels over several, so a single stream's gaps would include them).
+  double launch_gaps = 0;
   double launch_gap_ms = 0;        ///< their total length
   double launch_gap_idle_ms = 0;   ///< the part of them in which no GPU work at all runs (not waits for comm)
   double collectives = 0;          ///< communication kernels that start in the window (count)
@@ -136,7 +138,7 @@ struct HostSyncGroup {
   double gpu_idle_ms = 0;     ///< GPU idle time attributed to them (the gap each one left)
 };
 
-/// Idle gaps between consecutive kernels on the compute stream, over all steps.
+/// Idle gaps between consecutive compute kernels (all streams merged), over all steps.
 struct LaunchGapSummary {
   std::int64_t count = 0;
   double total_ms = 0;

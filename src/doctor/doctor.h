@@ -28,7 +28,7 @@ struct DoctorConfig {
 };
 
 /// What rank 0's kernel traces say about the "compute" part of world size N's scaling loss beside world size 1:
-/// the kernels whose GPU time per step changed most, and the idle time between kernels of the compute stream
+/// the kernels whose GPU time per step changed most, and the idle time between compute kernels on any stream
 /// (launch latency, waits for communication). ms per step, from analyze::analyze_trace_files and kernel_deltas.
 struct KernelBreakdown {
   int world_size = 0;

@@ -162,7 +162,7 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
     if (!p.kernels) continue;
     if (!kernel_header)
       out += "\ncompute beside one rank, kernel by kernel (rank 0's kernel traces, ms per step; idle: between kernels "
-             "of the compute stream, waits for communication included; with the whole GPU idle: launch latency and "
+             "on any stream, waits for communication included; with the whole GPU idle: launch latency and "
              "host delays only):\n";
     kernel_header = true;
     const auto& k = *p.kernels;

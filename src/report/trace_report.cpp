@@ -122,7 +122,7 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
                    fmt::format("{:+.3f}", k.delta_ms())});
       }
       out += d.render();
-      out += fmt::format("idle between kernels on the compute stream (launch gaps, waits for communication): {:.3f} ms "
+      out += fmt::format("idle between compute kernels, all streams (launch gaps, waits for communication): {:.3f} ms "
                          "per step in the baseline, {:.3f} on rank {} ({:+.3f}); of it with the whole GPU idle: {:.3f} "
                          "and {:.3f} ({:+.3f})\n",
                          a.baseline->mean.launch_gap_ms, r.mean.launch_gap_ms, r.rank,

@@ -588,3 +588,22 @@ TEST(TraceAnalysis, StepAnnotationWithoutCategoryIsAStep) {
   ASSERT_TRUE(a.ranks.at(0).steps_from_annotations);
   EXPECT_EQ(a.ranks.at(0).steps.at(0).name, "ProfilerStep#7");
 }
+
+TEST(TraceAnalysis, LaunchGapsMergeTheStreamsAGraphSpreadsKernelsOver) {
+  // A CUDA graph ran one stream's kernels on two: A [100, 300) on stream 7, B [305, 500) on stream 9, C [505, 700)
+  // on stream 7. Nothing but the two 5 µs boundaries separates the compute kernels; stream 7 alone would show
+  // a 205 µs "gap" [300, 505) while B runs.
+  const std::vector<Trace> one{read_trace_bytes(
+      trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000), kernel("gemm_a", 100, 200, 7),
+             kernel("gemm_b", 305, 195, 9), kernel("gemm_c", 505, 195, 7)},
+            dist_info(0, 1)),
+      "graph.json")};
+  const TraceAnalysis a = analyze_traces(one, nullptr, {});
+  ASSERT_EQ(a.ranks.size(), 1u);
+  ASSERT_EQ(a.ranks[0].steps.size(), 1u);
+  const StepMetrics& s = a.ranks[0].steps[0];
+  EXPECT_NEAR(s.launch_gaps, 2, kTol);
+  EXPECT_NEAR(s.launch_gap_ms, 0.010, kTol);
+  EXPECT_NEAR(s.launch_gap_idle_ms, 0.010, kTol);
+  EXPECT_NEAR(a.ranks[0].launch_gaps.max_us, 5, kTol);
+}
