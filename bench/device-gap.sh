@@ -16,6 +16,10 @@
 #   graph: ours at 1 and 2 GPUs eager and with --cuda-graph for GAP_WS_MODELS, then DDP at 1 and 2 GPUs for
 #     GAP_MODEL (GAP_DDP=0 leaves it out), and GAP_MODEL at 2 GPUs with --cuda-graph --kernel-trace read by
 #     `scalescope analyze`: do CUDA graphs close the launch gaps between kernels;
+#   boundaries: ours and DDP at 1 and 2 GPUs, each traced kernel by kernel (ours --kernel-trace, DDP the
+#     profiler's 3 steps, CPU and CUDA activity), and bench/kernel_diff.py on rank 0 of each pair: does DDP's
+#     median gap at a kernel boundary grow at 2 GPUs as ours does, and how many kernels does each side run per
+#     step (the profiler's CPU overhead can starve DDP's launch queue: compare its traced step with the untimed);
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
 #     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);
 #   pairs: two independent world-size-1 jobs at once on GPUs 0 and 1 (what a second busy GPU costs without
@@ -151,6 +155,15 @@ elif [ "${GAP_SET:-phases}" = autotune ]; then  # SCALESCOPE_GEMM_AUTOTUNE=0 and
         MODEL=${spec%%:*} BATCH=${spec##*:} ours "${spec%%:*}-n$n-tune$tune" $n SCALESCOPE_GEMM_AUTOTUNE=$tune --
       done
     done
+  done
+elif [ "${GAP_SET:-phases}" = boundaries ]; then  # kernel boundaries at 1 and 2 GPUs, both sides
+  ours n1 1 -- --kernel-trace "$OUT/trace-n1"
+  ours n2 2 -- --kernel-trace "$OUT/trace-n2"
+  ddp n1 1 -- --trace-dir "$OUT/ddp-trace-n1"
+  ddp n2 2 -- --trace-dir "$OUT/ddp-trace-n2"
+  for side in trace ddp-trace; do
+    echo "== $side: 1 vs 2 GPUs (rank 0)"
+    python3 bench/kernel_diff.py "$OUT/$side-n1/rank0.json" "$OUT/$side-n2/rank0.json" 6
   done
 elif [ "${GAP_SET:-phases}" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --
