@@ -516,7 +516,12 @@ class Parser {
         content.find("out-of-place") != std::string_view::npos || content.find("in-place") != std::string_view::npos)
       return;  // units line, section line (possibly a cut fragment of one)
     if (comment) {
-      if (auto header = parse_report_header(tok, number)) programs_.push_back(*header);
+      if (auto header = parse_report_header(tok, number)) {
+        programs_.push_back(*header);
+        // "scalescope comm (mpi): …" names the tool that measured; a re-reported nccl-tests file keeps its own.
+        if (tool_.empty() && tok.size() >= 3 && tok[0] == "scalescope" && tok[1] == "comm" && tok[2].ends_with("):"))
+          tool_ = "scalescope comm " + std::string(tok[2].substr(0, tok[2].size() - 1));
+      }
       return;
     }
 

@@ -402,6 +402,7 @@ TEST(NcclTestsParser, ScalescopeCommsOwnHeaderNamesTheCollectiveAndRanks) {
   auto s = parse_nccl_tests(text, "ar.log");
   EXPECT_EQ(s.collective, Collective::all_reduce);
   EXPECT_EQ(s.ranks, 2);
+  EXPECT_EQ(s.source, "scalescope comm (mpi) (ar.log)");
   for (const auto& w : s.warnings) EXPECT_EQ(w.find("cannot tell the collective"), std::string::npos) << w;
   // The header decides between the collectives whose columns look alike (all-reduce and send/recv at n = 2).
   std::string sendrecv = text;
@@ -411,5 +412,7 @@ TEST(NcclTestsParser, ScalescopeCommsOwnHeaderNamesTheCollectiveAndRanks) {
   std::string unknown = text;
   unknown.replace(unknown.find("scalescope comm (mpi)"), 21, "nccl-tests (x.log)");
   unknown.replace(unknown.find("_perf, 2 rank(s)"), 16, "_perf, unknown rank(s)");
-  EXPECT_EQ(parse_nccl_tests(unknown, "x").collective, Collective::all_reduce);
+  const auto re_reported = parse_nccl_tests(unknown, "x");
+  EXPECT_EQ(re_reported.collective, Collective::all_reduce);
+  EXPECT_EQ(re_reported.source, "nccl-tests (x)");
 }
