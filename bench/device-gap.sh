@@ -16,7 +16,9 @@
 #   graph: ours at 1 and 2 GPUs eager and with --cuda-graph for GAP_WS_MODELS, then DDP at 1 and 2 GPUs for
 #     GAP_MODEL (GAP_DDP=0 leaves it out), and GAP_MODEL at 2 GPUs with --cuda-graph --kernel-trace read by
 #     `scalescope analyze`: do CUDA graphs close the launch gaps between kernels;
-#   boundaries: ours and DDP at 1 and 2 GPUs, each traced kernel by kernel (ours --kernel-trace, DDP the
+#   boundaries: bench_kernel_boundary (GPU time of one kernel boundary in a graph of empty or 5 µs kernels on
+#     GPU 0 alone, with peer access to GPU 1, with an NCCL communicator over both), then ours and DDP at 1 and
+#     2 GPUs, each traced kernel by kernel (ours --kernel-trace, DDP the
 #     profiler's 3 steps, CPU and CUDA activity), and bench/kernel_diff.py on rank 0 of each pair: does DDP's
 #     median gap at a kernel boundary grow at 2 GPUs as ours does, and how many kernels does each side run per
 #     step (the profiler's CPU overhead can starve DDP's launch queue: compare its traced step with the untimed);
@@ -39,7 +41,8 @@ MODEL=${GAP_MODEL:-gpt2-124m}
 BATCH=${GAP_BATCH:-16}
 TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_step_graph}
 [ "${GAP_TESTS:-1}" = 1 ] || TESTS=
-device_build scalescope $TESTS || exit 1
+EXTRA=; [ "${GAP_SET:-phases}" = boundaries ] && EXTRA=bench_kernel_boundary
+device_build scalescope $TESTS $EXTRA || exit 1
 [ -n "$TESTS" ] && run_gpu_tests $TESTS
 S=$PWD/build-device/tools/scalescope
 ours() {  # ours TAG N [ENV...] -- [FLAGS...]
@@ -157,6 +160,7 @@ elif [ "${GAP_SET:-phases}" = autotune ]; then  # SCALESCOPE_GEMM_AUTOTUNE=0 and
     done
   done
 elif [ "${GAP_SET:-phases}" = boundaries ]; then  # kernel boundaries at 1 and 2 GPUs, both sides
+  timeout 120 build-device/bench/bench_kernel_boundary --json "$OUT/kernel-boundary.json" 2>&1 | tee "$OUT/kernel-boundary.txt"
   ours n1 1 -- --kernel-trace "$OUT/trace-n1"
   ours n2 2 -- --kernel-trace "$OUT/trace-n2"
   ddp n1 1 -- --trace-dir "$OUT/ddp-trace-n1"
