@@ -331,7 +331,8 @@ std::optional<CommandLine> parse_report_header(const std::vector<std::string_vie
   for (std::size_t p = 1; p + 2 < tok.size(); ++p) {
     const std::string_view word = tok[p];
     if (!tok[p - 1].ends_with("):") && tok[p - 1] != "comm:") continue;
-    if (!word.ends_with("_perf,") || tok[p + 2] != "rank(s)") continue;
+    // "… 2 rank(s)" or, when the NCCL version is known, "… 2 rank(s), NCCL 2.28.3".
+    if (!word.ends_with("_perf,") || (tok[p + 2] != "rank(s)" && tok[p + 2] != "rank(s),")) continue;
     auto c = comm::parse_collective(word.substr(0, word.size() - 6));
     if (!c) return std::nullopt;
     CommandLine cl;

@@ -415,4 +415,10 @@ TEST(NcclTestsParser, ScalescopeCommsOwnHeaderNamesTheCollectiveAndRanks) {
   const auto re_reported = parse_nccl_tests(unknown, "x");
   EXPECT_EQ(re_reported.collective, Collective::all_reduce);
   EXPECT_EQ(re_reported.source, "nccl-tests (x)");
+  // With the NCCL version known the header goes on after the rank count ("2 rank(s), NCCL 2.28.3").
+  std::string versioned = sendrecv;
+  versioned.replace(versioned.find("2 rank(s)\n#\n"), 10, "2 rank(s), NCCL 2.28.3\n");
+  const auto v = parse_nccl_tests(versioned, "v");
+  EXPECT_EQ(v.collective, Collective::send_recv);
+  EXPECT_EQ(v.ranks, 2);
 }
