@@ -59,7 +59,9 @@ void StepGraph::end_capture() {
                       "captured");
   }
   graph_ = graph;
-  SCALESCOPE_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  // Node priorities: each captured kernel keeps its stream's priority (--stream-priority comm/compute); without
+  // this flag the whole graph would run at the priority of the stream it is launched into.
+  SCALESCOPE_CUDA_CHECK(cudaGraphInstantiateWithFlags(&exec_, graph_, cudaGraphInstantiateFlagUseNodePriority));
 
   std::size_t count = 0;
   SCALESCOPE_CUDA_CHECK(cudaGraphGetNodes(graph_, nullptr, &count));
