@@ -763,9 +763,14 @@ StepTotals measure_step(const RankData& d, const Step& s, std::map<std::string, 
   // All streams merged rather than the busiest stream alone: a CUDA graph (torch.compile's reduce-overhead,
   // scalescope --cuda-graph) spreads one stream's kernels over several, so one stream shows the others' work
   // as gaps. d.compute is the union of the compute kernels' intervals, sorted and disjoint.
+  // A block that began before the window but runs into it (kernels starting in the window merged into it) anchors
+  // the first gap; the gap before it belongs to the previous window.
   Ivs gap_spans;
-  auto k = std::lower_bound(d.compute.begin(), d.compute.end(), Iv{b, INT64_MIN});
-  for (std::int64_t reach = INT64_MIN; k != d.compute.end() && k->first < e; ++k) {
+  auto k = std::upper_bound(d.compute.begin(), d.compute.end(), b,
+                            [](std::int64_t v, const Iv& iv) { return v < iv.second; });  // first block ending after b
+  std::int64_t reach = INT64_MIN;
+  if (k != d.compute.end() && k->first < b) reach = (k++)->second;
+  for (; k != d.compute.end() && k->first < e; ++k) {
     if (reach != INT64_MIN && k->first > reach) {
       ++t.gaps;
       t.gap_ns += k->first - reach;

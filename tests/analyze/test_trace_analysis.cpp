@@ -607,3 +607,20 @@ TEST(TraceAnalysis, LaunchGapsMergeTheStreamsAGraphSpreadsKernelsOver) {
   EXPECT_NEAR(s.launch_gap_idle_ms, 0.010, kTol);
   EXPECT_NEAR(a.ranks[0].launch_gaps.max_us, 5, kTol);
 }
+
+TEST(TraceAnalysis, ALaunchGapAfterABlockFromThePreviousStepIsCounted) {
+  // Steps [0, 1000) and [1000, 2000). X [900, 1100) on stream 9 and Y [1050, 1080) on stream 7 merge into one
+  // block that began in step 1; Z [1200, 1300) follows. Step 2 idles [1100, 1200) between compute kernels: one
+  // gap of 100 µs; step 1 has none (its only block runs on past its end).
+  const std::vector<Trace> one{read_trace_bytes(
+      trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000), cpu("user_annotation", "ProfilerStep#2", 1000, 1000),
+             kernel("gemm_x", 900, 200, 9), kernel("gemm_y", 1050, 30, 7), kernel("gemm_z", 1200, 100, 7)},
+            dist_info(0, 1)),
+      "edge.json")};
+  const TraceAnalysis a = analyze_traces(one, nullptr, {});
+  ASSERT_EQ(a.ranks.size(), 1u);
+  ASSERT_EQ(a.ranks[0].steps.size(), 2u);
+  EXPECT_NEAR(a.ranks[0].steps[0].launch_gaps, 0, kTol);
+  EXPECT_NEAR(a.ranks[0].steps[1].launch_gaps, 1, kTol);
+  EXPECT_NEAR(a.ranks[0].steps[1].launch_gap_ms, 0.100, kTol);
+}
