@@ -394,8 +394,9 @@ TEST_F(GptCudaTest, AutotunedGemmsComputeTheSameProducts) {
   // untuned product, and an in-place accumulation D += A·B (C = D) must add A·B once, not once per trial.
   ASSERT_EQ(setenv("SCALESCOPE_GEMM_AUTOTUNE", "1", 1), 0);
   scalescope::train::cuda::LtMatmul tuned;
-  ASSERT_EQ(unsetenv("SCALESCOPE_GEMM_AUTOTUNE"), 0);
+  ASSERT_EQ(setenv("SCALESCOPE_GEMM_AUTOTUNE", "0", 1), 0);  // cuBLASLt's first choice (tuning is the default)
   scalescope::train::cuda::LtMatmul plain;
+  ASSERT_EQ(unsetenv("SCALESCOPE_GEMM_AUTOTUNE"), 0);
   constexpr int m = 256, n = 384, k = 512;
   const auto a = random_bf16_values(static_cast<std::size_t>(m) * k, 0.0, 1.0, 31);
   const auto b = random_bf16_values(static_cast<std::size_t>(k) * n, 0.0, 1.0, 32);
@@ -417,6 +418,18 @@ TEST_F(GptCudaTest, AutotunedGemmsComputeTheSameProducts) {
     sync();
     EXPECT_LT(relative_error(download(d_tuned), download(d_plain)), 1e-2) << "beta " << beta;
   }
+}
+
+// Runs without a GPU too: the variable is read before cuBLASLt is touched.
+TEST(LtMatmulSettings, AnUnknownAutotuneValueIsRefusedByName) {
+  ASSERT_EQ(setenv("SCALESCOPE_GEMM_AUTOTUNE", "yes please", 1), 0);
+  try {
+    scalescope::train::cuda::LtMatmul gemm;
+    ADD_FAILURE() << "SCALESCOPE_GEMM_AUTOTUNE='yes please' was accepted";
+  } catch (const scalescope::core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SCALESCOPE_GEMM_AUTOTUNE='yes please'"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(unsetenv("SCALESCOPE_GEMM_AUTOTUNE"), 0);
 }
 
 TEST_F(GptCudaTest, CrossEntropyMatchesCpu) {

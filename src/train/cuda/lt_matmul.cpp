@@ -53,7 +53,14 @@ LtMatmul::LtMatmul() {
                         "unset it, or give e.g. 32");
     workspace_bytes_ = static_cast<std::size_t>(v * (1 << 20));
   }
-  if (const char* tune = std::getenv("SCALESCOPE_GEMM_AUTOTUNE")) autotune_ = std::string(tune) != "0";
+  if (const char* tune = std::getenv("SCALESCOPE_GEMM_AUTOTUNE")) {
+    const std::string v = tune;
+    if (v == "0" || v == "off" || v == "false") autotune_ = false;
+    else if (v == "1" || v == "on" || v == "true") autotune_ = true;
+    else
+      throw core::Error("SCALESCOPE_GEMM_AUTOTUNE='" + v + "' is neither on (1, on, true) nor off (0, off, false)",
+                        "unset it (autotuning is on by default) or set it to 0");
+  }
   SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) SCALESCOPE_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
