@@ -36,10 +36,10 @@ void check_kernel_trace_dir(const std::string& dir, train::TrainJobConfig config
   if (dir.empty()) throw core::UsageError("--kernel-trace needs a directory name", "e.g. --kernel-trace traces");
   // CLI11 hands an option the next word even when it is a flag: `--kernel-trace --model x` would trace into a
   // directory named "--model" and train the default model.
-  if (dir.starts_with("--"))
+  if (dir.starts_with("-"))
     throw core::UsageError(fmt::format("--kernel-trace took '{}' as its directory, which looks like a flag", dir),
                            "give the directory right after --kernel-trace; a directory whose name starts with "
-                           "'--' can be given as ./" + dir);
+                           "'-' can be given as ./" + dir);
   config.kernel_trace_dir = dir;
   config.validate();  // CPU ranks: a usage error before anything runs
   std::error_code ec;
