@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue #5 item 7, where our extra milliseconds at 2 GPUs come from, beside PyTorch DDP in one call. Builds
 # scalescope and the GPU tests, runs test_gpt_cuda, test_mlp_lm_cuda and test_cupti_tracer (GAP_TESTS=0 skips
-# them), then one experiment set (GAP_SET):
+# them), then one or more experiment sets (GAP_SET, e.g. "boundaries graph"; their file names must not collide):
 #   phases (default): twice in turn, gpt2-124m at 1 and 2 GPUs for both sides with each side's forward,
 #     backward and optimizer timed by CUDA events (the peer's --phases), and ours at 2 GPUs with --no-overlap
 #     (no NCCL kernel beside forward or backward: what is left is not SM sharing);
@@ -41,7 +41,8 @@ MODEL=${GAP_MODEL:-gpt2-124m}
 BATCH=${GAP_BATCH:-16}
 TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_step_graph}
 [ "${GAP_TESTS:-1}" = 1 ] || TESTS=
-EXTRA=; [ "${GAP_SET:-phases}" = boundaries ] && EXTRA=bench_kernel_boundary
+SETS=" ${GAP_SET:-phases} "  # one or more sets, run in the order given
+EXTRA=; [[ "$SETS" == *" boundaries "* ]] && EXTRA=bench_kernel_boundary
 device_build scalescope $TESTS $EXTRA || exit 1
 [ -n "$TESTS" ] && run_gpu_tests $TESTS
 S=$PWD/build-device/tools/scalescope
@@ -61,7 +62,8 @@ ddp() {  # ddp TAG N [ENV...] -- [FLAGS...]
 TORCH_NCCL=$(dirname "$(find /opt/torch/.venv -name 'libnccl.so.2' 2>/dev/null | head -1)")
 echo "PyTorch's NCCL: $TORCH_NCCL ($(python3 -c 'import torch; print(torch.cuda.nccl.version())'))"
 
-if [ "${GAP_SET:-phases}" = pairs ]; then  # first call: pairs of 1-GPU jobs, PyTorch's NCCL, NCCL's logs
+for SET in $SETS; do
+if [ "$SET" = pairs ]; then  # first call: pairs of 1-GPU jobs, PyTorch's NCCL, NCCL's logs
   ours n1 1 --
   ours n1-gpu0-alone-pair 1 CUDA_VISIBLE_DEVICES=0 -- & ours n1-gpu1-alone-pair 1 CUDA_VISIBLE_DEVICES=1 -- & wait
   ours n2 2 --
@@ -76,7 +78,7 @@ if [ "${GAP_SET:-phases}" = pairs ]; then  # first call: pairs of 1-GPU jobs, Py
   $S analyze "$OUT"/ddp-trace/rank*.json > "$OUT/analyze-ddp-trace.txt" 2>&1
   $S analyze "$OUT"/nccl-ours.*.log > "$OUT/analyze-nccl-ours.txt" 2>&1
   $S analyze "$OUT"/nccl-ddp.*.log > "$OUT/analyze-nccl-ddp.txt" 2>&1
-elif [ "${GAP_SET:-phases}" = clocks ]; then  # the GPUs' SM clock, power and clock-event reasons during each run
+elif [ "$SET" = clocks ]; then  # the GPUs' SM clock, power and clock-event reasons during each run
   q=index,utilization.gpu,clocks.sm,clocks.mem,power.draw,temperature.gpu
   reasons=clocks_event_reasons.active
   nvidia-smi --query-gpu=$reasons --format=csv,noheader > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
@@ -107,7 +109,7 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "clocks-*.csv"))):
         print(f"{os.path.basename(path)[7:-4]:<16} {gpu:>3} {len(busy):>12} {mean(2):>7.0f} {mean(3):>8.0f} {mean(4):>8.1f} "
               f"{mean(5):>7.1f}  {' '.join(reasons)}")
 PY
-elif [ "${GAP_SET:-phases}" = trace ]; then  # kernel by kernel (CUPTI): which kernels slow down at 2 GPUs
+elif [ "$SET" = trace ]; then  # kernel by kernel (CUPTI): which kernels slow down at 2 GPUs
   ours n1 1 -- --kernel-trace "$OUT/trace-n1"
   ours n2 2 -- --kernel-trace "$OUT/trace-n2"
   ours n2-no-overlap 2 -- --no-overlap --kernel-trace "$OUT/trace-n2-no-overlap"
@@ -119,7 +121,7 @@ elif [ "${GAP_SET:-phases}" = trace ]; then  # kernel by kernel (CUPTI): which k
     echo "== kernels: n1 vs $t (rank 0)"
     python3 bench/kernel_diff.py "$OUT/trace-n1/rank0.json" "$OUT/trace-$t/rank0.json" 12
   done
-elif [ "${GAP_SET:-phases}" = workspace ]; then  # cuBLASLt's workspace: its memsets and the step, at 1 and 2 GPUs
+elif [ "$SET" = workspace ]; then  # cuBLASLt's workspace: its memsets and the step, at 1 and 2 GPUs
   if [ -n "${GAP_WS_MODELS:-}" ]; then  # untraced, several presets: "tiny-14m:64 gpt-1.3b:8"
     for spec in $GAP_WS_MODELS; do
       for ws in ${GAP_WORKSPACES:-32 0}; do
@@ -140,7 +142,7 @@ elif [ "${GAP_SET:-phases}" = workspace ]; then  # cuBLASLt's workspace: its mem
     echo "== kernels at 1 GPU: workspace 32 MiB vs 0"
     python3 bench/kernel_diff.py "$OUT/trace-n1-ws32/rank0.json" "$OUT/trace-n1-ws0/rank0.json" 8
   fi
-elif [ "${GAP_SET:-phases}" = graph ]; then  # --cuda-graph beside eager steps, 1 and 2 GPUs, and DDP
+elif [ "$SET" = graph ]; then  # --cuda-graph beside eager steps, 1 and 2 GPUs, and DDP
   for spec in ${GAP_WS_MODELS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
     for n in 1 2; do
       MODEL=${spec%%:*} BATCH=${spec##*:} ours "${spec%%:*}-n$n-eager" $n --
@@ -151,7 +153,7 @@ elif [ "${GAP_SET:-phases}" = graph ]; then  # --cuda-graph beside eager steps, 
   ours n2-graph-traced 2 -- --cuda-graph --kernel-trace "$OUT/trace-n2-graph"  # does CUPTI see graph kernels?
   $S analyze "$OUT"/trace-n2-graph/rank*.json > "$OUT/analyze-trace-n2-graph.txt" 2>&1
   echo "analyze trace-n2-graph: exit $?"; grep -A3 "^rank  steps" "$OUT/analyze-trace-n2-graph.txt"
-elif [ "${GAP_SET:-phases}" = autotune ]; then  # SCALESCOPE_GEMM_AUTOTUNE=0 and =1 (the default), 1 and 2 GPUs
+elif [ "$SET" = autotune ]; then  # SCALESCOPE_GEMM_AUTOTUNE=0 and =1 (the default), 1 and 2 GPUs
   for spec in ${GAP_WS_MODELS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
     for tune in 0 1; do
       for n in 1 2; do
@@ -159,7 +161,7 @@ elif [ "${GAP_SET:-phases}" = autotune ]; then  # SCALESCOPE_GEMM_AUTOTUNE=0 and
       done
     done
   done
-elif [ "${GAP_SET:-phases}" = boundaries ]; then  # kernel boundaries at 1 and 2 GPUs, both sides
+elif [ "$SET" = boundaries ]; then  # kernel boundaries at 1 and 2 GPUs, both sides
   timeout 120 build-device/bench/bench_kernel_boundary --json "$OUT/kernel-boundary.json" 2>&1 | tee "$OUT/kernel-boundary.txt"
   ours n1 1 -- --kernel-trace "$OUT/trace-n1"
   ours n2 2 -- --kernel-trace "$OUT/trace-n2"
@@ -169,14 +171,14 @@ elif [ "${GAP_SET:-phases}" = boundaries ]; then  # kernel boundaries at 1 and 2
     echo "== $side: 1 vs 2 GPUs (rank 0)"
     python3 bench/kernel_diff.py "$OUT/$side-n1/rank0.json" "$OUT/$side-n2/rank0.json" 6
   done
-elif [ "${GAP_SET:-phases}" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
+elif [ "$SET" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --
   ours n2-no-overlap 2 -- --no-overlap
   ours n2-no-overlap-p2p-off 2 NCCL_P2P_DISABLE=1 -- --no-overlap
   ours n2-no-overlap-cumem-off 2 NCCL_CUMEM_ENABLE=0 -- --no-overlap
   ours n2 2 --
   ours n2-cumem-off 2 NCCL_CUMEM_ENABLE=0 --
-else  # GAP_SET=phases: both sides' forward/backward/optimizer CUDA-event phases at 1 and 2 GPUs
+elif [ "$SET" = phases ]; then  # both sides' forward/backward/optimizer CUDA-event phases at 1 and 2 GPUs
   for rep in ${GAP_REPS:-1 2}; do
     ours n1-r$rep 1 --
     ours n2-r$rep 2 --
@@ -185,18 +187,21 @@ else  # GAP_SET=phases: both sides' forward/backward/optimizer CUDA-event phases
     ddp n1-r$rep 1 -- --phases
     ddp n2-r$rep 2 -- --phases
   done
+else
+  echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries env phases)"
 fi
+done
 nccl_summary() {  # the distinct all-reduce lines of one rank's NCCL log, pointers and op counts blanked
   echo "-- $(basename "$1"): $(grep -m1 -o 'NCCL version [0-9.+a-z]*' "$1")"
   grep -E 'AllReduce|nChannels|channels' "$1" | sed -E 's/^[^]]*\] *//; s/opCount [0-9a-f]+//; s/0x[0-9a-f]+/P/g' |
     sort | uniq -c | sort -rn | head -14
 }
-if [ "${GAP_SET:-phases}" = pairs ]; then
+if [[ "$SETS" == *" pairs "* ]]; then
   nccl_summary "$(ls "$OUT"/nccl-ours.*.log | head -1)"
   nccl_summary "$(ls "$OUT"/nccl-ddp.*.log | head -1)"
   tail -25 "$OUT/analyze-ddp-trace.txt"
 fi
-python3 bench/phase_table.py $(ls "$OUT"/*.json | grep -v '/ddp-')
+python3 bench/phase_table.py $(ls "$OUT"/*.json | grep -v '/ddp-\|/kernel-boundary')
 for f in $(ls "$OUT"/ddp-*.json 2>/dev/null); do
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); p=d.get('phases_ms',{}); print(f\"{sys.argv[1].split('/')[-1]:<28} {d['world_size']:>2} step {d['step_ms']:7.2f}\", *(f'{k} {v:.2f}' for k,v in p.items()))" "$f"
 done
