@@ -42,6 +42,12 @@ BATCH=${GAP_BATCH:-16}
 TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_step_graph}
 [ "${GAP_TESTS:-1}" = 1 ] || TESTS=
 SETS=" ${GAP_SET:-phases} "  # one or more sets, run in the order given
+for SET in $SETS; do  # before the build: a typo should not cost a GPU call
+  case "$SET" in pairs|clocks|trace|workspace|graph|autotune|boundaries|env|phases) ;;
+    *) echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries env phases)"
+       exit 2 ;;
+  esac
+done
 EXTRA=; [[ "$SETS" == *" boundaries "* ]] && EXTRA=bench_kernel_boundary
 device_build scalescope $TESTS $EXTRA || exit 1
 [ -n "$TESTS" ] && run_gpu_tests $TESTS
@@ -187,8 +193,6 @@ elif [ "$SET" = phases ]; then  # both sides' forward/backward/optimizer CUDA-ev
     ddp n1-r$rep 1 -- --phases
     ddp n2-r$rep 2 -- --phases
   done
-else
-  echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries env phases)"
 fi
 done
 nccl_summary() {  # the distinct all-reduce lines of one rank's NCCL log, pointers and op counts blanked
