@@ -128,6 +128,12 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
                          a.baseline->mean.launch_gap_ms, r.mean.launch_gap_ms, r.rank,
                          r.mean.launch_gap_ms - a.baseline->mean.launch_gap_ms, a.baseline->mean.launch_gap_idle_ms,
                          r.mean.launch_gap_idle_ms, r.mean.launch_gap_idle_ms - a.baseline->mean.launch_gap_idle_ms);
+      // The same idle as kernel boundaries: how many per step, and what a typical one costs (its median), which
+      // tells more kernels apart from longer boundaries.
+      out += fmt::format("kernel boundaries: {:.1f} gaps per step in the baseline, median {:.2f} µs; {:.1f} on rank {}, "
+                         "median {:.2f} µs ({:+.2f})\n",
+                         a.baseline->mean.launch_gaps, a.baseline->launch_gaps.p50_us, r.mean.launch_gaps, r.rank,
+                         r.launch_gaps.p50_us, r.launch_gaps.p50_us - a.baseline->launch_gaps.p50_us);
     }
     break;
   }

@@ -8,6 +8,7 @@
 
 #include "analyze/trace_analysis.h"
 #include "analyze/trace_reader.h"
+#include "report/trace_report.h"
 #include "train/kernel_trace.h"
 
 using namespace scalescope;
@@ -111,6 +112,13 @@ TEST(KernelTraceFile, KernelsBesideTheBaselineSayWhatGrew) {
   EXPECT_NEAR(deltas[1].delta_ms(), 0.050, kTol);
   EXPECT_NEAR(deltas[2].delta_ms(), 0.0, kTol);
   EXPECT_NEAR(deltas[3].delta_ms(), 0.0, kTol);
+  // The report counts the boundaries and their median: baseline gap 300 → 650 µs, rank 1's 400 → 650 µs, one in
+  // two steps each.
+  const std::string text = report::render_trace_report(a);
+  EXPECT_NE(text.find("kernel boundaries: 0.5 gaps per step in the baseline, median 350.00 µs; 0.5 on rank 1, median "
+                      "250.00 µs (-100.00)"),
+            std::string::npos)
+      << text;
   const nlohmann::json j = a;  // the JSON output carries the same, per rank
   EXPECT_EQ(j.at("kernel_deltas_vs_baseline").at(0).at("rank"), 1);
   EXPECT_NEAR(j["kernel_deltas_vs_baseline"][0]["kernels"][1]["delta_ms_per_step"].get<double>(), 0.050, kTol);
