@@ -166,6 +166,10 @@ KernelBreakdown kernel_breakdown(const std::string& dir, int world_size) {
   k.gaps_ms = r.mean.launch_gap_ms;
   k.gaps_idle_baseline_ms = a.baseline->mean.launch_gap_idle_ms;
   k.gaps_idle_ms = r.mean.launch_gap_idle_ms;
+  k.boundaries_baseline = a.baseline->mean.launch_gaps;
+  k.boundaries = r.mean.launch_gaps;
+  k.boundary_median_baseline_us = a.baseline->launch_gaps.p50_us;
+  k.boundary_median_us = r.launch_gaps.p50_us;
   for (const auto& g : r.kernels)
     if (g.comm) k.comm_kernels_ms += g.per_step_ms;
   for (const auto& d : analyze::kernel_deltas(r, *a.baseline)) {
@@ -182,6 +186,8 @@ void to_json(nlohmann::json& j, const KernelBreakdown& k) {
   j = {{"world_size", k.world_size}, {"compute_kernels_delta_ms", k.compute_kernels_delta_ms},
        {"comm_kernels_ms", k.comm_kernels_ms}, {"gaps_baseline_ms", k.gaps_baseline_ms}, {"gaps_ms", k.gaps_ms},
        {"gaps_idle_baseline_ms", k.gaps_idle_baseline_ms}, {"gaps_idle_ms", k.gaps_idle_ms},
+       {"boundaries_baseline_per_step", k.boundaries_baseline}, {"boundaries_per_step", k.boundaries},
+       {"boundary_median_baseline_us", k.boundary_median_baseline_us}, {"boundary_median_us", k.boundary_median_us},
        {"top", top}, {"source", "rank 0's kernel traces (train --kernel-trace)"}};
 }
 

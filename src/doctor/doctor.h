@@ -34,10 +34,14 @@ struct KernelBreakdown {
   int world_size = 0;
   double compute_kernels_delta_ms = 0;  ///< Σ over compute kernels of (time at N − time at 1)
   double comm_kernels_ms = 0;           ///< NCCL kernel time at N
-  double gaps_baseline_ms = 0;          ///< idle between compute-stream kernels at N = 1
+  double gaps_baseline_ms = 0;          ///< idle between compute kernels (all streams) at N = 1
   double gaps_ms = 0;                   ///< the same at N
   double gaps_idle_baseline_ms = 0;     ///< the part of those gaps with no GPU work at all, at N = 1
   double gaps_idle_ms = 0;              ///< the same at N (launch latency, not waits for communication)
+  double boundaries_baseline = 0;       ///< those gaps per step at N = 1 (count: about the kernels per step)
+  double boundaries = 0;                ///< the same at N
+  double boundary_median_baseline_us = 0;  ///< the median gap at N = 1, µs: what one kernel boundary costs
+  double boundary_median_us = 0;           ///< the same at N
   std::vector<analyze::KernelDelta> top;  ///< up to 5 compute kernels, largest |change| first
 };
 

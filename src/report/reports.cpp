@@ -170,10 +170,12 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
     for (const auto& t : k.top)
       if (std::abs(t.delta_ms()) >= 0.005) top += fmt::format("{}{} {:+.2f}", top.empty() ? "" : ", ", terminal_text(t.name, 48), t.delta_ms());
     out += fmt::format("  N={}: compute kernels {:+.2f}{}; idle between them {:.2f} → {:.2f} ({:+.2f}; with the whole "
-                       "GPU idle {:.2f} → {:.2f}, {:+.2f}); NCCL kernels {:.2f}\n",
+                       "GPU idle {:.2f} → {:.2f}, {:+.2f}; {:.0f} → {:.0f} boundaries per step, median {:.2f} → {:.2f} µs); "
+                       "NCCL kernels {:.2f}\n",
                        k.world_size, k.compute_kernels_delta_ms, top.empty() ? "" : " (" + top + ")", k.gaps_baseline_ms,
                        k.gaps_ms, k.gaps_ms - k.gaps_baseline_ms, k.gaps_idle_baseline_ms, k.gaps_idle_ms,
-                       k.gaps_idle_ms - k.gaps_idle_baseline_ms, k.comm_kernels_ms);
+                       k.gaps_idle_ms - k.gaps_idle_baseline_ms, k.boundaries_baseline, k.boundaries,
+                       k.boundary_median_baseline_us, k.boundary_median_us, k.comm_kernels_ms);
   }
   if (d.verdict) {
     out += fmt::format("\nverdict: {}", diagnose::to_string(d.verdict->verdict));

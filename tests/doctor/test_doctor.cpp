@@ -144,7 +144,12 @@ TEST(Doctor, KernelBreakdownNamesTheKernelsAndGapsThatGrew) {
   EXPECT_NEAR(k.gaps_ms, 0.025, 1e-9);
   EXPECT_NEAR(k.gaps_idle_baseline_ms, 0.005, 1e-9);
   EXPECT_NEAR(k.gaps_idle_ms, 0.025, 1e-9);
+  EXPECT_NEAR(k.boundaries_baseline, 1, 1e-9);  // one boundary per step, 5 µs then 25 µs
+  EXPECT_NEAR(k.boundaries, 1, 1e-9);
+  EXPECT_NEAR(k.boundary_median_baseline_us, 5, 1e-9);
+  EXPECT_NEAR(k.boundary_median_us, 25, 1e-9);
   const nlohmann::json j = k;
+  EXPECT_NEAR(j.at("boundary_median_us").get<double>(), 25, 1e-9);
   EXPECT_EQ(j.at("top").at(0).at("name"), "gemm");
   // A kernel name that is not UTF-8 still gives a report that can be written.
   doctor::KernelBreakdown odd;

@@ -94,13 +94,18 @@ TEST(DoctorReportText, KernelBreakdownLineNamesKernelsAndIdleTime) {
   k.comm_kernels_ms = 2.72;
   k.gaps_baseline_ms = 2.03;
   k.gaps_ms = 3.61;
+  k.boundaries_baseline = 764;
+  k.boundaries = 765;
+  k.boundary_median_baseline_us = 2.66;
+  k.boundary_median_us = 4.0;
   k.top = {{"nvjet_splitK_NTN", false, 2.379, 2.777}, {"gemm\nwith newline", false, 1.0, 1.1}};
   two.kernels = k;
   d.points = {one, two};
   const std::string text = report::render_doctor_report(d);
   EXPECT_NE(text.find("compute beside one rank, kernel by kernel"), std::string::npos) << text;
   EXPECT_NE(text.find("N=2: compute kernels +0.84 (nvjet_splitK_NTN +0.40, gemm?with newline +0.10); idle between "
-                      "them 2.03 → 3.61 (+1.58; with the whole GPU idle 0.00 → 0.00, +0.00); NCCL kernels 2.72"),
+                      "them 2.03 → 3.61 (+1.58; with the whole GPU idle 0.00 → 0.00, +0.00; 764 → 765 boundaries per "
+                      "step, median 2.66 → 4.00 µs); NCCL kernels 2.72"),
             std::string::npos)
       << text;
 }
