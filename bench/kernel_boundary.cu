@@ -81,11 +81,12 @@ double per_kernel_ns(cudaStream_t stream, int n, int reps, Add add) {
   return ns[ns.size() / 2];
 }
 
-Figures measure(cudaStream_t stream, int n, int reps, double spin_us, double clock_ghz) {
+/// `sms` blocks per spinning kernel: one per SM, so each kernel occupies the whole GPU as a GEMM does.
+Figures measure(cudaStream_t stream, int n, int reps, double spin_us, double clock_ghz, int sms) {
   Figures f;
   f.empty_ns = per_kernel_ns(stream, n, reps, [](cudaStream_t s) { empty_kernel<<<1, 32, 0, s>>>(); });
   const long long cycles = static_cast<long long>(spin_us * 1e3 * clock_ghz);
-  f.spin_ns = per_kernel_ns(stream, n, reps, [cycles](cudaStream_t s) { spin_kernel<<<132, 32, 0, s>>>(cycles); });
+  f.spin_ns = per_kernel_ns(stream, n, reps, [cycles, sms](cudaStream_t s) { spin_kernel<<<sms, 32, 0, s>>>(cycles); });
   f.boundary_ns = f.spin_ns - spin_us * 1e3;
   return f;
 }
@@ -111,17 +112,19 @@ int main(int argc, char** argv) {
   // The spin counts SM cycles at the reported clock; a lower running clock makes spins longer, so the boundary is
   // also read from the empty kernels, which have no spin.
   const double clock_ghz = clock_khz / 1e6;
+  int sms = 0;
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
 
   std::vector<std::pair<std::string, Figures>> rows;
-  rows.emplace_back("alone", measure(stream, kernels, reps, spin_us, clock_ghz));
+  rows.emplace_back("alone", measure(stream, kernels, reps, spin_us, clock_ghz, sms));
   if (devices >= 2) {
     int can = 0;
     check(cudaDeviceCanAccessPeer(&can, 0, 1), "cudaDeviceCanAccessPeer");
     if (can) {
       check(cudaDeviceEnablePeerAccess(1, 0), "cudaDeviceEnablePeerAccess");
-      rows.emplace_back("peer access", measure(stream, kernels, reps, spin_us, clock_ghz));
+      rows.emplace_back("peer access", measure(stream, kernels, reps, spin_us, clock_ghz, sms));
       check(cudaDeviceDisablePeerAccess(1), "cudaDeviceDisablePeerAccess");
     }
     ncclComm_t comms[2];
@@ -131,7 +134,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     check(cudaSetDevice(0), "cudaSetDevice");
-    rows.emplace_back("nccl", measure(stream, kernels, reps, spin_us, clock_ghz));
+    rows.emplace_back("nccl", measure(stream, kernels, reps, spin_us, clock_ghz, sms));
     for (auto c : comms) ncclCommDestroy(c);
   } else {
     std::fprintf(stderr, "bench_kernel_boundary: one GPU visible: only the 'alone' state is measured\n");
