@@ -50,6 +50,16 @@ std::optional<std::string> step_stall_note(const train::TrainResult& r) {
                      r.config.world_size, 1e3 * e.p95, 1e3 * e.median, 1e3 * e.max, e.count);
 }
 
+std::optional<std::string> boundary_note(const KernelBreakdown& k) {
+  const double growth = k.boundary_median_us - k.boundary_median_baseline_us;
+  if (k.boundaries < kMinBoundaries || !(growth >= kBoundaryGrowthUs)) return std::nullopt;
+  return fmt::format("N={}: every kernel boundary got longer: median gap between compute kernels {:.2f} → {:.2f} µs "
+                     "at {:.0f} boundaries per step, ≈{:.2f} ms per step of the compute part that no kernel's own time "
+                     "shows; fewer, larger kernels (fused operators) shorten it",
+                     k.world_size, k.boundary_median_baseline_us, k.boundary_median_us, k.boundaries,
+                     growth * k.boundaries / 1e3);
+}
+
 ScalingLoss scaling_loss(core::ScalingMode mode, const train::TrainResult& baseline, const train::TrainResult& sample) {
   if (baseline.config.world_size != 1)
     throw core::Error(fmt::format("the scaling-loss baseline must be world size 1, not {}", baseline.config.world_size));
@@ -128,6 +138,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     if (n >= 2 && !config.kernel_trace_dir.empty()) {
       try {
         point.kernels = kernel_breakdown(config.kernel_trace_dir, n);
+        if (auto note = boundary_note(*point.kernels)) report.notes.push_back(*note);
       } catch (const core::Error& e) {  // the figures stand without it
         report.notes.push_back(fmt::format("N={}: no kernel breakdown: {}", n, e.what()));
       }

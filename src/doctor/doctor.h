@@ -113,6 +113,17 @@ std::optional<std::string> overlap_note(const train::TrainResult& result);
 /// naming both figures, nothing otherwise (or with fewer than 10 steps).
 std::optional<std::string> step_stall_note(const train::TrainResult& result);
 
+/// Kernel boundaries beside one rank (doctor --kernel-trace): when the median gap between compute kernels grew by
+/// at least kBoundaryGrowthUs over at least kMinBoundaries boundaries per step, a note with both medians, the
+/// count and their product (≈ ms per step the longer boundaries cost): the part of the "compute" loss that no
+/// kernel's own time shows (measured on 2 × H200: gpt2-124m 2.66 → 4.00 µs × 765, bench/RESULTS.md 2026-11-30).
+/// Nothing otherwise.
+std::optional<std::string> boundary_note(const KernelBreakdown& kernels);
+/// Thresholds of boundary_note (judgements, not measured run-to-run spreads): growth ≥ 0.5 µs is about half of
+/// what 2 × H200 showed for gpt2-124m; ≥ 100 boundaries per step is where fewer kernels could matter.
+inline constexpr double kBoundaryGrowthUs = 0.5;
+inline constexpr double kMinBoundaries = 100;
+
 /// p95 / median of the per-step times above which step_stall_note speaks (a judgement: steady GPU steps stay
 /// within a few %, e.g. gpt2-124m on H200 p95/median 1.005; the unsynchronised rounds fixed in e807b34 gave 3–7).
 inline constexpr double kStallingStepRatio = 1.25;

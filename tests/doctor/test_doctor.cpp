@@ -127,6 +127,26 @@ std::string two_step_trace(int world_size, std::int64_t gemm_us, std::int64_t ga
 
 }  // namespace
 
+TEST(Doctor, LongerKernelBoundariesGetANote) {
+  doctor::KernelBreakdown k;
+  k.world_size = 2;
+  k.boundaries_baseline = 764;
+  k.boundaries = 765;
+  k.boundary_median_baseline_us = 2.66;
+  k.boundary_median_us = 4.0;  // +1.34 µs × 765 ≈ 1.03 ms
+  const auto note = doctor::boundary_note(k);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("N=2: every kernel boundary got longer: median gap between compute kernels 2.66 → 4.00 µs at "
+                       "765 boundaries per step, ≈1.03 ms per step"),
+            std::string::npos)
+      << *note;
+  k.boundary_median_us = 3.0;  // +0.34 µs: below kBoundaryGrowthUs
+  EXPECT_FALSE(doctor::boundary_note(k).has_value());
+  k.boundary_median_us = 4.0;
+  k.boundaries = 20;  // a few boundaries: nothing to gain from fewer kernels
+  EXPECT_FALSE(doctor::boundary_note(k).has_value());
+}
+
 TEST(Doctor, KernelBreakdownNamesTheKernelsAndGapsThatGrew) {
   const auto dir = std::filesystem::temp_directory_path() / "scalescope_doctor_kernels";
   std::filesystem::remove_all(dir);
