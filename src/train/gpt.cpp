@@ -9,14 +9,8 @@
 #include "train/normal_init.h"
 
 namespace scalescope::train {
-namespace {
 
-struct Preset {
-  const char* name;
-  GptConfig config;
-};
-
-GptConfig make(int layers, int d_model, int heads, int ffn, int vocab, int seq) {
+GptConfig GptConfig::sized(int layers, int d_model, int heads, int ffn, int vocab, int seq) {
   GptConfig c;
   c.layers = layers;
   c.d_model = d_model;
@@ -27,14 +21,21 @@ GptConfig make(int layers, int d_model, int heads, int ffn, int vocab, int seq) 
   return c;
 }
 
+namespace {
+
+struct Preset {
+  const char* name;
+  GptConfig config;
+};
+
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> table = {
-      {"tiny-14m", make(4, 312, 12, 1200, 30522, 128)},
-      {"gpt2-124m", make(12, 768, 12, 3072, 50304, 1024)},
-      {"gpt-350m", make(24, 1024, 16, 4096, 50304, 1024)},
-      {"gpt-1.3b", make(24, 2048, 16, 8192, 50304, 1024)},
-      {"llama2-7b-shape", make(32, 4096, 32, 11008, 32000, 4096)},
-      {"llama2-13b-shape", make(40, 5120, 40, 13824, 32000, 4096)},
+      {"tiny-14m", GptConfig::sized(4, 312, 12, 1200, 30522, 128)},
+      {"gpt2-124m", GptConfig::sized(12, 768, 12, 3072, 50304, 1024)},
+      {"gpt-350m", GptConfig::sized(24, 1024, 16, 4096, 50304, 1024)},
+      {"gpt-1.3b", GptConfig::sized(24, 2048, 16, 8192, 50304, 1024)},
+      {"llama2-7b-shape", GptConfig::sized(32, 4096, 32, 11008, 32000, 4096)},
+      {"llama2-13b-shape", GptConfig::sized(40, 5120, 40, 13824, 32000, 4096)},
   };
   return table;
 }

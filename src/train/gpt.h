@@ -55,6 +55,10 @@ struct GptConfig {
 
   int head_dim() const { return d_model / heads; }
 
+  /// A config of these sizes (the fields of the same names), the defaults for the rest (seed, recomputation).
+  /// Nothing is checked here: validate() does.
+  static GptConfig sized(int layers, int d_model, int heads, int ffn, int vocab, int seq);
+
   /// Parameters in forward order:
   ///   wte [V, d] (tied with the output head), wpe [T, d],
   ///   per block l "h.l.": ln1.weight [d], ln1.bias [d], attn.qkv.weight [d, 3d], attn.qkv.bias [3d],

@@ -46,17 +46,6 @@ using namespace scalescope::train::testing;
 
 namespace {
 
-GptConfig make_config(int layers, int d, int heads, int ffn, int vocab, int seq) {
-  GptConfig c;
-  c.layers = layers;
-  c.d_model = d;
-  c.heads = heads;
-  c.ffn = ffn;
-  c.vocab = vocab;
-  c.seq = seq;
-  return c;
-}
-
 /// n values ~ N(mean, stddev²), rounded to bf16 and returned as double (what the kernel will see).
 std::vector<double> random_bf16_values(std::size_t n, double mean, double stddev, unsigned seed) {
   std::mt19937 rng(seed);
@@ -496,7 +485,7 @@ TEST_F(GptCudaTest, EmbeddingForwardAndBackwardMatchCpu) {
 // The model against GptCpu.
 
 TEST_F(GptCudaTest, StartsFromTheSharedInitialParameters) {
-  const auto config = make_config(2, 64, 4, 128, 256, 32);
+  const auto config = GptConfig::sized(2, 64, 4, 128, 256, 32);
   GptCuda gpu(config, stream_);
   GptCpu cpu(config);
   ASSERT_EQ(gpu.parameters().size(), cpu.parameters().size());
@@ -508,33 +497,33 @@ TEST_F(GptCudaTest, StartsFromTheSharedInitialParameters) {
   EXPECT_EQ(gpu.row_tokens(), 33);
   EXPECT_EQ(gpu.predictions_per_row(), 32);
   EXPECT_DOUBLE_EQ(gpu.flops_per_token(), config.flops_per_token());
-  EXPECT_THROW({ GptCuda bad(make_config(1, 12, 2, 32, 64, 8), stream_); }, UsageError);  // d_model % 8 != 0
+  EXPECT_THROW({ GptCuda bad(GptConfig::sized(1, 12, 2, 32, 64, 8), stream_); }, UsageError);  // d_model % 8 != 0
 }
 
 TEST_F(GptCudaTest, LossAndGradientsMatchCpu) {
-  compare_step(make_config(2, 64, 4, 128, 256, 32), 4, 64);  // head width 16; 256-byte aligned gradient ranges
+  compare_step(GptConfig::sized(2, 64, 4, 128, 256, 32), 4, 64);  // head width 16; 256-byte aligned gradient ranges
 }
 
 TEST_F(GptCudaTest, OddShapesAndUnalignedGradientRangesMatchCpu) {
   // Head width 10 (padded to 16), T = 12 (scalar softmax), vocab 101 (logits padded to 104), fp32 GEMM outputs
   // only 4-byte aligned.
-  compare_step(make_config(2, 40, 4, 72, 101, 12), 3, 3);
+  compare_step(GptConfig::sized(2, 40, 4, 72, 101, 12), 3, 3);
 }
 
 TEST_F(GptCudaTest, LongSequencesUseQueryChunksAndMatchCpu) {
   // T = 320 > 256: the model's attention runs in query chunks [0, 256) and [256, 320).
-  compare_step(make_config(2, 32, 2, 64, 128, 320), 2, 64);
+  compare_step(GptConfig::sized(2, 32, 2, 64, 128, 320), 2, 64);
 }
 
 TEST_F(GptCudaTest, AdamWMatchesCpuForTheSameGradients) {
-  const auto config = make_config(2, 64, 4, 128, 256, 32);
+  const auto config = GptConfig::sized(2, 64, 4, 128, 256, 32);
   GptCpu cpu(config);
   GptCuda gpu(config, stream_);
   expect_adamw_matches_cpu(cpu, gpu, stream_, 3, random_tokens(4, 33, 256, 12), 4, 33);
 }
 
 TEST_F(GptCudaTest, TrainingStepsTrackCpu) {
-  const auto config = make_config(2, 64, 4, 128, 256, 32);
+  const auto config = GptConfig::sized(2, 64, 4, 128, 256, 32);
   GptCpu cpu(config);
   GptCuda gpu(config, stream_);
   std::vector<std::size_t> offsets;
@@ -589,10 +578,10 @@ TEST_F(GptCudaTest, TrainingStepsTrackCpu) {
 }
 
 TEST_F(GptCudaTest, ParametersChangedRefreshesTheBf16Weights) {
-  auto other = make_config(2, 64, 4, 128, 256, 32);
+  auto other = GptConfig::sized(2, 64, 4, 128, 256, 32);
   other.seed = 99;
   GptCpu cpu(other);
-  GptCuda gpu(make_config(2, 64, 4, 128, 256, 32), stream_);
+  GptCuda gpu(GptConfig::sized(2, 64, 4, 128, 256, 32), stream_);
   expect_parameters_changed_refreshes_bf16_weights(cpu, gpu, stream_, random_tokens(4, 33, 256, 13), 4, 33);
 }
 
@@ -639,7 +628,7 @@ TEST_F(GptCudaTest, PresetsRunForwardAndBackward) {
 }
 
 TEST_F(GptCudaTest, BatchesOfDifferentSizes) {
-  GptCuda gpu(make_config(2, 32, 2, 64, 128, 16), stream_);
+  GptCuda gpu(GptConfig::sized(2, 32, 2, 64, 128, 16), stream_);
   expect_steps_on_batches_of_sizes(gpu, 17, 128, {1, 7, 30, 5});
 }
 
@@ -657,7 +646,7 @@ TEST_F(GptCudaTest, LossLogHoldsAtMost65536UntakenLosses) {
 }
 
 TEST_F(GptCudaTest, BadBatchesAndCallsThrow) {
-  GptCuda gpu(make_config(1, 16, 2, 32, 64, 4), stream_);
+  GptCuda gpu(GptConfig::sized(1, 16, 2, 32, 64, 4), stream_);
   EXPECT_THROW(gpu.forward(), std::logic_error);
   std::vector<std::int32_t> tokens = random_tokens(2, 5, 64, 14);
   EXPECT_NO_THROW(gpu.stage_batch({2, 5, tokens.data()}));

@@ -37,16 +37,7 @@ class StepGraphTest : public CudaStreamTest {
 
   /// `steps` AdamW steps of a 2-layer GPT on fixed batches through the engine and NCCL (one rank), issued
   /// eagerly or replayed from a CUDA graph.
-  static GptConfig small_gpt() {
-    GptConfig config;
-    config.layers = 2;
-    config.d_model = 64;
-    config.heads = 4;
-    config.ffn = 128;
-    config.vocab = 256;
-    config.seq = 32;
-    return config;
-  }
+  static GptConfig small_gpt() { return GptConfig::sized(2, 64, 4, 128, 256, 32); }
 
   Run train(bool graph, int steps) {
     GptCuda model(small_gpt(), stream_);

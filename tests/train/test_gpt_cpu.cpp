@@ -27,19 +27,8 @@ using namespace scalescope::train::testing;
 
 namespace {
 
-GptConfig make_config(int layers, int d, int heads, int ffn, int vocab, int seq) {
-  GptConfig c;
-  c.layers = layers;
-  c.d_model = d;
-  c.heads = heads;
-  c.ffn = ffn;
-  c.vocab = vocab;
-  c.seq = seq;
-  return c;
-}
-
 /// The finite-difference configuration of the brief: 2 layers, d 16, 2 heads, ffn 32, vocab 64, seq 8.
-GptConfig tiny_config() { return make_config(2, 16, 2, 32, 64, 8); }
+GptConfig tiny_config() { return GptConfig::sized(2, 16, 2, 32, 64, 8); }
 
 
 
@@ -104,7 +93,7 @@ TEST(GptConfig, LayersOverrideKeepsEachLayer) {
 }
 
 TEST(GptConfig, LayoutIsInForwardOrder) {
-  const auto c = make_config(2, 16, 2, 32, 64, 8);
+  const auto c = GptConfig::sized(2, 16, 2, 32, 64, 8);
   const auto p = c.parameter_layout();
   ASSERT_EQ(p.size(), 2u + 12 * 2 + 2);
   const std::vector<std::pair<std::string, std::size_t>> first = {
@@ -194,7 +183,7 @@ TEST(GptConfig, ValidateNamesTheBadField) {
 }
 
 TEST(GptConfig, InitialParametersAreGpt2Style) {
-  const auto c = make_config(4, 64, 4, 256, 512, 32);
+  const auto c = GptConfig::sized(4, 64, 4, 256, 512, 32);
   const auto p = gpt_initial_parameters(c);
   ASSERT_EQ(p.size(), c.parameter_count());
   EXPECT_EQ(p, gpt_initial_parameters(c));  // a pure function of config and seed
@@ -269,7 +258,7 @@ TEST(GptOps, LayerNormNormalisesEachRow) {
 }
 
 TEST(GptCpu, InitialLossIsNearLogVocab) {
-  const auto c = make_config(2, 32, 4, 64, 512, 16);
+  const auto c = GptConfig::sized(2, 32, 4, 64, 512, 16);
   GptCpu model(c);
   const auto tokens = random_tokens(16, 17, 512, 1);
   model.stage_batch({16, 17, tokens.data()});
@@ -305,7 +294,7 @@ TEST(GptCpu, FloatGradientMatchesDoubleOracleAndWritesEveryElement) {
 }
 
 TEST(GptCpu, GradientsBecomeReadyInReverseParameterOrder) {
-  GptCpu model(make_config(3, 8, 2, 16, 32, 4));
+  GptCpu model(GptConfig::sized(3, 8, 2, 16, 32, 4));
   // lnf.bias, lnf.weight, h.2.mlp.proj.bias, …, h.0.ln1.weight, wpe, wte: each once
   expect_ready_in_reverse_order(model, random_tokens(2, 5, 32, 5), 2, 5);
 }
@@ -332,7 +321,7 @@ TEST(GptCpu, LossFallsOnEnglishText) {
       "them wanted: a brown loaf for the teacher, two rolls for the postman, a sweet bun for the girl who ran "
       "to catch the early bus. When the shelves were empty he swept the floor, counted the coins, and walked "
       "home along the river, where the ducks waited for the crusts he always kept in his pocket.";
-  const auto config = make_config(2, 64, 4, 256, 256, 32);  // byte tokens
+  const auto config = GptConfig::sized(2, 64, 4, 256, 256, 32);  // byte tokens
   GptCpu model(config);
   std::vector<std::size_t> offsets;
   const std::size_t total = reverse_offsets(model.parameters(), 0, offsets);
@@ -371,7 +360,7 @@ TEST(GptCpu, LossFallsOnEnglishText) {
 }
 
 TEST(GptCpu, BadBatchesThrow) {
-  GptCpu model(make_config(1, 8, 2, 16, 100, 3));
+  GptCpu model(GptConfig::sized(1, 8, 2, 16, 100, 3));
   const std::vector<std::int32_t> good = {1, 2, 3, 4, 5, 6, 7, 8};
   EXPECT_NO_THROW(model.stage_batch({2, 4, good.data()}));
   EXPECT_THROW(model.stage_batch({0, 4, good.data()}), Error);
@@ -385,7 +374,7 @@ TEST(GptCpu, BadBatchesThrow) {
 }
 
 TEST(GptCpu, CallsOutOfOrderAreLogicErrors) {
-  GptCpu model(make_config(1, 8, 2, 16, 100, 3));
+  GptCpu model(GptConfig::sized(1, 8, 2, 16, 100, 3));
   EXPECT_THROW(model.forward(), std::logic_error);
   const std::vector<std::int32_t> tokens = {1, 2, 3, 4};
   model.stage_batch({1, 4, tokens.data()});
