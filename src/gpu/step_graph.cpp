@@ -12,12 +12,17 @@ namespace scalescope::gpu {
 
 StepGraph::StepGraph(cudaStream_t stream) : stream_(stream) {}
 
+void StepGraph::abandon_capture() noexcept {
+  if (state_ != State::capturing) return;
+  cudaGraph_t unfinished = nullptr;
+  cudaStreamEndCapture(stream_, &unfinished);  // fails for an invalidated capture, which still ends it
+  if (unfinished) cudaGraphDestroy(unfinished);
+  cudaGetLastError();
+  state_ = State::empty;
+}
+
 StepGraph::~StepGraph() {
-  if (state_ == State::capturing) {  // an exception left a capture open: close it, discard what it holds
-    cudaGraph_t unfinished = nullptr;
-    if (cudaStreamEndCapture(stream_, &unfinished) == cudaSuccess && unfinished) cudaGraphDestroy(unfinished);
-    cudaGetLastError();
-  }
+  abandon_capture();  // an exception left a capture open
   if (exec_ || graph_) cudaStreamSynchronize(stream_);  // launches in flight; no throw from a destructor
   if (exec_) cudaGraphExecDestroy(exec_);
   if (graph_) cudaGraphDestroy(graph_);
@@ -118,12 +123,7 @@ void StepGraph::launch() {
 }
 
 void StepGraph::reset() {
-  if (state_ == State::capturing) {
-    cudaGraph_t unfinished = nullptr;
-    cudaStreamEndCapture(stream_, &unfinished);
-    if (unfinished) cudaGraphDestroy(unfinished);
-    cudaGetLastError();
-  }
+  abandon_capture();
   state_ = State::empty;
   SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // launches in flight still use the graph
   destroy();

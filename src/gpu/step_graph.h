@@ -48,6 +48,8 @@ class StepGraph final : public train::StepReplay {
  private:
   enum class State { empty, capturing, ready, binding };
   void destroy();
+  /// Ends an open capture and discards what it recorded (errors swallowed: it runs on error paths).
+  void abandon_capture() noexcept;
 
   cudaStream_t stream_;
   State state_ = State::empty;
