@@ -62,8 +62,10 @@ inline GemmSpec packed_gemm(int m, int n, int k, const __nv_bfloat16* a, const _
 ///
 /// Algorithm choice: the first call of each shape times up to 4 of cuBLASLt's heuristic results with the
 /// workspace and 4 without (these need no memset of the workspace before each call, which costs ~2 µs of GPU
-/// time per call) on that call's own operands, 5 calls each, and keeps the fastest — the autotuning of
-/// cuBLASLt's documentation, with the memsets counted. Measured on H200 (bench/RESULTS.md, "GEMM autotuning"):
+/// time per call) on that call's own operands, 5 calls each in two interleaved rounds (each candidate keeps its
+/// faster round), and keeps the fastest — the autotuning of cuBLASLt's documentation, with the memsets counted.
+/// The timing first waits for the whole device (cudaDeviceSynchronize), so that no other stream's work (NCCL's
+/// kernels beside a data-parallel first step) shares the SMs with the candidates. Measured on H200 (bench/RESULTS.md, "GEMM autotuning"):
 /// tiny-14m −3 %, gpt2-124m −1.3 % step time, gpt-1.3b unchanged. SCALESCOPE_GEMM_AUTOTUNE=0 takes cuBLASLt's
 /// first choice instead, as does a shape first seen while the stream is captured into a CUDA graph.
 class LtMatmul {
@@ -96,7 +98,8 @@ class LtMatmul {
   /// receives cuBLASLt's status (none found is an empty result with CUBLAS_STATUS_SUCCESS or an error status).
   std::vector<cublasLtMatmulHeuristicResult_t> heuristics(const Plan& p, const Key& key, std::uint64_t workspace,
                                                           int count, cublasStatus_t& status) const;
-  /// The candidate whose 5 back-to-back calls on `g`'s operands take the least GPU time on `stream`.
+  /// The candidate whose 5 back-to-back calls on `g`'s operands take the least GPU time on `stream`, the device
+  /// otherwise idle (it synchronises the device first), over two rounds.
   cublasLtMatmulAlgo_t fastest(const Plan& p, const GemmSpec& g,
                                const std::vector<cublasLtMatmulHeuristicResult_t>& candidates, cudaStream_t stream);
 
