@@ -22,6 +22,11 @@
 #     profiler's 3 steps, CPU and CUDA activity), and bench/kernel_diff.py on rank 0 of each pair: does DDP's
 #     median gap at a kernel boundary grow at 2 GPUs as ours does, and how many kernels does each side run per
 #     step (the profiler's CPU overhead can starve DDP's launch queue: compare its traced step with the untimed);
+#   optimizer: for each of GAP_WS_MODELS, ours at 1 and 2 GPUs and at 2 with --overlap-optimizer (AdamW of the
+#     parameters outside the last bucket beside that bucket's all-reduce), then DDP at 1 and 2 GPUs (GAP_DDP=0
+#     leaves it out); with GAP_P2P_OFF=1 also both 2-GPU runs of ours and DDP's under NCCL_P2P_DISABLE=1; ours
+#     traced kernel by kernel for GAP_MODEL at 1 and 2 GPUs (the timed rounds stay untraced) and compared by
+#     bench/kernel_diff.py: do both ranks' GEMMs now run the kernels the 1-GPU run chose;
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
 #     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);
 #   pairs: two independent world-size-1 jobs at once on GPUs 0 and 1 (what a second busy GPU costs without
@@ -43,8 +48,8 @@ TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_ste
 [ "${GAP_TESTS:-1}" = 1 ] || TESTS=
 SETS=" ${GAP_SET:-phases} "  # one or more sets, run in the order given
 for SET in $SETS; do  # before the build: a typo should not cost a GPU call
-  case "$SET" in pairs|clocks|trace|workspace|graph|autotune|boundaries|env|phases) ;;
-    *) echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries env phases)"
+  case "$SET" in pairs|clocks|trace|workspace|graph|autotune|boundaries|optimizer|env|phases) ;;
+    *) echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries optimizer env phases)"
        exit 2 ;;
   esac
 done
@@ -177,6 +182,27 @@ elif [ "$SET" = boundaries ]; then  # kernel boundaries at 1 and 2 GPUs, both si
     echo "== $side: 1 vs 2 GPUs (rank 0)"
     python3 bench/kernel_diff.py "$OUT/$side-n1/rank0.json" "$OUT/$side-n2/rank0.json" 6
   done
+elif [ "$SET" = optimizer ]; then  # --overlap-optimizer at 2 GPUs beside the default, and DDP
+  for spec in ${GAP_WS_MODELS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
+    m=${spec%%:*}; trace1=(); trace2=()
+    [ "$m" = "$MODEL" ] && trace1=(--kernel-trace "$OUT/trace-$m-n1") && trace2=(--kernel-trace "$OUT/trace-$m-n2")
+    MODEL=$m BATCH=${spec##*:} ours "$m-n1" 1 -- "${trace1[@]}"
+    MODEL=$m BATCH=${spec##*:} ours "$m-n2" 2 -- "${trace2[@]}"
+    MODEL=$m BATCH=${spec##*:} ours "$m-n2-oo" 2 -- --overlap-optimizer
+    if [ "${GAP_P2P_OFF:-0}" = 1 ]; then
+      MODEL=$m BATCH=${spec##*:} ours "$m-n2-p2poff" 2 NCCL_P2P_DISABLE=1 --
+      MODEL=$m BATCH=${spec##*:} ours "$m-n2-p2poff-oo" 2 NCCL_P2P_DISABLE=1 -- --overlap-optimizer
+    fi
+    [ "${GAP_DDP:-1}" = 1 ] || continue
+    MODEL=$m BATCH=${spec##*:} ddp "$m-n1" 1 --
+    MODEL=$m BATCH=${spec##*:} ddp "$m-n2" 2 --
+    [ "${GAP_P2P_OFF:-0}" = 1 ] && MODEL=$m BATCH=${spec##*:} ddp "$m-n2-p2poff" 2 NCCL_P2P_DISABLE=1 --
+  done
+  if [ -d "$OUT/trace-$MODEL-n2" ]; then
+    echo "== $MODEL, ours traced: 1 vs 2 GPUs (rank 0, then rank 1)"
+    python3 bench/kernel_diff.py "$OUT/trace-$MODEL-n1/rank0.json" "$OUT/trace-$MODEL-n2/rank0.json" 6
+    python3 bench/kernel_diff.py "$OUT/trace-$MODEL-n1/rank0.json" "$OUT/trace-$MODEL-n2/rank1.json" 6 | head -9
+  fi
 elif [ "$SET" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --
   ours n2-no-overlap 2 -- --no-overlap

@@ -162,9 +162,12 @@ void MpiCommunicator::start_all_reduce(float* data, std::size_t count, ReduceOp 
       false);
 }
 
-void MpiCommunicator::join() {
+void MpiCommunicator::join() { join_until(0); }
+
+void MpiCommunicator::join_until(std::size_t pending) {
   std::unique_lock lock(mutex_);
-  const std::size_t ticket = submitted_;
+  // Tickets count every submitted task (broadcasts too), in order; the last `pending` are all-reduces here.
+  const std::size_t ticket = submitted_ > pending ? submitted_ - pending : 0;
   cv_.wait(lock, [&] { return completed_ >= ticket; });
   rethrow_if_failed();
 }

@@ -40,6 +40,7 @@ class MpiCommunicator final : public Communicator {
   const RankInfo& rank_info() const override { return info_; }
   void start_all_reduce(float* data, std::size_t count, ReduceOp op) override;
   void join() override;
+  void join_until(std::size_t pending) override;
   std::vector<CollectiveTiming> take_timings() override;
   void broadcast(float* data, std::size_t count, int root) override;
   std::vector<double> all_gather_host(const std::vector<double>& values) override;

@@ -37,6 +37,8 @@ class StepGraph final : public train::StepReplay {
   void launch() override;
   void reset() override;
   bool replaying() const override { return state_ == State::binding; }
+  /// Between begin_capture() and end_capture().
+  bool capturing() const { return state_ == State::capturing; }
 
   /// Records `event` on `stream` as a timing point (see the file comment). Eager: cudaEventRecord. Capturing: an
   /// event-record node, remembered. Replaying: nothing is issued; `event` is bound to the next remembered node.

@@ -28,12 +28,13 @@ std::string workload_line(const train::TrainResult& r, bool sweep) {
           ? fmt::format("batch {} rows per rank (global = {} × world size)", c.rows_per_rank(), c.rows_per_rank())
           : fmt::format("global batch {} rows split over the ranks", c.global_rows());
   return fmt::format("model {} ({} parameters, {} FLOP/token), {} scaling, {}, "
-                     "{} bucket{} ({} MiB first, {} MiB cap), overlap {}{}{}",
+                     "{} bucket{} ({} MiB first, {} MiB cap), overlap {}{}{}{}",
                      c.model.name, si(static_cast<double>(r.parameters)), si(r.flops_per_token), core::to_string(c.mode),
                      batch,
                      r.bucket_bytes.size(), r.bucket_bytes.size() == 1 ? "" : "s",
                      c.engine.buckets.first_bucket_bytes / double(1 << 20), c.engine.buckets.bucket_cap_bytes / double(1 << 20),
                      c.engine.overlap ? "on" : "off",
+                     c.engine.overlap_optimizer ? ", optimizer overlapped with the last bucket" : "",
                      c.stream_priority == train::StreamPriority::equal
                          ? std::string()
                          : fmt::format(", {} stream first", train::to_string(c.stream_priority)),

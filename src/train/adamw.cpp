@@ -1,6 +1,9 @@
 #include "train/adamw.h"
 
 #include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 namespace scalescope::train {
 
@@ -12,6 +15,18 @@ AdamWStep adamw_step(const AdamWConfig& c, std::int64_t t) {
           1.0f - c.learning_rate * c.weight_decay,
           static_cast<float>(c.learning_rate / (1.0 - std::pow(static_cast<double>(c.beta1), step))),
           static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(c.beta2), step)))};
+}
+
+std::int64_t AdamWStepCounts::advance(ParameterRange part, const std::string& model) {
+  if (part.first >= part.end || part.end > steps_.size())
+    throw std::logic_error(fmt::format("{}: AdamW on parameters [{}, {}) of {}", model, part.first, part.end, steps_.size()));
+  const std::int64_t t = steps_[part.first];
+  for (std::size_t i = part.first; i < part.end; ++i)
+    if (steps_[i] != t)
+      throw std::logic_error(fmt::format("{}: AdamW on parameters [{}, {}) whose steps differ ({} has taken {}, {} has "
+                                         "taken {})", model, part.first, part.end, part.first, t, i, steps_[i]));
+  for (std::size_t i = part.first; i < part.end; ++i) ++steps_[i];
+  return t + 1;
 }
 
 void adamw_update(float* p, const float* g, float* m, float* v, std::size_t n, const AdamWStep& s, bool decays) {

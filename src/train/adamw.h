@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "train/model.h"
 
@@ -21,6 +23,19 @@ struct AdamWStep {
 /// The constants of step t ≥ 1 (t counts optimizer steps from 1). The bias corrections are computed in
 /// double, as PyTorch computes them on the host, and rounded to fp32 once.
 AdamWStep adamw_step(const AdamWConfig& config, std::int64_t t);
+
+/// Optimizer steps taken by each parameter (torch.optim.AdamW keeps `step` per parameter), so that one step
+/// can be applied in parts (Model::optimizer_step_part).
+class AdamWStepCounts {
+ public:
+  explicit AdamWStepCounts(std::size_t parameters = 0) : steps_(parameters, 0) {}
+  /// Advances parameters `part` by one step and returns their new step t ≥ 1. Throws std::logic_error
+  /// (naming `model`) for an empty part, one beyond the parameters, or parameters at different steps.
+  std::int64_t advance(ParameterRange part, const std::string& model);
+
+ private:
+  std::vector<std::int64_t> steps_;
+};
 
 /// One AdamW step on `n` fp32 elements: parameters p, gradients g, moments m and v (all [n]), in place:
 ///   p ← p·decay  (only if `decays`);  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²;

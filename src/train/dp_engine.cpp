@@ -1,5 +1,6 @@
 #include "train/dp_engine.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -15,6 +16,21 @@ DataParallelEngine::DataParallelEngine(Model& model, comm::Communicator& comm, T
   if (replay_ != nullptr && !model_.replayable())
     throw core::UsageError(fmt::format("the model {} cannot be captured and replayed (CUDA graphs)", model_.describe()),
                            "drop --cuda-graph, or use a GPT model on GPU ranks");
+  if (options_.overlap_optimizer && replay_ != nullptr)
+    throw core::UsageError("the optimizer overlap and CUDA-graph replay cannot be combined yet",
+                           "drop --overlap-optimizer or --cuda-graph");
+  if (options_.overlap_optimizer && plan_.buckets.size() >= 2) {
+    // The last bucket holds parameters [0, k) (buckets are packed in reverse order); the rest is [k, n).
+    const auto& last = plan_.buckets.back().parameters;
+    const std::size_t n = plan_.parameter_bucket.size();
+    const std::size_t k = *std::max_element(last.begin(), last.end()) + 1;
+    if (k != last.size() || k >= n)
+      throw core::Error(fmt::format("the last gradient bucket holds {} parameters that are not the first {} of {}",
+                                    last.size(), k, n),
+                        "this is a bug in the bucket plan; drop --overlap-optimizer");
+    late_parameters_ = {0, k};
+    early_parameters_ = {k, n};
+  }
   gradients_ = model_.allocate_gradients(plan_.parameter_offset, plan_.total_numel);
   pending_.resize(plan_.buckets.size());
 }
@@ -50,7 +66,7 @@ Marker DataParallelEngine::record_marker(BookkeepingCall::Kind kind) {
   return timeline_.record();
 }
 
-void DataParallelEngine::issue_forward_backward_join(StepMarks& m) {
+void DataParallelEngine::issue_forward_backward_join(const AdamWConfig& adamw, StepMarks& m) {
   model_.forward();
   m.forward_end = record_marker(BookkeepingCall::forward_end);
   model_.backward([this](std::size_t p) { on_gradient_ready(p); });
@@ -59,6 +75,13 @@ void DataParallelEngine::issue_forward_backward_join(StepMarks& m) {
     throw core::Error(fmt::format("backward reported {} of {} parameter gradients", ready_parameters_,
                                   plan_.parameter_offset.size()));
   launch_ready_buckets();  // without overlap: everything starts now; with overlap: nothing is left
+  if (early_parameters_.size() > 0) {  // overlap_optimizer (eager steps only: never captured)
+    m.split = true;
+    comm_.join_until(1);
+    m.early_joined = timeline_.record();
+    model_.optimizer_step_part(adamw, early_parameters_);
+    m.early_optimized = timeline_.record();
+  }
   comm_.join();
   if (capturing_) bookkeeping_.push_back({BookkeepingCall::join, 0});
   m.comm_end = record_marker(BookkeepingCall::comm_end);
@@ -83,9 +106,9 @@ void DataParallelEngine::replay_forward_backward_join(StepMarks& m) {
   model_.log_replayed_loss();
 }
 
-void DataParallelEngine::forward_backward_join(const TokenBatchView& batch, StepMarks& m) {
+void DataParallelEngine::forward_backward_join(const TokenBatchView& batch, const AdamWConfig& adamw, StepMarks& m) {
   if (replay_ == nullptr) {
-    issue_forward_backward_join(m);
+    issue_forward_backward_join(adamw, m);
     ++replay_counts_.eager;
     return;
   }
@@ -104,7 +127,7 @@ void DataParallelEngine::forward_backward_join(const TokenBatchView& batch, Step
     capturing_ = true;
     try {
       replay_->begin_capture();
-      issue_forward_backward_join(m);
+      issue_forward_backward_join(adamw, m);
       capturing_ = false;
       replay_->end_capture();
     } catch (...) {
@@ -120,7 +143,7 @@ void DataParallelEngine::forward_backward_join(const TokenBatchView& batch, Step
     model_.log_replayed_loss();
     ++replay_counts_.captured;
   } else {
-    issue_forward_backward_join(m);
+    issue_forward_backward_join(adamw, m);
     ++eager_since_shape_;
     ++replay_counts_.eager;
   }
@@ -140,8 +163,11 @@ void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seco
   model_.stage_batch(batch);
   m.staged = timeline_.record();
   const auto host_staged = Clock::now();
-  forward_backward_join(batch, m);
-  model_.optimizer_step(adamw);
+  forward_backward_join(batch, adamw, m);
+  if (m.split)
+    model_.optimizer_step_part(adamw, late_parameters_);
+  else
+    model_.optimizer_step(adamw);
   m.optimizer_end = timeline_.record();
   const auto host_end = Clock::now();
   m.host_stage = seconds(host_staged - host_begin);
@@ -165,8 +191,15 @@ std::vector<StepTiming> DataParallelEngine::take_step_timings() {
     t.stage = timeline_.seconds_between(m.begin, m.staged);
     t.forward = timeline_.seconds_between(m.staged, m.forward_end);
     t.backward = timeline_.seconds_between(m.forward_end, m.backward_end);
-    t.exposed_comm = timeline_.seconds_between(m.backward_end, m.comm_end);
-    t.optimizer = timeline_.seconds_between(m.comm_end, m.optimizer_end);
+    if (m.split) {  // compute waited twice, for all but the last bucket and then for it; AdamW ran twice
+      t.exposed_comm = timeline_.seconds_between(m.backward_end, m.early_joined) +
+                       timeline_.seconds_between(m.early_optimized, m.comm_end);
+      t.optimizer = timeline_.seconds_between(m.early_joined, m.early_optimized) +
+                    timeline_.seconds_between(m.comm_end, m.optimizer_end);
+    } else {
+      t.exposed_comm = timeline_.seconds_between(m.backward_end, m.comm_end);
+      t.optimizer = timeline_.seconds_between(m.comm_end, m.optimizer_end);
+    }
     t.total = t.data_wait + timeline_.seconds_between(m.begin, m.optimizer_end);
     t.host_stage = m.host_stage;
     t.host_issue = m.host_issue;

@@ -51,6 +51,14 @@ struct StepTiming {
 struct EngineOptions {
   BucketConfig buckets;
   bool overlap = true;  ///< false: start the all-reduces only after the whole backward
+  /// true: AdamW of every parameter outside the last bucket runs as soon as the other buckets are all-reduced,
+  /// while the last bucket's all-reduce still runs; then AdamW of the last bucket. The last bucket holds the
+  /// first parameters, whose gradients backward finishes last (a GPT's tied token embedding: 154 MB for
+  /// gpt2-124m), so its all-reduce is the exposed communication DDP leaves after backward; this hides it
+  /// behind most of the optimizer. Same arithmetic (AdamW is element-wise; each parameter counts its own
+  /// steps), as PyTorch's experimental DDP optimizer-in-backward (`_register_fused_optim`) does per bucket.
+  /// Eager steps only: not with a StepReplay (--cuda-graph).
+  bool overlap_optimizer = false;
   /// Reduction of gradients across ranks. `average` is DDP's; `sum` exists only so the correctness test can
   /// show that a wrong average is caught (scalescope train --internal-gradient-reduction sum).
   comm::ReduceOp gradient_reduction = comm::ReduceOp::average;
@@ -68,7 +76,7 @@ class DataParallelEngine {
   /// backward, all-reduces and join are captured once after kEagerStepsBeforeCapture eager steps and replayed
   /// after that, recaptured when the batch shape changes; the optimizer and the batch copy stay eager. Throws
   /// core::Error from the model or plan (e.g. a zero bucket size), core::UsageError for `replay` with a model
-  /// that cannot be replayed (Model::replayable()).
+  /// that cannot be replayed (Model::replayable()) or with options.overlap_optimizer.
   DataParallelEngine(Model& model, comm::Communicator& comm, Timeline& timeline, EngineOptions options,
                      StepReplay* replay = nullptr);
 
@@ -96,6 +104,9 @@ class DataParallelEngine {
  private:
   struct StepMarks {
     Marker begin, staged, forward_end, backward_end, comm_end, optimizer_end;
+    // overlap_optimizer: after the wait for all but the last bucket, and after the optimizer of their parameters.
+    bool split = false;
+    Marker early_joined = 0, early_optimized = 0;
     double data_wait;
     double host_stage, host_issue;  // steady-clock seconds (StepTiming's fields of the same names)
   };
@@ -112,8 +123,8 @@ class DataParallelEngine {
   Marker record_marker(BookkeepingCall::Kind kind);
   /// Forward, backward with the all-reduces, and the join: issued eagerly, captured (then launched once), or
   /// replayed, as the replayer's state and the batch shape decide.
-  void forward_backward_join(const TokenBatchView& batch, StepMarks& m);
-  void issue_forward_backward_join(StepMarks& m);
+  void forward_backward_join(const TokenBatchView& batch, const AdamWConfig& adamw, StepMarks& m);
+  void issue_forward_backward_join(const AdamWConfig& adamw, StepMarks& m);
   void replay_forward_backward_join(StepMarks& m);
 
   Model& model_;
@@ -121,6 +132,8 @@ class DataParallelEngine {
   Timeline& timeline_;
   EngineOptions options_;
   BucketPlan plan_;
+  // overlap_optimizer with ≥ 2 buckets: the parameters outside the last bucket, then those in it; else empty.
+  ParameterRange early_parameters_, late_parameters_;
   float* gradients_ = nullptr;
   std::vector<std::size_t> pending_;      // per bucket: gradients not yet ready in this backward
   std::size_t next_bucket_ = 0;           // next bucket to launch (buckets start in order, as NCCL needs)

@@ -27,6 +27,13 @@ struct TokenBatchView {
   const std::int32_t* tokens = nullptr;
 };
 
+/// Parameters [first, end) by their index in Model::parameters() (forward order).
+struct ParameterRange {
+  std::size_t first = 0;
+  std::size_t end = 0;
+  std::size_t size() const { return end - first; }
+};
+
 /// AdamW hyper-parameters (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", ICLR 2019;
 /// defaults as torch.optim.AdamW). Weight decay applies to weight matrices only, not biases or embeddings.
 struct AdamWConfig {
@@ -83,7 +90,14 @@ class Model {
   /// issued, in backward order (last layer first), so the engine can start that bucket's all-reduce.
   virtual void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) = 0;
   /// One AdamW step on the master parameters with the gradients in the flat buffer (already averaged).
-  virtual void optimizer_step(const AdamWConfig& config) = 0;
+  void optimizer_step(const AdamWConfig& config) { optimizer_step_part(config, {0, parameters().size()}); }
+  /// AdamW on parameters `part` only, so that a step can be applied in parts (DataParallelEngine's
+  /// overlap_optimizer updates every parameter outside the last bucket while that bucket is all-reduced). Each
+  /// parameter counts its own steps, as torch.optim.AdamW does (AdamWStepCounts), so the parts of one step give
+  /// exactly what one whole step gives. Throws std::logic_error before allocate_gradients(), for an empty part or
+  /// one beyond parameters(), or when the part's parameters have taken different numbers of steps (a part of a
+  /// step applied twice, or one forgotten).
+  virtual void optimizer_step_part(const AdamWConfig& config, ParameterRange part) = 0;
   /// Losses of the forward passes since the last call, in order. Blocks until they are computed.
   virtual std::vector<float> take_losses() = 0;
 

@@ -23,6 +23,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -575,6 +576,36 @@ TEST_F(GptCudaTest, TrainingStepsTrackCpu) {
     }
     at += p.numel;
   }
+}
+
+TEST_F(GptCudaTest, AStepAppliedInPartsIsTheWholeStep) {
+  // The engine's overlap_optimizer: parameters outside the last bucket, then the last bucket's (here [0, 3):
+  // wte, wpe and the first LayerNorm weight, several AdamW chunks of the multi-tensor kernel). Same arithmetic,
+  // so the same bits, and the next forward must see the refreshed bf16 copies of both parts.
+  const auto config = GptConfig::sized(2, 64, 4, 128, 256, 32);
+  GptCuda whole(config, stream_), parts(config, stream_);
+  std::vector<std::size_t> offsets;
+  const std::size_t total = reverse_offsets(whole.parameters(), 64, offsets);
+  whole.allocate_gradients(offsets, total);
+  parts.allocate_gradients(offsets, total);
+  const std::size_t n = whole.parameters().size();
+  AdamWConfig adam;
+  adam.learning_rate = 1e-3f;
+  adam.weight_decay = 0.1f;
+  for (int step = 0; step < 3; ++step) {
+    const auto tokens = random_tokens(4, 33, 256, 200 + static_cast<unsigned>(step));
+    for (GptCuda* m : {&whole, &parts}) {
+      m->stage_batch({4, 33, tokens.data()});
+      m->forward();
+      m->backward([](std::size_t) {});
+    }
+    whole.optimizer_step(adam);
+    parts.optimizer_step_part(adam, {3, n});
+    parts.optimizer_step_part(adam, {0, 3});
+  }
+  EXPECT_EQ(whole.parameters_to_host(), parts.parameters_to_host());
+  EXPECT_EQ(whole.take_losses(), parts.take_losses());
+  EXPECT_THROW(parts.optimizer_step_part(adam, {0, n + 1}), std::logic_error);
 }
 
 TEST_F(GptCudaTest, ParametersChangedRefreshesTheBf16Weights) {

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "train/adamw.h"
@@ -155,7 +156,9 @@ inline void expect_gradient_matches_central_differences(const std::vector<Parame
 /// AdamW on `model`'s own gradients of one batch (`tokens`, `rows` × `row_tokens`, DDP-like layout with one
 /// element between ranges), two steps with the same gradients at lr 0.01 and weight decay 0.1 on the parameters
 /// for which `decays(name)` is true, against Loshchilov & Hutter (2019), Algorithm 2, as torch.optim.AdamW:
-/// the first, middle and last element of every parameter within 1e-6.
+/// the first, middle and last element of every parameter within 1e-6. The second step is applied in two parts
+/// (the first parameter, then the rest: how the engine's overlap_optimizer splits it), which must give the same
+/// update; a part applied twice in one step is refused.
 template <class Decays>
 inline void expect_adamw_matches_the_formula(Model& model, const std::vector<std::int32_t>& tokens, int rows,
                                              int row_tokens, Decays decays) {
@@ -173,7 +176,13 @@ inline void expect_adamw_matches_the_formula(Model& model, const std::vector<std
   adam.weight_decay = 0.1f;
   model.optimizer_step(adam);
   const auto p1 = model.parameters_to_host();
-  model.optimizer_step(adam);  // same gradients again: checks the moments and the step counter
+  // Same gradients again: checks the moments and the per-parameter step counts.
+  const std::size_t n = model.parameters().size();
+  model.optimizer_step_part(adam, {0, 1});
+  EXPECT_THROW(model.optimizer_step_part(adam, {0, n}), std::logic_error);  // parameter 0 is a step ahead
+  model.optimizer_step_part(adam, {1, n});
+  EXPECT_THROW(model.optimizer_step_part(adam, {1, 1}), std::logic_error);  // empty
+  EXPECT_THROW(model.optimizer_step_part(adam, {0, n + 1}), std::logic_error);
   const auto p2 = model.parameters_to_host();
 
   const double lr = adam.learning_rate, wd = adam.weight_decay, b1 = adam.beta1, b2 = adam.beta2, eps = adam.epsilon;

@@ -1,7 +1,9 @@
-// DataParallelEngine's step replay (train/step_replay.h), with a model, communicator, timeline and replayer that
-// only log what the engine asks of them: when it captures, that a replayed step repeats exactly the timeline
-// markers and all-reduce starts of the captured one in the same order (the CUDA graph binds its timing events
-// by that order), that it issues no model work while replaying, and that a new batch shape starts over.
+// DataParallelEngine's step replay (train/step_replay.h) and optimizer overlap, with a model, communicator,
+// timeline and replayer that only log what the engine asks of them: when it captures, that a replayed step
+// repeats exactly the timeline markers and all-reduce starts of the captured one in the same order (the CUDA
+// graph binds its timing events by that order), that it issues no model work while replaying, that a new batch
+// shape starts over; and that the overlapped optimizer updates the early buckets' parameters between the wait
+// for them and the wait for the last bucket, with the phases timed around both waits.
 
 #include <gtest/gtest.h>
 
@@ -45,6 +47,7 @@ class LoggingCommunicator final : public comm::Communicator {
     counts_.push_back(count);
   }
   void join() override { log_.push_back("join"); }
+  void join_until(std::size_t pending) override { log_.push_back("join until " + std::to_string(pending)); }
   std::vector<comm::CollectiveTiming> take_timings() override {
     std::vector<comm::CollectiveTiming> out;
     for (std::size_t c : counts_) out.push_back({c * sizeof(float), 1e-4});
@@ -82,7 +85,11 @@ class LoggingModel final : public Model {
     log_.push_back("backward");
     for (std::size_t p = params_.size(); p-- > 0;) ready(p);
   }
-  void optimizer_step(const AdamWConfig&) override { log_.push_back("optimizer"); }
+  void optimizer_step_part(const AdamWConfig&, ParameterRange part) override {
+    log_.push_back(part.first == 0 && part.end == params_.size()
+                       ? std::string("optimizer")
+                       : "optimizer [" + std::to_string(part.first) + ", " + std::to_string(part.end) + ")");
+  }
   std::vector<float> take_losses() override { return {}; }
   std::vector<float> parameters_to_host() override { return {}; }
   std::vector<float> gradients_to_host() override { return grads_; }
@@ -242,6 +249,49 @@ TEST_F(EngineReplayTest, AFailedCaptureIsReportedAndReset) {
 TEST_F(EngineReplayTest, AModelThatCannotBeReplayedIsRefused) {
   LoggingModel mlp(log_, false);
   EXPECT_THROW(DataParallelEngine(mlp, comm_, timeline_, options(true), &replay_), core::UsageError);
+}
+
+TEST_F(EngineReplayTest, OverlappedOptimizerUpdatesTheEarlyBucketsWhileTheLastIsAllReduced) {
+  for (bool overlap : {true, false}) {
+    SCOPED_TRACE(overlap ? "overlap" : "no overlap");
+    EngineOptions o = options(overlap);
+    o.overlap_optimizer = true;
+    DataParallelEngine engine(model_, comm_, timeline_, o);
+    ASSERT_EQ(engine.plan().buckets.size(), 3u);  // p2, p1, p0
+    const Log l = step(engine);
+    const Log tail(std::find(l.begin(), l.end(), "backward"), l.end());
+    // backward end marker, (without overlap: the three all-reduces), all but the last bucket awaited, their
+    // parameters [1, 3) updated, the last awaited, p0 updated.
+    Log want{"backward", "marker"};
+    if (!overlap) want.insert(want.end(), {"all-reduce 3000", "all-reduce 2000", "all-reduce 1000"});
+    want.insert(want.end(), {"join until 1", "marker", "optimizer [1, 3)", "marker", "join", "marker",
+                             "optimizer [0, 1)", "marker"});
+    if (overlap) want.erase(want.begin());  // with overlap the all-reduces sit inside backward's log
+    const Log got(std::find(tail.begin(), tail.end(), want.front()), tail.end());
+    EXPECT_EQ(got, want);
+    // Markers are 1 ms apart (LoggingTimeline): each wait and each optimizer part spans one interval.
+    const auto timings = engine.take_step_timings();
+    ASSERT_EQ(timings.size(), 1u);
+    EXPECT_DOUBLE_EQ(timings[0].exposed_comm, 2e-3);
+    EXPECT_DOUBLE_EQ(timings[0].optimizer, 2e-3);
+  }
+}
+
+TEST_F(EngineReplayTest, OverlappedOptimizerWithOneBucketIsTheWholeStep) {
+  EngineOptions o = options(true);
+  o.buckets.first_bucket_bytes = o.buckets.bucket_cap_bytes = 1 << 20;
+  o.overlap_optimizer = true;
+  DataParallelEngine engine(model_, comm_, timeline_, o);
+  ASSERT_EQ(engine.plan().buckets.size(), 1u);
+  const Log l = step(engine);
+  EXPECT_EQ(count(l, "optimizer"), 1);
+  EXPECT_EQ(count(l, "join until 1"), 0);
+}
+
+TEST_F(EngineReplayTest, OverlappedOptimizerAndReplayAreRefusedTogether) {
+  EngineOptions o = options(true);
+  o.overlap_optimizer = true;
+  EXPECT_THROW(DataParallelEngine(model_, comm_, timeline_, o, &replay_), core::UsageError);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ struct WorkloadFlags {
   double first_bucket_mib = 1.0;
   double bucket_cap_mib = 25.0;
   bool no_overlap = false;
+  bool overlap_optimizer = false;
   bool cuda_graph = false;
   std::string data;
   int warmup_rounds = 3, timed_rounds = 5, steps_per_round = 10;

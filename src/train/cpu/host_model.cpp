@@ -23,7 +23,8 @@ HostModel::HostModel(std::string name, std::vector<ParameterInfo> layout, std::v
       param_offsets_(forward_offsets(layout_)),
       params_(std::move(initial_parameters)),
       adam_m_(params_.size(), 0.0f),
-      adam_v_(params_.size(), 0.0f) {}
+      adam_v_(params_.size(), 0.0f),
+      steps_(layout_.size()) {}
 
 float* HostModel::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
   check_gradient_offsets(layout_, offsets, total_elements);
@@ -54,11 +55,10 @@ void HostModel::backward(const std::function<void(std::size_t)>& on_gradient_rea
   backward_math(params_.data(), grads, on_gradient_ready);
 }
 
-void HostModel::optimizer_step(const AdamWConfig& config) {
+void HostModel::optimizer_step_part(const AdamWConfig& config, ParameterRange part) {
   if (grad_offsets_.empty()) throw std::logic_error(name_ + "::optimizer_step before allocate_gradients");
-  ++step_;
-  const AdamWStep step = adamw_step(config, step_);
-  for (std::size_t i = 0; i < layout_.size(); ++i) {
+  const AdamWStep step = adamw_step(config, steps_.advance(part, name_));
+  for (std::size_t i = part.first; i < part.end; ++i) {
     const std::size_t at = param_offsets_[i];
     adamw_update(params_.data() + at, grads_.data() + grad_offsets_[i], adam_m_.data() + at, adam_v_.data() + at,
                  layout_[i].numel, step, decays(i));

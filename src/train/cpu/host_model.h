@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "train/adamw.h"
 #include "train/model.h"
 
 namespace scalescope::train {
@@ -58,9 +59,9 @@ class HostModel : public Model {
   void forward() final;
   /// Throws std::logic_error before allocate_gradients() or forward().
   void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) final;
-  /// adamw_update (train/adamw.h) on every parameter, with step t counted by the model and decay where
-  /// decays(i). Throws std::logic_error before allocate_gradients().
-  void optimizer_step(const AdamWConfig& config) final;
+  /// adamw_update (train/adamw.h) on the parameters of `part`, with their step t counted per parameter and
+  /// decay where decays(i). Throws std::logic_error as Model::optimizer_step_part says.
+  void optimizer_step_part(const AdamWConfig& config, ParameterRange part) final;
   std::vector<float> take_losses() final;
 
   std::vector<float> parameters_to_host() final { return params_; }
@@ -90,7 +91,7 @@ class HostModel : public Model {
   std::vector<float> params_, adam_m_, adam_v_;
   std::vector<float> grads_;                // engine layout
   std::vector<std::size_t> grad_offsets_;
-  std::int64_t step_ = 0;
+  AdamWStepCounts steps_;
   int staged_rows_ = 0;
   std::vector<std::int32_t> staged_tokens_;
   bool forward_done_ = false;

@@ -158,6 +158,7 @@ struct GptCuda::State {
   DeviceArray<float> grads;                   // engine layout
   std::vector<k::TensorSlot> tensor_slots;
   std::vector<k::TensorChunk> chunks;
+  std::vector<std::size_t> first_chunk;  // per parameter, then the chunk count: parameter i is chunks [first_chunk[i], first_chunk[i + 1])
   DeviceArray<k::TensorSlot> tensor_slots_device;
   DeviceArray<k::TensorChunk> chunks_device;
   cuda::LtMatmul gemm;
@@ -188,7 +189,7 @@ struct GptCuda::State {
   cuda::DeviceLossLog losses;
   DeviceArray<float> replay_loss;  // [1]: where a forward being captured into a CUDA graph writes its loss
   bool forward_done = false;
-  std::int64_t step = 0;
+  AdamWStepCounts steps{layout.size()};
 };
 
 void GptCuda::State::ensure_rows(int needed) {
@@ -270,11 +271,13 @@ GptCuda::GptCuda(const GptConfig& config, cudaStream_t compute_stream)
     s.param_offsets.push_back(at);
     s.shadow_offsets.push_back(shadow_at);
     s.tensor_slots.push_back({at, 0, shadow_at, p.numel, gpt_decays(p.name) ? 1 : 0});
+    s.first_chunk.push_back(s.chunks.size());
     for (std::size_t b = 0; b < p.numel; b += k::kChunkElements)
       s.chunks.push_back({static_cast<int>(i), b, std::min(p.numel, b + k::kChunkElements)});
     at += p.numel;
     shadow_at += (p.numel + kShadowAlignElements - 1) / kShadowAlignElements * kShadowAlignElements;
   }
+  s.first_chunk.push_back(s.chunks.size());
   s.params.resize(at);
   s.adam_m.resize(at);
   s.adam_v.resize(at);
@@ -475,13 +478,14 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
   ready(0);
 }
 
-void GptCuda::optimizer_step(const AdamWConfig& config) {
+void GptCuda::optimizer_step_part(const AdamWConfig& config, ParameterRange part) {
   State& s = *s_;
   if (s.grad_offsets.empty()) throw std::logic_error("GptCuda::optimizer_step before allocate_gradients");
-  ++s.step;
-  const AdamWStep step = adamw_step(config, s.step);
-  k::adamw(s.stream, s.tensor_slots_device.get(), s.chunks_device.get(), static_cast<int>(s.chunks.size()), s.params.get(),
-           s.grads.get(), s.adam_m.get(), s.adam_v.get(), s.shadow.get(), step);
+  const AdamWStep step = adamw_step(config, s.steps.advance(part, "GptCuda"));
+  // A parameter's chunks are consecutive in the chunk table, in parameter order.
+  const std::size_t first = s.first_chunk[part.first], end = s.first_chunk[part.end];
+  k::adamw(s.stream, s.tensor_slots_device.get(), s.chunks_device.get() + first, static_cast<int>(end - first),
+           s.params.get(), s.grads.get(), s.adam_m.get(), s.adam_v.get(), s.shadow.get(), step);
 }
 
 void GptCuda::log_replayed_loss() {

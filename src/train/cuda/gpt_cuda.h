@@ -82,9 +82,10 @@ class GptCuda final : public Model {
   void forward() override;
   /// Throws std::logic_error before allocate_gradients() or forward().
   void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) override;
-  /// One multi-tensor AdamW kernel over all parameters (torch.optim.AdamW, decay per gpt_decays), which also
-  /// refreshes the bf16 copies. Throws std::logic_error before allocate_gradients().
-  void optimizer_step(const AdamWConfig& config) override;
+  /// One multi-tensor AdamW kernel over the parameters of `part` (torch.optim.AdamW, decay per gpt_decays),
+  /// which also refreshes their bf16 copies. Throws std::logic_error before allocate_gradients() and as
+  /// Model::optimizer_step_part says.
+  void optimizer_step_part(const AdamWConfig& config, ParameterRange part) override;
   /// Copies the per-step losses back; synchronises the compute stream.
   std::vector<float> take_losses() override;
   /// forward() and backward() only enqueue work on the compute stream at addresses fixed for one batch shape

@@ -258,7 +258,7 @@ struct MlpLmCuda::State {
   DeviceArray<float> row_loss;                // [rows]
   cuda::DeviceLossLog losses;
   bool forward_done = false;
-  std::int64_t step = 0;
+  AdamWStepCounts steps{layout.size()};
 };
 
 void MlpLmCuda::State::ensure_rows(int needed) {
@@ -440,12 +440,11 @@ void MlpLmCuda::backward(const std::function<void(std::size_t)>& on_gradient_rea
   on_gradient_ready(0);
 }
 
-void MlpLmCuda::optimizer_step(const AdamWConfig& config) {
+void MlpLmCuda::optimizer_step_part(const AdamWConfig& config, ParameterRange part) {
   State& s = *s_;
   if (s.grad_offsets.empty()) throw std::logic_error("MlpLmCuda::optimizer_step before allocate_gradients");
-  ++s.step;
-  const AdamWStep step = adamw_step(config, s.step);
-  for (std::size_t i = 0; i < s.layout.size(); ++i) {
+  const AdamWStep step = adamw_step(config, s.steps.advance(part, "MlpLmCuda"));
+  for (std::size_t i = part.first; i < part.end; ++i) {
     AdamWStep tensor_step = step;
     if (!mlp_lm_decays(s.layout[i].name)) tensor_step.decay = 1.0f;
     const std::size_t n = s.layout[i].numel, off = s.param_offsets[i];

@@ -72,8 +72,8 @@ class MlpLmCuda final : public Model {
   void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) override;
   /// One fused AdamW kernel per parameter, as torch.optim.AdamW (Loshchilov & Hutter 2019; formula in
   /// train/adamw.h), which also refreshes the bf16 copy. Throws std::logic_error before
-  /// allocate_gradients().
-  void optimizer_step(const AdamWConfig& config) override;
+  /// allocate_gradients() and as Model::optimizer_step_part says.
+  void optimizer_step_part(const AdamWConfig& config, ParameterRange part) override;
   /// Copies the per-step losses back; synchronises the compute stream.
   std::vector<float> take_losses() override;
 
