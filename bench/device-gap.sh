@@ -23,8 +23,9 @@
 #     median gap at a kernel boundary grow at 2 GPUs as ours does, and how many kernels does each side run per
 #     step (the profiler's CPU overhead can starve DDP's launch queue: compare its traced step with the untimed);
 #   optimizer: for each of GAP_WS_MODELS, ours at 1 and 2 GPUs and at 2 with --overlap-optimizer (AdamW of the
-#     parameters outside the last bucket beside that bucket's all-reduce), then DDP at 1 and 2 GPUs (GAP_DDP=0
-#     leaves it out); with GAP_P2P_OFF=1 also both 2-GPU runs of ours and DDP's under NCCL_P2P_DISABLE=1; ours
+#     parameters outside the last bucket beside that bucket's all-reduce), both 2-GPU runs again with
+#     --stream-priority comm (NCCL's blocks scheduled first), then DDP at 1 and 2 GPUs for the models in
+#     GAP_DDP_MODELS (default: all; GAP_DDP=0 leaves DDP out); with GAP_P2P_OFF=1 also both 2-GPU runs of ours and DDP's under NCCL_P2P_DISABLE=1; ours
 #     traced kernel by kernel for GAP_MODEL at 1 and 2 GPUs (the timed rounds stay untraced) and compared by
 #     bench/kernel_diff.py: do both ranks' GEMMs now run the kernels the 1-GPU run chose;
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
@@ -189,11 +190,14 @@ elif [ "$SET" = optimizer ]; then  # --overlap-optimizer at 2 GPUs beside the de
     MODEL=$m BATCH=${spec##*:} ours "$m-n1" 1 -- "${trace1[@]}"
     MODEL=$m BATCH=${spec##*:} ours "$m-n2" 2 -- "${trace2[@]}"
     MODEL=$m BATCH=${spec##*:} ours "$m-n2-oo" 2 -- --overlap-optimizer
+    MODEL=$m BATCH=${spec##*:} ours "$m-n2-comm" 2 -- --stream-priority comm
+    MODEL=$m BATCH=${spec##*:} ours "$m-n2-oo-comm" 2 -- --overlap-optimizer --stream-priority comm
     if [ "${GAP_P2P_OFF:-0}" = 1 ]; then
       MODEL=$m BATCH=${spec##*:} ours "$m-n2-p2poff" 2 NCCL_P2P_DISABLE=1 --
       MODEL=$m BATCH=${spec##*:} ours "$m-n2-p2poff-oo" 2 NCCL_P2P_DISABLE=1 -- --overlap-optimizer
     fi
     [ "${GAP_DDP:-1}" = 1 ] || continue
+    [[ " ${GAP_DDP_MODELS:-$m} " == *" $m "* ]] || continue
     MODEL=$m BATCH=${spec##*:} ddp "$m-n1" 1 --
     MODEL=$m BATCH=${spec##*:} ddp "$m-n2" 2 --
     [ "${GAP_P2P_OFF:-0}" = 1 ] && MODEL=$m BATCH=${spec##*:} ddp "$m-n2-p2poff" 2 NCCL_P2P_DISABLE=1 --
@@ -201,7 +205,7 @@ elif [ "$SET" = optimizer ]; then  # --overlap-optimizer at 2 GPUs beside the de
   if [ -d "$OUT/trace-$MODEL-n2" ]; then
     echo "== $MODEL, ours traced: 1 vs 2 GPUs (rank 0, then rank 1)"
     python3 bench/kernel_diff.py "$OUT/trace-$MODEL-n1/rank0.json" "$OUT/trace-$MODEL-n2/rank0.json" 6
-    python3 bench/kernel_diff.py "$OUT/trace-$MODEL-n1/rank0.json" "$OUT/trace-$MODEL-n2/rank1.json" 6 | head -9
+    python3 bench/kernel_diff.py "$OUT/trace-$MODEL-n1/rank0.json" "$OUT/trace-$MODEL-n2/rank1.json" 6 2>/dev/null | head -9
   fi
 elif [ "$SET" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --

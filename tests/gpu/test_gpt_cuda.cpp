@@ -580,14 +580,14 @@ TEST_F(GptCudaTest, TrainingStepsTrackCpu) {
 
 TEST_F(GptCudaTest, AStepAppliedInPartsIsTheWholeStep) {
   // The engine's overlap_optimizer: parameters outside the last bucket, then the last bucket's (here [0, 3):
-  // wte, wpe and the first LayerNorm weight, several AdamW chunks of the multi-tensor kernel). Same arithmetic,
-  // so the same bits, and the next forward must see the refreshed bf16 copies of both parts.
+  // wte, wpe and the first LayerNorm weight, several AdamW chunks of the multi-tensor kernel). Same arithmetic on
+  // the same gradients, so the same bits, and the next forward must see the refreshed bf16 copies of both parts.
   const auto config = GptConfig::sized(2, 64, 4, 128, 256, 32);
   GptCuda whole(config, stream_), parts(config, stream_);
   std::vector<std::size_t> offsets;
   const std::size_t total = reverse_offsets(whole.parameters(), 64, offsets);
-  whole.allocate_gradients(offsets, total);
-  parts.allocate_gradients(offsets, total);
+  float* whole_grads = whole.allocate_gradients(offsets, total);
+  float* parts_grads = parts.allocate_gradients(offsets, total);
   const std::size_t n = whole.parameters().size();
   AdamWConfig adam;
   adam.learning_rate = 1e-3f;
@@ -599,6 +599,9 @@ TEST_F(GptCudaTest, AStepAppliedInPartsIsTheWholeStep) {
       m->forward();
       m->backward([](std::size_t) {});
     }
+    // The token embedding's gradient is summed with atomics (order not fixed): give both the same gradients.
+    ASSERT_EQ(cudaMemcpyAsync(parts_grads, whole_grads, total * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+              cudaSuccess);
     whole.optimizer_step(adam);
     parts.optimizer_step_part(adam, {3, n});
     parts.optimizer_step_part(adam, {0, 3});
