@@ -37,6 +37,10 @@ std::optional<std::string> overlap_note(const train::TrainResult& r) {
         "this): no bucket setting hides it, a larger batch per GPU makes it a smaller share of the step",
         1e3 * std::min(p.last_all_reduce_seconds, p.exposed_comm), r.bucket_bytes.back() / 1e6,
         100 * r.bucket_bytes.back() / gradient_bytes);
+    // Measured on 2 × H200 (bench/RESULTS.md): it hides the wait, but AdamW beside the all-reduce slows as much.
+    if (!r.config.engine.overlap_optimizer)
+      note += "; --overlap-optimizer runs the other parameters' AdamW beside it (it pays only where the two do not "
+              "slow each other: on 2 × H200 they did)";
   }
   return note;
 }

@@ -74,6 +74,11 @@ TEST(Doctor, OverlapNoteNamesTheLastBucketWhenItIsTheExposedTime) {
   auto note = doctor::overlap_note(r);
   ASSERT_TRUE(note.has_value());
   EXPECT_NE(note->find("0.51 ms of it is the last bucket (155 MB, 84 % of the gradient)"), std::string::npos) << *note;
+  EXPECT_NE(note->find("--overlap-optimizer"), std::string::npos) << *note;
+  // Already overlapped: no suggestion to do it.
+  r.config.engine.overlap_optimizer = true;
+  EXPECT_EQ(doctor::overlap_note(r)->find("--overlap-optimizer"), std::string::npos);
+  r.config.engine.overlap_optimizer = false;
   // A short last bucket is not the explanation: no such clause.
   r.phases.last_all_reduce_seconds = 0.0001;
   EXPECT_EQ(doctor::overlap_note(r)->find("last bucket"), std::string::npos);
