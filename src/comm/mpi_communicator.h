@@ -40,6 +40,8 @@ class MpiCommunicator final : public Communicator {
   const RankInfo& rank_info() const override { return info_; }
   void start_all_reduce(float* data, std::size_t count, ReduceOp op) override;
   void join() override;
+  /// Blocks until every queued task but the last `pending` has completed (only all-reduces can be queued
+  /// without waiting: broadcasts and host all-gathers wait for themselves).
   void join_until(std::size_t pending) override;
   std::vector<CollectiveTiming> take_timings() override;
   void broadcast(float* data, std::size_t count, int root) override;

@@ -38,8 +38,9 @@ class NcclCommunicator final : public comm::Communicator {
   const comm::RankInfo& rank_info() const override { return info_; }
   void start_all_reduce(float* data, std::size_t count, comm::ReduceOp op) override;
   void join() override;
-  /// Waits on the end event of the all-reduce `pending` before the last; eager steps only (std::logic_error
-  /// while a StepGraph captures or replays: the event would not name this step's all-reduce).
+  /// Makes the compute stream wait (device side, the host does not block) on the end event of the all-reduce
+  /// `pending` before the last started; eager steps only (std::logic_error while a StepGraph captures or
+  /// replays: the event would not name this step's all-reduce).
   void join_until(std::size_t pending) override;
   std::vector<comm::CollectiveTiming> take_timings() override;
   void broadcast(float* data, std::size_t count, int root) override;

@@ -19,6 +19,16 @@ std::string si(double x) {
   return fmt::format("{:.0f}", x);
 }
 
+/// What --overlap-optimizer did: nothing to say without it; with one bucket or one rank there is no last
+/// all-reduce to overlap (the engine splits AdamW only with ≥ 2 buckets), which a single run's line says.
+std::string overlap_optimizer_clause(const train::TrainResult& r, bool sweep) {
+  const auto& c = r.config;
+  if (!c.engine.overlap_optimizer) return {};
+  if (sweep || (c.world_size >= 2 && r.bucket_bytes.size() >= 2)) return ", optimizer overlapped with the last bucket";
+  return c.world_size < 2 ? ", --overlap-optimizer idle (one rank: nothing to overlap)"
+                          : ", --overlap-optimizer idle (one bucket: nothing to overlap)";
+}
+
 std::string workload_line(const train::TrainResult& r, bool sweep) {
   const auto& c = r.config;
   const std::string batch =
@@ -34,7 +44,7 @@ std::string workload_line(const train::TrainResult& r, bool sweep) {
                      r.bucket_bytes.size(), r.bucket_bytes.size() == 1 ? "" : "s",
                      c.engine.buckets.first_bucket_bytes / double(1 << 20), c.engine.buckets.bucket_cap_bytes / double(1 << 20),
                      c.engine.overlap ? "on" : "off",
-                     c.engine.overlap_optimizer ? ", optimizer overlapped with the last bucket" : "",
+                     overlap_optimizer_clause(r, sweep),
                      c.stream_priority == train::StreamPriority::equal
                          ? std::string()
                          : fmt::format(", {} stream first", train::to_string(c.stream_priority)),
@@ -132,7 +142,7 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
       const auto& r = p.result;
       t.add_row({std::to_string(r.config.world_size), ms(r.step_seconds.trimmed_mean), si(p.metrics.tokens_per_second),
                  fmt::format("{:.2f}", p.metrics.speedup), pct(p.metrics.efficiency),
-                 // At one rank the "all-reduce" is a local copy that runs beside backward: not judged.
+                 // At one rank the "all-reduce" is local (no communication, no kernel on NCCL): not judged.
                  r.config.world_size > 1 ? pct(p.metrics.comm_ratio) : std::string("-"),
                  ms(r.phases.all_reduce_seconds), ms(r.phases.exposed_comm),
                  r.config.world_size > 1 ? pct(p.metrics.overlap_fraction) : std::string("-")});
@@ -140,9 +150,10 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
     out += t.render();
     const int rounds = first.config.protocol.timed_rounds;
     out += fmt::format("step ms: {} of {} timed round{} (slowest rank); comm ratio: all-reduce time per step / 1-rank "
-                       "compute time; overlap: share of all-reduce time hidden behind backward\n",
+                       "compute time; overlap: share of all-reduce time hidden behind backward{}\n",
                        rounds >= 3 ? fmt::format("mean of the middle {}", rounds - 2) : std::string("mean"), rounds,
-                       rounds == 1 ? "" : "s");
+                       rounds == 1 ? "" : "s",
+                       first.config.engine.overlap_optimizer ? " and AdamW (--overlap-optimizer)" : "");
   }
   bool header = false;
   for (const auto& p : d.points) {

@@ -28,6 +28,7 @@ AdamWStep adamw_step(const AdamWConfig& config, std::int64_t t);
 /// can be applied in parts (Model::optimizer_step_part).
 class AdamWStepCounts {
  public:
+  /// `parameters` parameters, none stepped yet.
   explicit AdamWStepCounts(std::size_t parameters = 0) : steps_(parameters, 0) {}
   /// Advances parameters `part` by one step and returns their new step t ≥ 1. Throws std::logic_error
   /// (naming `model`) for an empty part, one beyond the parameters, or parameters at different steps.

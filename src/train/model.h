@@ -27,7 +27,8 @@ struct TokenBatchView {
   const std::int32_t* tokens = nullptr;
 };
 
-/// Parameters [first, end) by their index in Model::parameters() (forward order).
+/// Parameters [first, end) by their index in Model::parameters() (forward order); first ≤ end (size() assumes
+/// it; Model::optimizer_step_part refuses an empty or reversed range).
 struct ParameterRange {
   std::size_t first = 0;
   std::size_t end = 0;
@@ -89,7 +90,8 @@ class Model {
   /// `on_gradient_ready(i)` once per parameter i as soon as the work that writes its gradient has been
   /// issued, in backward order (last layer first), so the engine can start that bucket's all-reduce.
   virtual void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) = 0;
-  /// One AdamW step on the master parameters with the gradients in the flat buffer (already averaged).
+  /// One AdamW step on the master parameters with the gradients in the flat buffer (already averaged). Throws
+  /// std::logic_error before allocate_gradients() or when a part of the previous step was left out.
   void optimizer_step(const AdamWConfig& config) { optimizer_step_part(config, {0, parameters().size()}); }
   /// AdamW on parameters `part` only, so that a step can be applied in parts (DataParallelEngine's
   /// overlap_optimizer updates every parameter outside the last bucket while that bucket is all-reduced). Each

@@ -580,9 +580,11 @@ TEST_F(GptCudaTest, TrainingStepsTrackCpu) {
 
 TEST_F(GptCudaTest, AStepAppliedInPartsIsTheWholeStep) {
   // The engine's overlap_optimizer: parameters outside the last bucket, then the last bucket's (here [0, 3):
-  // wte, wpe and the first LayerNorm weight, several AdamW chunks of the multi-tensor kernel). Same arithmetic on
-  // the same gradients, so the same bits, and the next forward must see the refreshed bf16 copies of both parts.
-  const auto config = GptConfig::sized(2, 64, 4, 128, 256, 32);
+  // wte — 2048 × 64, two chunks of the multi-tensor AdamW kernel, so a wrong chunk offset would show —, wpe and the
+  // first LayerNorm weight). Same arithmetic on the same gradients, so the same bits, and the next forward must see
+  // the refreshed bf16 copies of both parts.
+  const auto config = GptConfig::sized(2, 64, 4, 128, 2048, 32);
+  static_assert(2048 * 64 > k::kChunkElements, "wte must span several AdamW chunks");
   GptCuda whole(config, stream_), parts(config, stream_);
   std::vector<std::size_t> offsets;
   const std::size_t total = reverse_offsets(whole.parameters(), 64, offsets);
@@ -593,7 +595,7 @@ TEST_F(GptCudaTest, AStepAppliedInPartsIsTheWholeStep) {
   adam.learning_rate = 1e-3f;
   adam.weight_decay = 0.1f;
   for (int step = 0; step < 3; ++step) {
-    const auto tokens = random_tokens(4, 33, 256, 200 + static_cast<unsigned>(step));
+    const auto tokens = random_tokens(4, 33, 2048, 200 + static_cast<unsigned>(step));
     for (GptCuda* m : {&whole, &parts}) {
       m->stage_batch({4, 33, tokens.data()});
       m->forward();

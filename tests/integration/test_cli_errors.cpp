@@ -199,6 +199,10 @@ TEST(CliErrors, EmptyOutputNameIsAUsageError) {
     auto r = run_cli(cmd + " --out ''");
     EXPECT_EQ(r.status, 2) << cmd << "\n" << r.output;
     expect_mentions(r.output, "--out: needs a file name");
+    // CLI11 gives --out the next word even when it is a flag: the flag would be lost and a file of its name written.
+    r = run_cli(cmd + " --out --strong");
+    EXPECT_EQ(r.status, 2) << cmd << "\n" << r.output;
+    expect_mentions(r.output, "looks like a flag");
   }
 }
 

@@ -19,6 +19,8 @@ constexpr double kFp32Tolerance = 1e-5;
 struct Trace {
   std::vector<double> losses;          // every step
   std::vector<double> gradient_norms;  // averaged gradient after the last step of each round
+  bool overlap_optimizer = false;      // as the result file says the ranks ran
+  std::size_t buckets = 0;
 };
 
 /// 20 steps (2 rounds of 10, no warm-up) of a small model at global batch 8, strong scaling.
@@ -33,7 +35,8 @@ Trace trace(int world_size, const std::string& extra = "", const std::string& mo
   auto j = read_json(out);
   std::filesystem::remove_all(dir);
   EXPECT_LT(j.at("replica_gradient_spread").get<double>(), 1e-6) << "replicas disagree";
-  return {j.at("losses").get<std::vector<double>>(), j.at("gradient_norms").get<std::vector<double>>()};
+  return {j.at("losses").get<std::vector<double>>(), j.at("gradient_norms").get<std::vector<double>>(),
+          j.at("config").at("overlap_optimizer").get<bool>(), j.at("bucket_bytes").size()};
 }
 
 double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
@@ -88,6 +91,8 @@ TEST(DataParallelCorrectness, OverlappedOptimizerGivesTheSameLossesAndGradients)
   // bucket first, then the last bucket's, is the same arithmetic, bit for bit (mlp-1m: 4 MB in 2 buckets).
   const auto split = trace(2, "--overlap-optimizer"), whole = trace(2);
   ASSERT_EQ(split.losses.size(), 20u);
+  EXPECT_TRUE(split.overlap_optimizer) << "the ranks must have run with the option";
+  EXPECT_GE(split.buckets, 2u) << "one bucket leaves nothing to split";
   EXPECT_EQ(split.losses, whole.losses);
   EXPECT_EQ(split.gradient_norms, whole.gradient_norms);
 }

@@ -1,5 +1,6 @@
 // The train report's workload line and the result file say whether the step was replayed from a CUDA graph, and
-// how many timed steps really were (a short warm-up leaves the first timed steps eager or captured).
+// how many timed steps really were (a short warm-up leaves the first timed steps eager or captured), and whether
+// the optimizer overlapped the last bucket's all-reduce (--overlap-optimizer; idle with one bucket or one rank).
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,23 @@ TEST(TrainReport, SaysHowManyTimedStepsWereReplayed) {
   EXPECT_EQ(report::render_train_result(eager).find("CUDA graph"), std::string::npos);
 }
 
+TEST(TrainReport, SaysWhetherTheOptimizerOverlapTookEffect) {
+  train::TrainResult r = graph_result(0);
+  r.config.cuda_graph = false;
+  r.config.world_size = 2;
+  r.bucket_bytes = {1u << 20, 154'533'888};
+  const std::string off = report::render_train_result(r);
+  EXPECT_EQ(off.find("optimizer overlapped"), std::string::npos) << off;
+  EXPECT_EQ(off.find("--overlap-optimizer"), std::string::npos) << off;
+  r.config.engine.overlap_optimizer = true;
+  EXPECT_NE(report::render_train_result(r).find(", optimizer overlapped with the last bucket"), std::string::npos);
+  r.bucket_bytes = {154'533'888};
+  EXPECT_NE(report::render_train_result(r).find("--overlap-optimizer idle (one bucket"), std::string::npos);
+  r.bucket_bytes = {1u << 20, 154'533'888};
+  r.config.world_size = 1;
+  EXPECT_NE(report::render_train_result(r).find("--overlap-optimizer idle (one rank"), std::string::npos);
+}
+
 TEST(TrainReport, ResultFilesKeepTheReplayCountAndOlderOnesLoad) {
   nlohmann::json j = graph_result(47);
   EXPECT_EQ(j.at("config").at("cuda_graph"), true);
@@ -43,6 +61,17 @@ TEST(TrainReport, ResultFilesKeepTheReplayCountAndOlderOnesLoad) {
   const auto old = j.get<train::TrainResult>();
   EXPECT_FALSE(old.config.cuda_graph);
   EXPECT_EQ(old.replayed_timed_steps, 0);
+}
+
+TEST(TrainReport, ResultFilesKeepTheOptimizerOverlapAndOlderOnesLoad) {
+  train::TrainResult r = graph_result(0);
+  r.config.cuda_graph = false;
+  r.config.engine.overlap_optimizer = true;
+  nlohmann::json j = r;
+  EXPECT_EQ(j.at("config").at("overlap_optimizer"), true);
+  EXPECT_TRUE(j.get<train::TrainResult>().config.engine.overlap_optimizer);
+  j.at("config").erase("overlap_optimizer");  // written before --overlap-optimizer existed
+  EXPECT_FALSE(j.get<train::TrainResult>().config.engine.overlap_optimizer);
 }
 
 }  // namespace

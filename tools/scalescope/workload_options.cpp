@@ -28,7 +28,15 @@ CLI::Validator number_check(bool zero_allowed) {
 
 CLI::Validator output_file_check() {
   return CLI::Validator(
-      [](std::string& text) -> std::string { return text.empty() ? "needs a file name (got an empty one)" : ""; },
+      [](std::string& text) -> std::string {
+        if (text.empty()) return "needs a file name (got an empty one)";
+        // CLI11 hands an option the next word even when it is a flag: `--out --overlap-optimizer` would write a
+        // file of that name and run without the option.
+        if (text.starts_with("-"))
+          return "took '" + text + "' as its file name, which looks like a flag; give the file right after it (a "
+                 "name starting with '-' can be given as ./" + text + ")";
+        return "";
+      },
       "FILE");
 }
 

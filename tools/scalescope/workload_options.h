@@ -49,7 +49,8 @@ void check_kernel_trace_dir(const std::string& dir, train::TrainJobConfig config
 /// A flag's number check: positive (or ≥ 0 when `zero_allowed`), with a one-line message.
 CLI::Validator number_check(bool zero_allowed);
 
-/// CLI11 validator for --out: an empty file name (e.g. `--out "$UNSET"`) is refused instead of writing nothing.
+/// CLI11 validator for --out: an empty file name (e.g. `--out "$UNSET"`) is refused instead of writing nothing, and a
+/// name starting with '-' (CLI11 gives --out the next word even when it is a flag) as looking like a flag.
 CLI::Validator output_file_check();
 
 /// The batch rows per rank used when --batch is not given: on GPU 8192 for the MLP presets, 64 for tiny-14m,

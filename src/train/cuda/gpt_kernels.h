@@ -28,7 +28,8 @@
 //   cross_entropy          softmax cross-entropy forward and backward in one pass over the logits: per-position
 //                          loss (fp32) and d logits (bf16) written over the logits
 //   mean                   deterministic mean of the per-position losses
-//   adamw                  multi-tensor AdamW over all parameters in one launch, writing the bf16 copies
+//   adamw                  multi-tensor AdamW over the given chunks (all parameters, or a range) in one launch,
+//                          writing the bf16 copies
 //   to_bf16                multi-tensor fp32 → bf16 copy of the parameters
 
 #include <cuda_bf16.h>
@@ -169,9 +170,10 @@ struct TensorChunk {
 /// Elements per chunk of a multi-tensor launch.
 inline constexpr std::size_t kChunkElements = 1u << 16;
 
-/// AdamW (Loshchilov & Hutter 2019; formula and `step` from train/adamw.h) over every tensor in one launch:
-/// fp32 p, m, v at param_offset, g at grad_offset, and the bf16 copy at shadow_offset refreshed; step.decay
-/// applies to the tensors with decay set. `tensors` and `chunks` are device arrays.
+/// AdamW (Loshchilov & Hutter 2019; formula and `step` from train/adamw.h) over the `chunk_count` chunks at
+/// `chunks` in one launch (all of a model's chunks, or the consecutive ones of a parameter range: each chunk names
+/// its tensor): fp32 p, m, v at param_offset, g at grad_offset, and the bf16 copy at shadow_offset refreshed;
+/// step.decay applies to the tensors with decay set. `tensors` and `chunks` are device arrays.
 void adamw(cudaStream_t stream, const TensorSlot* tensors, const TensorChunk* chunks, int chunk_count, float* params,
            const float* grads, float* m, float* v, bf16* shadow, const AdamWStep& step);
 

@@ -103,6 +103,12 @@ std::vector<cublasLtMatmulHeuristicResult_t> LtMatmul::heuristics(const Plan& p,
 cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
                                        const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
                                        cudaStream_t stream) {
+  // Time on a quiet GPU: in a data-parallel first step, NCCL's kernels of the buckets already launched run on
+  // the communication stream beside backward and share the SMs with the candidates. Waiting for the whole device
+  // cannot deadlock the ranks: it waits only for this rank's own launches, and every rank launches the same
+  // collectives in the same order, so each one in flight here is completed once the slower peers reach it, which
+  // they do without waiting for this rank. First, so that an error from earlier work leaks nothing below.
+  SCALESCOPE_CUDA_CHECK(cudaDeviceSynchronize());
   // D is written, never read, unless it is also C: then the trials write a scratch copy, or, when that cannot
   // be allocated, the heuristic's first choice is kept untimed.
   const bool has_c = g.beta != 0.0f;
@@ -120,11 +126,6 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
   cudaEvent_t start = nullptr, stop = nullptr;
   SCALESCOPE_CUDA_CHECK(cudaEventCreate(&start));
   SCALESCOPE_CUDA_CHECK(cudaEventCreate(&stop));
-  // Time on a quiet GPU: in a data-parallel first step, NCCL's kernels of the buckets already launched run on
-  // the communication stream beside backward, and timings taken beside them chose other (slower alone) kernels
-  // on rank 0 at 2 GPUs than at 1 (bench/RESULTS.md, 2026-11-30 "kernel boundaries"). Waiting for the whole
-  // device cannot deadlock the ranks: the collectives in flight are ones every rank has already launched.
-  SCALESCOPE_CUDA_CHECK(cudaDeviceSynchronize());
   constexpr int kTimedCalls = 5;  // back to back after one untimed call: kernels, memsets and gaps all count
   constexpr int kRounds = 2;      // candidates interleaved; each keeps its fastest round (clock or power dips)
   std::vector<float> best_round(candidates.size(), std::numeric_limits<float>::infinity());
@@ -146,10 +147,10 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
       best_round[i] = std::min(best_round[i], ms);
     }
   }
-  // A later candidate replaces an earlier one only when clearly faster: near-ties (within timing noise) resolve
-  // in the heuristic's order, so that every rank and every run picks the same kernel. Where choices followed the
-  // noise, the two ranks of one 2-GPU run and a 1-GPU run each ran other kernels for the same gpt2-124m GEMMs
-  // (bench/RESULTS.md, 2026-11-30 "optimizer overlap"). The heuristic's first choice when no candidate runs.
+  // A later candidate replaces an earlier one only when clearly faster, so that near-ties (within timing noise)
+  // resolve in the heuristic's order. It does not make every rank pick alike: with it, the two ranks of a 2-GPU
+  // gpt2-124m run and a 1-GPU run still chose other kernels for some GEMMs, whose timings really differed there
+  // (bench/RESULTS.md, 2026-11-30, second session). The heuristic's first choice when no candidate runs.
   constexpr float kClearlyFaster = 0.97f;
   std::size_t best = 0;
   for (std::size_t i = 1; i < candidates.size(); ++i)

@@ -64,12 +64,13 @@ inline GemmSpec packed_gemm(int m, int n, int k, const __nv_bfloat16* a, const _
 /// workspace and 4 without (these need no memset of the workspace before each call, which costs ~2 µs of GPU
 /// time per call) on that call's own operands, 5 calls each in two interleaved rounds (each candidate keeps its
 /// faster round), and keeps the fastest — the autotuning of cuBLASLt's documentation, with the memsets counted; a
-/// candidate must beat an earlier one (in the heuristic's order) by 3 % to replace it, so near-ties do not
-/// follow timing noise and ranks pick the same kernels.
-/// The timing first waits for the whole device (cudaDeviceSynchronize), so that no other stream's work (NCCL's
-/// kernels beside a data-parallel first step) shares the SMs with the candidates. Measured on H200 (bench/RESULTS.md, "GEMM autotuning"):
-/// tiny-14m −3 %, gpt2-124m −1.3 % step time, gpt-1.3b unchanged. SCALESCOPE_GEMM_AUTOTUNE=0 takes cuBLASLt's
-/// first choice instead, as does a shape first seen while the stream is captured into a CUDA graph.
+/// candidate must beat an earlier one (in the heuristic's order) by 3 % to replace it, so near-ties do not follow
+/// timing noise (ranks may still choose differently where the timings really differ). The timing first waits for
+/// the whole device (cudaDeviceSynchronize), so that no other stream's work (NCCL's kernels beside a
+/// data-parallel first step) shares the SMs with the candidates. Measured on H200 with one round, no wait and no
+/// margin (bench/RESULTS.md, "GEMM autotuning"): tiny-14m −3 %, gpt2-124m −1.3 % step time, gpt-1.3b unchanged;
+/// that comparison was not repeated since. SCALESCOPE_GEMM_AUTOTUNE=0 takes cuBLASLt's first choice instead, as
+/// does a shape first seen while the stream is captured into a CUDA graph.
 class LtMatmul {
  public:
   /// Throws core::Error if cuBLASLt or the workspace allocation fails.
