@@ -25,8 +25,8 @@
 #   optimizer: for each of GAP_WS_MODELS, ours at 1 and 2 GPUs and at 2 with --overlap-optimizer (AdamW of the
 #     parameters outside the last bucket beside that bucket's all-reduce), both 2-GPU runs again with
 #     --stream-priority comm (NCCL's blocks scheduled first), then DDP at 1 and 2 GPUs for the models in
-#     GAP_DDP_MODELS (default: all; GAP_DDP=0 leaves DDP out); with GAP_P2P_OFF=1 also both 2-GPU runs of ours and DDP's under NCCL_P2P_DISABLE=1; ours
-#     traced kernel by kernel for GAP_MODEL at 1 and 2 GPUs (the timed rounds stay untraced) and compared by
+#     GAP_DDP_MODELS (default: all; GAP_DDP=0 leaves DDP out); with GAP_P2P_OFF=1 also both 2-GPU runs of ours
+#     and DDP's under NCCL_P2P_DISABLE=1; ours traced kernel by kernel for GAP_MODEL at 1 and 2 GPUs (the timed rounds stay untraced) and compared by
 #     bench/kernel_diff.py: do both ranks' GEMMs now run the kernels the 1-GPU run chose;
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
 #     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);

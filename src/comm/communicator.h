@@ -58,8 +58,8 @@ class Communicator {
 
   /// As join(), but for all started all-reduces except the last `pending` ones, which may go on running (the
   /// engine's overlap_optimizer updates the parameters of the finished buckets meanwhile). join_until(0) is
-  /// join(); with `pending` ≥ the all-reduces started since the last take_timings() it waits for nothing. This default waits for all of them
-  /// (correct, overlapping nothing); NCCL and MPI wait for exactly the ones asked for.
+  /// join(); with `pending` ≥ the all-reduces started since the last take_timings() it waits for nothing. This
+  /// default waits for all of them (correct, overlapping nothing); NCCL and MPI wait for exactly the ones asked for.
   virtual void join_until(std::size_t pending) {
     (void)pending;
     join();

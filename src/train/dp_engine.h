@@ -56,8 +56,9 @@ struct EngineOptions {
   /// first parameters, whose gradients backward finishes last (a GPT's tied token embedding: 154 MB for
   /// gpt2-124m), so its all-reduce is the exposed communication DDP leaves after backward; this hides it
   /// behind most of the optimizer (on 2 × H200 AdamW then ran as much slower: no net gain for gpt2-124m,
-  /// −0.2 to −0.7 % for gpt-1.3b; bench/RESULTS.md). Same arithmetic (AdamW is element-wise; each parameter counts its own
-  /// steps), as PyTorch's experimental DDP optimizer-in-backward (`_register_fused_optim`) does per bucket.
+  /// −0.2 to −0.7 % for gpt-1.3b; bench/RESULTS.md). Same arithmetic (AdamW is element-wise; each parameter
+  /// counts its own steps), as PyTorch's experimental DDP optimizer-in-backward (`_register_fused_optim`) does
+  /// per bucket.
   /// Eager steps only: not with a StepReplay (--cuda-graph).
   bool overlap_optimizer = false;
   /// Reduction of gradients across ranks. `average` is DDP's; `sum` exists only so the correctness test can

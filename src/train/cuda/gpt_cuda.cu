@@ -158,7 +158,8 @@ struct GptCuda::State {
   DeviceArray<float> grads;                   // engine layout
   std::vector<k::TensorSlot> tensor_slots;
   std::vector<k::TensorChunk> chunks;
-  std::vector<std::size_t> first_chunk;  // per parameter, then the chunk count: parameter i is chunks [first_chunk[i], first_chunk[i + 1])
+  // Per parameter, then the chunk count: parameter i is chunks [first_chunk[i], first_chunk[i + 1]).
+  std::vector<std::size_t> first_chunk;
   DeviceArray<k::TensorSlot> tensor_slots_device;
   DeviceArray<k::TensorChunk> chunks_device;
   cuda::LtMatmul gemm;
