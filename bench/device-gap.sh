@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue #5 item 7, where our extra milliseconds at 2 GPUs come from, beside PyTorch DDP in one call. Builds
-# scalescope and the GPU tests, runs test_gpt_cuda, test_mlp_lm_cuda and test_cupti_tracer (GAP_TESTS=0 skips
-# them), then one or more experiment sets (GAP_SET, e.g. "boundaries graph"; their file names must not collide):
+# scalescope and the GPU tests, runs them (GAP_TEST_LIST below; GAP_TESTS=0 skips them), then one or more
+# experiment sets (GAP_SET, e.g. "boundaries graph"; their file names must not collide):
 #   phases (default): twice in turn, gpt2-124m at 1 and 2 GPUs for both sides with each side's forward,
 #     backward and optimizer timed by CUDA events (the peer's --phases), and ours at 2 GPUs with --no-overlap
 #     (no NCCL kernel beside forward or backward: what is left is not SM sharing);
@@ -35,7 +35,7 @@
 #     DDP steps read by `scalescope analyze`, and short runs of both sides with NCCL_DEBUG=INFO
 #     NCCL_DEBUG_SUBSYS=INIT,COLL,TUNING (buckets, algorithm, protocol and channels of each all-reduce).
 # GAP_REPS ("1 2") names the repetitions of the phases set, GAP_DDP=0 leaves DDP out of it. GAP_TEST_LIST names
-# the GPU tests to build and run (default all four), GAP_RUN_TIMEOUT (240) limits each of our runs, seconds.
+# the GPU tests to build and run (default all six), GAP_RUN_TIMEOUT (240) limits each of our runs, seconds.
 # Outputs under $OUT; our phase table and DDP's step (and phases) are printed last. GAP_MODEL (gpt2-124m) and
 # GAP_BATCH (16) pick the workload.
 set -uo pipefail
@@ -45,7 +45,7 @@ mkdir -p "$OUT"
 source bench/device-env.sh
 MODEL=${GAP_MODEL:-gpt2-124m}
 BATCH=${GAP_BATCH:-16}
-TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_step_graph}
+TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_step_graph test_nccl_communicator test_stream_blocker}
 [ "${GAP_TESTS:-1}" = 1 ] || TESTS=
 SETS=" ${GAP_SET:-phases} "  # one or more sets, run in the order given
 for SET in $SETS; do  # before the build: a typo should not cost a GPU call

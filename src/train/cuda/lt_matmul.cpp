@@ -133,14 +133,22 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
   for (int round = 0; round < kRounds; ++round) {
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       if (candidates[i].workspaceSize > workspace_bytes_) continue;
+      // The stream is held while the calls are enqueued: then they run back to back and the events time the GPU
+      // alone, not the host's launch calls between them (which differ between candidates with and without
+      // memsets, and with the host's load).
+      blocker_.block(stream);
       bool ok = true;
       for (int r = 0; r <= kTimedCalls && ok; ++r) {  // call 0 untimed
         if (r == 1) SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
         ok = cublasLtMatmul(handle_, p.desc, &g.alpha, g.b, p.layout_a, g.a, p.layout_b, &g.beta, c, p.layout_d, d,
                             p.layout_d, &candidates[i].algo, workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
       }
-      if (!ok) continue;
-      SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
+      if (ok) SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
+      blocker_.release();
+      if (!ok) {
+        SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the block has ended before the next one
+        continue;
+      }
       SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
       float ms = 0;
       SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));

@@ -13,6 +13,8 @@
 #include <map>
 #include <vector>
 
+#include "train/cuda/stream_blocker.h"
+
 namespace scalescope::train::cuda {
 
 /// One row-major GEMM D[m, n] = alpha·op(A)·op(B) + beta·C + bias, batched over `batch` matrices.
@@ -62,15 +64,19 @@ inline GemmSpec packed_gemm(int m, int n, int k, const __nv_bfloat16* a, const _
 ///
 /// Algorithm choice: the first call of each shape times up to 4 of cuBLASLt's heuristic results with the
 /// workspace and 4 without (these need no memset of the workspace before each call, which costs ~2 µs of GPU
-/// time per call) on that call's own operands, 5 calls each in two interleaved rounds (each candidate keeps its
-/// faster round), and keeps the fastest — the autotuning of cuBLASLt's documentation, with the memsets counted; a
-/// candidate must beat an earlier one (in the heuristic's order) by 3 % to replace it, so near-ties do not follow
-/// timing noise (ranks may still choose differently where the timings really differ). The timing first waits for
-/// the whole device (cudaDeviceSynchronize), so that no other stream's work (NCCL's kernels beside a
-/// data-parallel first step) shares the SMs with the candidates. Measured on H200 with one round, no wait and no
-/// margin (bench/RESULTS.md, "GEMM autotuning"): tiny-14m −3 %, gpt2-124m −1.3 % step time, gpt-1.3b unchanged;
-/// that comparison was not repeated since. SCALESCOPE_GEMM_AUTOTUNE=0 takes cuBLASLt's first choice instead, as
-/// does a shape first seen while the stream is captured into a CUDA graph.
+/// time per call) on that call's own operands — the autotuning of cuBLASLt's documentation, with the memsets
+/// counted — and keeps the fastest:
+///  - the whole device is waited for first (cudaDeviceSynchronize), so that no other stream's work (NCCL's
+///    kernels beside a data-parallel first step) shares the SMs with the candidates;
+///  - each candidate runs 5 calls after an untimed one, in two interleaved rounds, and keeps its faster round;
+///  - the stream is held by a StreamBlocker while a candidate's calls are enqueued, so the CUDA events time the
+///    GPU, not the host's launches between the calls (not yet run on a GPU: bench/RESULTS.md);
+///  - a candidate must beat an earlier one (in the heuristic's order) by 3 % to replace it, so near-ties do not
+///    follow timing noise (ranks may still choose differently where the timings really differ).
+/// Measured on H200 with one round, no wait, no blocker and no margin (bench/RESULTS.md, "GEMM autotuning"):
+/// tiny-14m −3 %, gpt2-124m −1.3 % step time, gpt-1.3b unchanged; that comparison was not repeated since.
+/// SCALESCOPE_GEMM_AUTOTUNE=0 takes cuBLASLt's first choice instead, as does a shape first seen while the stream
+/// is captured into a CUDA graph.
 class LtMatmul {
  public:
   /// Throws core::Error if cuBLASLt or the workspace allocation fails.
@@ -110,6 +116,7 @@ class LtMatmul {
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = kDefaultWorkspaceBytes;
   bool autotune_ = true;  // SCALESCOPE_GEMM_AUTOTUNE=0 turns it off
+  StreamBlocker blocker_;  // holds the stream while a candidate's timed calls are enqueued
   std::map<Key, Plan*> plans_;
 };
 
