@@ -133,23 +133,29 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
   for (int round = 0; round < kRounds; ++round) {
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       if (candidates[i].workspaceSize > workspace_bytes_) continue;
-      // The stream is held while the calls are enqueued: then they run back to back and the events time the GPU
-      // alone, not the host's launch calls between them (which differ between candidates with and without
-      // memsets, and with the host's load).
+      const auto call = [&] {
+        return cublasLtMatmul(handle_, p.desc, &g.alpha, g.b, p.layout_a, g.a, p.layout_b, &g.beta, c, p.layout_d, d,
+                              p.layout_d, &candidates[i].algo, workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
+      };
+      // One untimed call first, outside the hold: a first launch may load the kernel's module (lazy loading),
+      // which can synchronise the context.
+      if (!call()) continue;
+      // The stream is held while the timed calls are enqueued: then they run back to back and the events time the
+      // GPU alone, not the host's launch calls between them (which differ between candidates with and without
+      // memsets, and with the host's load). The guard releases it on every path, exceptions included.
       blocker_.block(stream);
+      struct Release {
+        StreamBlocker& blocker;
+        ~Release() { blocker.release(); }
+      } release{blocker_};
+      SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
       bool ok = true;
-      for (int r = 0; r <= kTimedCalls && ok; ++r) {  // call 0 untimed
-        if (r == 1) SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
-        ok = cublasLtMatmul(handle_, p.desc, &g.alpha, g.b, p.layout_a, g.a, p.layout_b, &g.beta, c, p.layout_d, d,
-                            p.layout_d, &candidates[i].algo, workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
-      }
-      if (ok) SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
+      for (int r = 0; r < kTimedCalls && ok; ++r) ok = call();
+      SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
       blocker_.release();
-      if (!ok) {
-        SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the block has ended before the next one
-        continue;
-      }
       SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
+      // A hold that expired timed the host's launches again: this round does not count for the candidate.
+      if (!ok || blocker_.timed_out()) continue;
       float ms = 0;
       SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
       best_round[i] = std::min(best_round[i], ms);

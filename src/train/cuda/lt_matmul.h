@@ -69,8 +69,9 @@ inline GemmSpec packed_gemm(int m, int n, int k, const __nv_bfloat16* a, const _
 ///  - the whole device is waited for first (cudaDeviceSynchronize), so that no other stream's work (NCCL's
 ///    kernels beside a data-parallel first step) shares the SMs with the candidates;
 ///  - each candidate runs 5 calls after an untimed one, in two interleaved rounds, and keeps its faster round;
-///  - the stream is held by a StreamBlocker while a candidate's calls are enqueued, so the CUDA events time the
-///    GPU, not the host's launches between the calls (not yet run on a GPU: bench/RESULTS.md);
+///  - the stream is held by a StreamBlocker while a candidate's timed calls are enqueued, so the CUDA events time
+///    the GPU, not the host's launches between the calls; a round whose hold expired does not count (not yet run
+///    on a GPU: bench/RESULTS.md);
 ///  - a candidate must beat an earlier one (in the heuristic's order) by 3 % to replace it, so near-ties do not
 ///    follow timing noise (ranks may still choose differently where the timings really differ).
 /// Measured on H200 with one round, no wait, no blocker and no margin (bench/RESULTS.md, "GEMM autotuning"):
