@@ -126,6 +126,7 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
   cudaEvent_t start = nullptr, stop = nullptr;
   SCALESCOPE_CUDA_CHECK(cudaEventCreate(&start));
   SCALESCOPE_CUDA_CHECK(cudaEventCreate(&stop));
+  if (!blocker_) blocker_ = std::make_unique<StreamBlocker>();
   constexpr int kTimedCalls = 5;  // back to back after one untimed call: kernels, memsets and gaps all count
   constexpr int kRounds = 2;      // candidates interleaved; each keeps its fastest round (clock or power dips)
   std::vector<float> best_round(candidates.size(), std::numeric_limits<float>::infinity());
@@ -143,19 +144,19 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
       // The stream is held while the timed calls are enqueued: then they run back to back and the events time the
       // GPU alone, not the host's launch calls between them (which differ between candidates with and without
       // memsets, and with the host's load). The guard releases it on every path, exceptions included.
-      blocker_.block(stream);
+      blocker_->block(stream);
       struct Release {
         StreamBlocker& blocker;
         ~Release() { blocker.release(); }
-      } release{blocker_};
+      } release{*blocker_};
       SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
       bool ok = true;
       for (int r = 0; r < kTimedCalls && ok; ++r) ok = call();
       SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
-      blocker_.release();
+      blocker_->release();
       SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
       // A hold that expired timed the host's launches again: this round does not count for the candidate.
-      if (!ok || blocker_.timed_out()) continue;
+      if (!ok || blocker_->timed_out()) continue;
       float ms = 0;
       SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
       best_round[i] = std::min(best_round[i], ms);

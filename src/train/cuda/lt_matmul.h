@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "train/cuda/stream_blocker.h"
@@ -117,7 +118,8 @@ class LtMatmul {
   void* workspace_ = nullptr;
   std::size_t workspace_bytes_ = kDefaultWorkspaceBytes;
   bool autotune_ = true;  // SCALESCOPE_GEMM_AUTOTUNE=0 turns it off
-  StreamBlocker blocker_;  // holds the stream while a candidate's timed calls are enqueued
+  // Holds the stream while a candidate's timed calls are enqueued; made on the first tuning (pinned memory).
+  std::unique_ptr<StreamBlocker> blocker_;
   std::map<Key, Plan*> plans_;
 };
 
