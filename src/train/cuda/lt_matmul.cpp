@@ -163,9 +163,9 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
     }
   }
   // A later candidate replaces an earlier one only when clearly faster, so that near-ties (within timing noise)
-  // resolve in the heuristic's order. It does not make every rank pick alike: with it, the two ranks of a 2-GPU
-  // gpt2-124m run and a 1-GPU run still chose other kernels for some GEMMs, whose timings really differed there
-  // (bench/RESULTS.md, 2026-11-30, second session). The heuristic's first choice when no candidate runs.
+  // resolve in the heuristic's order. It did not make every rank pick alike: with it (before the hold above), the
+  // two ranks of a 2-GPU gpt2-124m run and a 1-GPU run still chose other kernels for some GEMMs (bench/RESULTS.md,
+  // 2026-11-30, second session). The heuristic's first choice when no candidate runs.
   constexpr float kClearlyFaster = 0.97f;
   std::size_t best = 0;
   for (std::size_t i = 1; i < candidates.size(); ++i)
