@@ -75,8 +75,7 @@ void DataParallelEngine::issue_forward_backward_join(const AdamWConfig& adamw, S
     throw core::Error(fmt::format("backward reported {} of {} parameter gradients", ready_parameters_,
                                   plan_.parameter_offset.size()));
   launch_ready_buckets();  // without overlap: everything starts now; with overlap: nothing is left
-  if (early_parameters_.size() > 0) {  // overlap_optimizer (eager steps only: never captured)
-    m.split = true;
+  if (splits_optimizer()) {  // eager steps only: never captured
     comm_.join_until(1);
     m.early_joined = timeline_.record();
     model_.optimizer_step_part(adamw, early_parameters_);
@@ -94,11 +93,7 @@ void DataParallelEngine::replay_forward_backward_join(StepMarks& m) {
       case BookkeepingCall::forward_end: m.forward_end = timeline_.record(); break;
       case BookkeepingCall::backward_end: m.backward_end = timeline_.record(); break;
       case BookkeepingCall::comm_end: m.comm_end = timeline_.record(); break;
-      case BookkeepingCall::all_reduce: {
-        const auto& b = plan_.buckets[call.bucket];
-        comm_.start_all_reduce(gradients_ + b.offset, b.numel, options_.gradient_reduction);
-        break;
-      }
+      case BookkeepingCall::all_reduce: start_bucket(call.bucket); break;
       case BookkeepingCall::join: comm_.join(); break;
     }
   }
@@ -164,7 +159,7 @@ void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seco
   m.staged = timeline_.record();
   const auto host_staged = Clock::now();
   forward_backward_join(batch, adamw, m);
-  if (m.split)
+  if (splits_optimizer())
     model_.optimizer_step_part(adamw, late_parameters_);
   else
     model_.optimizer_step(adamw);
@@ -191,7 +186,7 @@ std::vector<StepTiming> DataParallelEngine::take_step_timings() {
     t.stage = timeline_.seconds_between(m.begin, m.staged);
     t.forward = timeline_.seconds_between(m.staged, m.forward_end);
     t.backward = timeline_.seconds_between(m.forward_end, m.backward_end);
-    if (m.split) {  // compute waited twice, for all but the last bucket and then for it; AdamW ran twice
+    if (splits_optimizer()) {  // compute waited twice, for all but the last bucket and then for it; AdamW ran twice
       t.exposed_comm = timeline_.seconds_between(m.backward_end, m.early_joined) +
                        timeline_.seconds_between(m.early_optimized, m.comm_end);
       t.optimizer = timeline_.seconds_between(m.early_joined, m.early_optimized) +

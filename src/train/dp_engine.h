@@ -106,8 +106,7 @@ class DataParallelEngine {
  private:
   struct StepMarks {
     Marker begin, staged, forward_end, backward_end, comm_end, optimizer_end;
-    // overlap_optimizer: after the wait for all but the last bucket, and after the optimizer of their parameters.
-    bool split = false;
+    // splits_optimizer(): after the wait for all but the last bucket, and after the optimizer of their parameters.
     Marker early_joined = 0, early_optimized = 0;
     double data_wait;
     double host_stage, host_issue;  // steady-clock seconds (StepTiming's fields of the same names)
@@ -121,7 +120,10 @@ class DataParallelEngine {
 
   void on_gradient_ready(std::size_t parameter);
   void launch_ready_buckets();
+  /// Starts bucket `bucket`'s all-reduce (eagerly, into a capture, or naming a replayed step's events).
   void start_bucket(std::size_t bucket);
+  /// overlap_optimizer took effect (≥ 2 buckets): every step's AdamW runs in the two parts below.
+  bool splits_optimizer() const { return early_parameters_.size() > 0; }
   Marker record_marker(BookkeepingCall::Kind kind);
   /// Forward, backward with the all-reduces, and the join: issued eagerly, captured (then launched once), or
   /// replayed, as the replayer's state and the batch shape decide.
