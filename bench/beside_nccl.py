@@ -10,8 +10,14 @@ half of its duration overlaps an NCCL kernel on any stream. Printed per step, in
     sides): their time beside NCCL and alone, at 1 and N GPUs — a kernel that slows only beside NCCL is sharing
     SMs or memory bandwidth with it; one that slows alone is slowed by something else;
   - cuBLASLt's GEMM kernels (names starting "nvjet"), in total (their choice of kernel may differ between runs, so
-    they are not matched one to one), and how much of OTHER's GEMM time ran beside NCCL.
+    they are not matched one to one), and how much of OTHER's GEMM time ran beside NCCL;
+  - every compute kernel of OTHER that overlaps an NCCL kernel at all, matched to BASE's kernel at the same place
+    in launch order, by name: the overlap, the growth over BASE, and their ratio. A kernel whose blocks each own
+    a fixed share of its work (a persistent GEMM) and finds some SMs held by NCCL's blocks grows by about the
+    overlap (ratio near 1); one that spreads its work over the SMs it gets grows by about the share of SMs
+    taken (ratio near NCCL's blocks / SMs).
 """
+import collections
 import json
 import sys
 
@@ -28,15 +34,18 @@ def main():
     steps = int(sys.argv[3]) if len(sys.argv) == 4 else 10
     nccl = sorted((e["ts"], e["ts"] + e["dur"]) for e in other if "nccl" in e["name"].lower())
 
-    def beside(e):
-        a, b, overlap = e["ts"], e["ts"] + e["dur"], 0.0
+    def overlap(e):
+        a, b, total = e["ts"], e["ts"] + e["dur"], 0.0
         for x, y in nccl:
             if y < a:
                 continue
             if x > b:
                 break
-            overlap += min(b, y) - max(a, x)
-        return overlap > 0.5 * e["dur"]
+            total += min(b, y) - max(a, x)
+        return total
+
+    def beside(e):
+        return overlap(e) > 0.5 * e["dur"]
 
     own_base = [e for e in base if e["name"].startswith("scalescope")]
     own_other = [e for e in other if e["name"].startswith("scalescope")]
@@ -58,6 +67,26 @@ def main():
     g_beside = sum(e["dur"] for e in other if e["name"].startswith("nvjet") and beside(e))
     print(f"GEMM kernels (nvjet):  {ms(g_base):7.3f} -> {ms(g_other):7.3f} ms ({ms(g_other - g_base):+.3f}), "
           f"of which {ms(g_beside):.3f} ms ran beside NCCL")
+
+    compute_base = sorted((e for e in base if "nccl" not in e["name"].lower()), key=lambda e: e["ts"])
+    compute_other = sorted((e for e in other if "nccl" not in e["name"].lower()), key=lambda e: e["ts"])
+    if len(compute_base) != len(compute_other):
+        print("compute kernels differ in number between the traces: no overlap-growth table")
+        return
+    by_name = collections.defaultdict(lambda: [0, 0.0, 0.0])  # count, overlap µs, growth µs
+    for a, b in zip(compute_base, compute_other):
+        o = overlap(b)
+        if o > 0:
+            row = by_name[b["name"]]
+            row[0] += 1
+            row[1] += o
+            row[2] += b["dur"] - a["dur"]
+    print("kernels overlapping NCCL (ms per step)                         count  overlap   growth  growth/overlap")
+    rows = sorted(by_name.items(), key=lambda kv: -kv[1][2])
+    for name, (n, o, g) in rows[:8]:
+        print(f"  {name[:60]:<60} {n / steps:6.1f} {ms(o):8.3f} {ms(g):+8.3f} {g / o:8.2f}")
+    n, o, g = (sum(r[i] for _, r in rows) for i in range(3))
+    print(f"  {'all':<60} {n / steps:6.1f} {ms(o):8.3f} {ms(g):+8.3f} {g / o if o else 0:8.2f}")
 
 
 if __name__ == "__main__":

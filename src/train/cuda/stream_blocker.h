@@ -41,3 +41,49 @@ class StreamBlocker {
 };
 
 }  // namespace scalescope::train::cuda
+
+namespace scalescope::train::cuda {
+
+/// Takes `sms` of the device's SMs away from other kernels, as a communication kernel does while it runs beside
+/// compute (NCCL runs one block per channel, each holding its SM: its registers and shared memory leave no room
+/// for a GEMM's block). Used by the GEMM autotuner to time a candidate with fewer SMs: a GEMM whose blocks each
+/// own a fixed share of the tiles (a static, persistent schedule) waits for its last blocks until the SMs come
+/// back, and so grows by about the overlap, while one with many waves or a dynamic tile scheduler grows by
+/// about the share of SMs taken (measured on H200: bench/RESULTS.md, 2026-11-30, third session).
+///
+/// Each of the `sms` blocks takes an SM's whole opt-in shared memory (so one block per SM) and spins on a mapped
+/// host flag, on the occupier's own stream. Not thread-safe.
+class SmOccupier {
+ public:
+  /// Throws core::Error when `sms` is not in [1, SM count − 1] or a CUDA call fails (the current device).
+  explicit SmOccupier(int sms);
+  /// Ends a hold still running and waits for it.
+  ~SmOccupier();
+  SmOccupier(const SmOccupier&) = delete;
+  SmOccupier& operator=(const SmOccupier&) = delete;
+
+  /// Starts the hold and waits (host) until all its blocks run, so that work enqueued next on other streams finds
+  /// the SMs taken. Returns false, with the hold ended, when they did not all start within kStartWaitMs (the
+  /// device busy with other work); blocks still queued then exit when they start. Waits first for the previous
+  /// hold's blocks. Throws core::Error on a CUDA failure.
+  bool hold();
+  /// Ends the hold (a host store to the mapped flag) and waits for its blocks to exit. Should it never come, the
+  /// blocks exit by themselves after kTimeoutNs of GPU time; timed_out() then says so. Does not throw (it ends
+  /// holds during unwinding): a failed wait leaves CUDA's error for the next checked call.
+  void release() noexcept;
+  /// Whether the last hold ended by its timeout rather than by release().
+  bool timed_out() const { return flags_[2] != 0; }
+  int sms() const { return sms_; }
+
+  static constexpr long long kTimeoutNs = 500'000'000;  // 500 ms
+  static constexpr int kStartWaitMs = 100;
+
+ private:
+  int sms_;
+  int shared_bytes_ = 0;          // dynamic shared memory per block: the SM's opt-in maximum
+  volatile int* flags_ = nullptr;  // host view: [0] released, [1] blocks running, [2] timed out
+  int* device_flags_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace scalescope::train::cuda
