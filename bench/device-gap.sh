@@ -28,10 +28,6 @@
 #     GAP_DDP_MODELS (default: all; GAP_DDP=0 leaves DDP out); with GAP_P2P_OFF=1 also both 2-GPU runs of ours
 #     and DDP's under NCCL_P2P_DISABLE=1; ours traced kernel by kernel for GAP_MODEL at 1 and 2 GPUs (the timed rounds stay untraced) and compared by
 #     bench/kernel_diff.py: do both ranks' GEMMs now run the kernels the 1-GPU run chose;
-#   shared: for each of GAP_WS_MODELS (gpt2-124m:16 gpt-1.3b:8), ours at 1 and 2 GPUs, then at 2 with backward's
-#     GEMMs tuned also with SMs held as by NCCL's kernel, for each SCALESCOPE_GEMM_SHARED_SMS value in GAP_SHARED
-#     ("24:0.25 24:0.5 24:1"); GAP_MODEL traced at 1 and 2 GPUs and with the first GAP_SHARED value, each 2-GPU
-#     trace read by bench/beside_nccl.py: do GEMMs that NCCL's blocks delay still grow by the overlap;
 #   ctas: for each of GAP_WS_MODELS (gpt2-124m:16 gpt-1.3b:8), ours at 1 and 2 GPUs, and at 2 with NCCL_MAX_CTAS
 #     of each value in GAP_CTAS ("8 16"): fewer SMs for NCCL's kernel, a longer all-reduce; GAP_MODEL traced at 2
 #     GPUs with the first value and with SCALESCOPE_GEMM_AUTOTUNE=0, read by bench/beside_nccl.py beside a traced
@@ -57,8 +53,8 @@ TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_ste
 [ "${GAP_TESTS:-1}" = 1 ] || TESTS=
 SETS=" ${GAP_SET:-phases} "  # one or more sets, run in the order given
 for SET in $SETS; do  # before the build: a typo should not cost a GPU call
-  case "$SET" in pairs|clocks|trace|workspace|graph|autotune|boundaries|optimizer|shared|ctas|env|phases) ;;
-    *) echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries optimizer shared ctas env phases)"
+  case "$SET" in pairs|clocks|trace|workspace|graph|autotune|boundaries|optimizer|ctas|env|phases) ;;
+    *) echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries optimizer ctas env phases)"
        exit 2 ;;
   esac
 done
@@ -215,23 +211,6 @@ elif [ "$SET" = optimizer ]; then  # --overlap-optimizer at 2 GPUs beside the de
     python3 bench/kernel_diff.py "$OUT/trace-$MODEL-n1/rank0.json" "$OUT/trace-$MODEL-n2/rank0.json" 6
     python3 bench/kernel_diff.py "$OUT/trace-$MODEL-n1/rank0.json" "$OUT/trace-$MODEL-n2/rank1.json" 6 2>/dev/null | head -9
   fi
-elif [ "$SET" = shared ]; then  # backward's GEMMs tuned for SMs shared with NCCL's kernel
-  shared=(${GAP_SHARED:-24:0.25 24:0.5 24:1})
-  for spec in ${GAP_WS_MODELS:-gpt2-124m:16 gpt-1.3b:8}; do
-    m=${spec%%:*}; b=${spec##*:}
-    MODEL=$m BATCH=$b ours "$m-n1" 1 --
-    MODEL=$m BATCH=$b ours "$m-n2" 2 --
-    for v in "${shared[@]}"; do MODEL=$m BATCH=$b ours "$m-n2-shared${v/:/w}" 2 SCALESCOPE_GEMM_SHARED_SMS=$v --; done
-  done
-  ours traced-n1 1 -- --kernel-trace "$OUT/trace-n1"
-  ours traced-n2 2 -- --kernel-trace "$OUT/trace-n2"
-  ours traced-n2-shared 2 SCALESCOPE_GEMM_SHARED_SMS=${shared[0]} -- --kernel-trace "$OUT/trace-n2-shared"
-  for t in n2 n2-shared; do
-    for r in 0 1; do
-      echo "== $MODEL: beside NCCL, n1 vs $t rank $r"
-      python3 bench/beside_nccl.py "$OUT/trace-n1/rank0.json" "$OUT/trace-$t/rank$r.json"
-    done
-  done
 elif [ "$SET" = ctas ]; then  # NCCL's blocks capped: fewer SMs taken from backward's kernels
   ctas=(${GAP_CTAS:-8 16})
   for spec in ${GAP_WS_MODELS:-gpt2-124m:16 gpt-1.3b:8}; do

@@ -435,13 +435,6 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
   ready(lnf);
   ready(State::slot(L - 1, State::kFpB));
 
-  // From here on, NCCL's all-reduce of the buckets already ready may run beside the blocks' GEMMs (the head's two
-  // GEMMs above run before any gradient is ready); the guard ends the mark on every path.
-  s.gemm.set_beside_communication(true);
-  struct EndBeside {
-    cuda::LtMatmul& gemm;
-    ~EndBeside() { gemm.set_beside_communication(false); }
-  } end_beside{s.gemm};
   for (int l = L - 1; l >= 0; --l) {
     LayerActivations& a = s.acts[z(l)];
     const std::size_t base = State::slot(l, 0);

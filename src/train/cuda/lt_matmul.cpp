@@ -1,7 +1,6 @@
 #include "train/cuda/lt_matmul.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -63,23 +62,6 @@ LtMatmul::LtMatmul() {
       throw core::Error("SCALESCOPE_GEMM_AUTOTUNE='" + v + "' is neither on (1, on, true) nor off (0, off, false)",
                         "unset it (autotuning is on by default) or set it to 0");
   }
-  if (const char* shared = std::getenv("SCALESCOPE_GEMM_SHARED_SMS")) {
-    const std::string v = shared;
-    SharedSmTuning t;
-    char* end = nullptr;
-    const long sms = std::strtol(shared, &end, 10);
-    bool ok = end != shared && sms >= 0 && sms < 1024;
-    if (ok && *end == ':') {
-      const char* w = end + 1;
-      t.weight = std::strtod(w, &end);
-      ok = end != w && t.weight >= 0 && t.weight <= 1;
-    }
-    if (!ok || *end != '\0')
-      throw core::Error("SCALESCOPE_GEMM_SHARED_SMS='" + v + "' is not K or K:W (K SMs held, W in [0, 1])",
-                        "unset it, or give e.g. 24 or 24:0.25");
-    t.sms = static_cast<int>(sms);
-    shared_sm_tuning_ = t;
-  }
   SCALESCOPE_CUBLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes_ > 0) SCALESCOPE_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -118,15 +100,9 @@ std::vector<cublasLtMatmulHeuristicResult_t> LtMatmul::heuristics(const Plan& p,
   return results;
 }
 
-void LtMatmul::set_shared_sm_tuning(SharedSmTuning tuning) {
-  if (tuning.sms < 0 || !(tuning.weight >= 0 && tuning.weight <= 1))
-    throw std::invalid_argument("LtMatmul: shared-SM tuning needs sms ≥ 0 and a weight in [0, 1]");
-  shared_sm_tuning_ = tuning;
-}
-
 cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
                                        const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
-                                       cudaStream_t stream, bool shared_sms) {
+                                       cudaStream_t stream) {
   // Time on a quiet GPU: in a data-parallel first step, NCCL's kernels of the buckets already launched run on
   // the communication stream beside backward and share the SMs with the candidates. Waiting for the whole device
   // cannot deadlock the ranks: it waits only for this rank's own launches, and every rank launches the same
@@ -151,71 +127,45 @@ cublasLtMatmulAlgo_t LtMatmul::fastest(const Plan& p, const GemmSpec& g,
   SCALESCOPE_CUDA_CHECK(cudaEventCreate(&start));
   SCALESCOPE_CUDA_CHECK(cudaEventCreate(&stop));
   if (!blocker_) blocker_ = std::make_unique<StreamBlocker>();
-  if (shared_sms && (!occupier_ || occupier_->sms() != shared_sm_tuning_.sms))
-    occupier_ = std::make_unique<SmOccupier>(shared_sm_tuning_.sms);
   constexpr int kTimedCalls = 5;  // back to back after one untimed call: kernels, memsets and gaps all count
   constexpr int kRounds = 2;      // candidates interleaved; each keeps its fastest round (clock or power dips)
-  std::vector<float> best_alone(candidates.size(), std::numeric_limits<float>::infinity());
-  std::vector<float> best_held(candidates.size(), std::numeric_limits<float>::infinity());
+  std::vector<float> best_round(candidates.size(), std::numeric_limits<float>::infinity());
   const void* c = has_c ? g.c : d;
-  // The GPU time of one candidate's timed calls in ms, or a negative value when a call failed or the hold expired.
-  const auto time_calls = [&](std::size_t i) -> float {
-    const auto call = [&] {
-      return cublasLtMatmul(handle_, p.desc, &g.alpha, g.b, p.layout_a, g.a, p.layout_b, &g.beta, c, p.layout_d, d,
-                            p.layout_d, &candidates[i].algo, workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
-    };
-    // One untimed call first, outside the hold: a first launch may load the kernel's module (lazy loading),
-    // which can synchronise the context.
-    if (!call()) return -1;
-    // The stream is held while the timed calls are enqueued: then they run back to back and the events time the
-    // GPU alone, not the host's launch calls between them (which differ between candidates with and without
-    // memsets, and with the host's load). The guard releases it on every path, exceptions included.
-    blocker_->block(stream);
-    struct Release {
-      StreamBlocker& blocker;
-      ~Release() { blocker.release(); }
-    } release{*blocker_};
-    SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
-    bool ok = true;
-    for (int r = 0; r < kTimedCalls && ok; ++r) ok = call();
-    SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
-    blocker_->release();
-    SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
-    // A hold that expired timed the host's launches again: this round does not count for the candidate.
-    if (!ok || blocker_->timed_out()) return -1;
-    float ms = 0;
-    SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    return ms;
-  };
   for (int round = 0; round < kRounds; ++round) {
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       if (candidates[i].workspaceSize > workspace_bytes_) continue;
-      const float alone = time_calls(i);
-      if (alone >= 0) best_alone[i] = std::min(best_alone[i], alone);
-      if (!shared_sms) continue;
-      // The same calls with SMs taken, as by NCCL's kernel; the occupier is released on every path.
-      if (!occupier_->hold()) continue;
+      const auto call = [&] {
+        return cublasLtMatmul(handle_, p.desc, &g.alpha, g.b, p.layout_a, g.a, p.layout_b, &g.beta, c, p.layout_d, d,
+                              p.layout_d, &candidates[i].algo, workspace_, workspace_bytes_, stream) == CUBLAS_STATUS_SUCCESS;
+      };
+      // One untimed call first, outside the hold: a first launch may load the kernel's module (lazy loading),
+      // which can synchronise the context.
+      if (!call()) continue;
+      // The stream is held while the timed calls are enqueued: then they run back to back and the events time the
+      // GPU alone, not the host's launch calls between them (which differ between candidates with and without
+      // memsets, and with the host's load). The guard releases it on every path, exceptions included.
+      blocker_->block(stream);
       struct Release {
-        SmOccupier& occupier;
-        ~Release() { occupier.release(); }
-      } release{*occupier_};
-      const float held = time_calls(i);
-      occupier_->release();
-      if (held >= 0 && !occupier_->timed_out()) best_held[i] = std::min(best_held[i], held);
+        StreamBlocker& blocker;
+        ~Release() { blocker.release(); }
+      } release{*blocker_};
+      SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
+      bool ok = true;
+      for (int r = 0; r < kTimedCalls && ok; ++r) ok = call();
+      SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
+      blocker_->release();
+      SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
+      // A hold that expired timed the host's launches again: this round does not count for the candidate.
+      if (!ok || blocker_->timed_out()) continue;
+      float ms = 0;
+      SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      best_round[i] = std::min(best_round[i], ms);
     }
   }
-  // Each candidate's score: its time alone or, when tuned for shared SMs, the weighted time alone and held (a
-  // candidate never timed held is not chosen over one that was).
-  std::vector<float> best_round(candidates.size());
-  for (std::size_t i = 0; i < candidates.size(); ++i)
-    best_round[i] = !shared_sms ? best_alone[i]
-                    : std::isinf(best_held[i])
-                        ? std::numeric_limits<float>::infinity()
-                        : static_cast<float>(best_alone[i] + shared_sm_tuning_.weight * (best_held[i] - best_alone[i]));
   // A later candidate replaces an earlier one only when clearly faster, so that near-ties (within timing noise)
-  // resolve in the heuristic's order. It did not make every rank pick alike: with it (before the hold above), the
-  // two ranks of a 2-GPU gpt2-124m run and a 1-GPU run still chose other kernels for some GEMMs (bench/RESULTS.md,
-  // 2026-11-30, second session). The heuristic's first choice when no candidate runs.
+  // resolve in the heuristic's order. It did not make every rank pick alike: with it and the hold above, the two
+  // ranks of a 2-GPU gpt2-124m run and a 1-GPU run still chose other kernels for a shape or two (bench/RESULTS.md,
+  // 2026-11-30, third session). The heuristic's first choice when no candidate runs.
   constexpr float kClearlyFaster = 0.97f;
   std::size_t best = 0;
   for (std::size_t i = 1; i < candidates.size(); ++i)
@@ -282,7 +232,7 @@ const LtMatmul::Plan& LtMatmul::plan(const Key& key, const GemmSpec& g, cudaStre
                           std::to_string(key.batch) + ", bias " + std::to_string(key.has_bias) + ", status " +
                           std::to_string(static_cast<int>(st)) + ")",
                       "this is a bug or an unsupported shape; report it with the model size");
-  p.algo = candidates.size() > 1 ? fastest(p, g, candidates, stream, key.beside_communication) : candidates.front().algo;
+  p.algo = candidates.size() > 1 ? fastest(p, g, candidates, stream) : candidates.front().algo;
   return *plans_.emplace(key, owned.release()).first->second;
 }
 
@@ -294,8 +244,7 @@ void LtMatmul::run(cudaStream_t stream, const GemmSpec& g) {
   const bool has_c = g.beta != 0.0f;
   if (has_c && g.c == nullptr) throw std::invalid_argument("LtMatmul: beta ≠ 0 needs C");
   const std::size_t d_bytes = bytes_of(g.d_type);
-  const bool beside = beside_communication_ && shared_sm_tuning_.sms > 0;
-  const Key key{g.trans_a, g.trans_b, g.bias != nullptr, has_c, beside, g.m, g.n, g.k, g.lda, g.ldb, g.ldd, g.batch,
+  const Key key{g.trans_a, g.trans_b, g.bias != nullptr, has_c, g.m, g.n, g.k, g.lda, g.ldb, g.ldd, g.batch,
                 g.batch > 1 ? g.stride_a : 0, g.batch > 1 ? g.stride_b : 0, g.batch > 1 ? g.stride_d : 0, g.d_type,
                 alignment_of(g.a, g.stride_a, 2, g.batch), alignment_of(g.b, g.stride_b, 2, g.batch),
                 alignment_of(has_c ? g.c : g.d, g.stride_d, d_bytes, g.batch), alignment_of(g.d, g.stride_d, d_bytes, g.batch)};

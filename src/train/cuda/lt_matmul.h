@@ -59,15 +59,6 @@ inline GemmSpec packed_gemm(int m, int n, int k, const __nv_bfloat16* a, const _
   return g;
 }
 
-/// How the autotuner weighs a GEMM that may run beside a communication kernel (a data-parallel backward, where
-/// NCCL's all-reduce of the buckets already ready holds some SMs). Each candidate of such a GEMM is also timed with
-/// `sms` SMs held (SmOccupier), and the one with the least t_alone + weight·(t_held − t_alone) is kept: `weight` is
-/// the share of the GEMM's time expected beside communication. Off when sms = 0.
-struct SharedSmTuning {
-  int sms = 0;
-  double weight = 0.25;
-};
-
 /// A cuBLASLt handle, a workspace (32 MiB, cuBLAS's recommendation for Hopper; the environment variable
 /// SCALESCOPE_CUBLASLT_WORKSPACE_MB overrides it for experiments, 0 allowed) and the plan cache. Not
 /// thread-safe; use one per stream.
@@ -80,16 +71,14 @@ struct SharedSmTuning {
 ///    kernels beside a data-parallel first step) shares the SMs with the candidates;
 ///  - each candidate runs 5 calls after an untimed one, in two interleaved rounds, and keeps its faster round;
 ///  - the stream is held by a StreamBlocker while a candidate's timed calls are enqueued, so the CUDA events time
-///    the GPU, not the host's launches between the calls; a round whose hold expired does not count (not yet run
-///    on a GPU: bench/RESULTS.md);
+///    the GPU, not the host's launches between the calls; a round whose hold expired does not count;
 ///  - a candidate must beat an earlier one (in the heuristic's order) by 3 % to replace it, so near-ties do not
-///    follow timing noise (ranks may still choose differently where the timings really differ).
+///    follow timing noise. With all of these, a 1- and a 2-GPU gpt2-124m run (and the two ranks) still chose other
+///    kernels for one or two shapes on H200 (bench/RESULTS.md, 2026-11-30, third session).
 /// Measured on H200 with one round, no wait, no blocker and no margin (bench/RESULTS.md, "GEMM autotuning"):
 /// tiny-14m −3 %, gpt2-124m −1.3 % step time, gpt-1.3b unchanged; that comparison was not repeated since.
 /// SCALESCOPE_GEMM_AUTOTUNE=0 takes cuBLASLt's first choice instead, as does a shape first seen while the stream
-/// is captured into a CUDA graph. GEMMs enqueued while set_beside_communication(true) are tuned apart from the
-/// same shapes elsewhere and, with a SharedSmTuning, for SMs shared with communication; the environment variable
-/// SCALESCOPE_GEMM_SHARED_SMS=K[:W] sets one for experiments.
+/// is captured into a CUDA graph.
 class LtMatmul {
  public:
   /// Throws core::Error if cuBLASLt or the workspace allocation fails.
@@ -102,17 +91,12 @@ class LtMatmul {
   /// fp32 D or a batch, ld smaller than the stored width) and core::Error when cuBLASLt has no algorithm or
   /// the call fails.
   void run(cudaStream_t stream, const GemmSpec& g);
-  /// GEMMs enqueued from now on may run beside a communication kernel (see SharedSmTuning).
-  void set_beside_communication(bool beside) { beside_communication_ = beside; }
-  /// Throws std::invalid_argument for sms < 0 or a weight outside [0, 1]. Applies to shapes not yet planned.
-  void set_shared_sm_tuning(SharedSmTuning tuning);
-  const SharedSmTuning& shared_sm_tuning() const { return shared_sm_tuning_; }
   static constexpr std::size_t kDefaultWorkspaceBytes = 32u << 20;  // as recommended for Hopper
   std::size_t workspace_bytes() const { return workspace_bytes_; }
 
  private:
   struct Key {
-    bool trans_a, trans_b, has_bias, has_c, beside_communication;
+    bool trans_a, trans_b, has_bias, has_c;
     int m, n, k, lda, ldb, ldd, batch;
     long long stride_a, stride_b, stride_d;
     cudaDataType_t d_type;
@@ -126,11 +110,9 @@ class LtMatmul {
   std::vector<cublasLtMatmulHeuristicResult_t> heuristics(const Plan& p, const Key& key, std::uint64_t workspace,
                                                           int count, cublasStatus_t& status) const;
   /// The candidate whose 5 back-to-back calls on `g`'s operands take the least GPU time on `stream`, the device
-  /// otherwise idle (it synchronises the device first), over two rounds; with `shared_sms`, the least weighted
-  /// time alone and with those SMs held (SharedSmTuning).
+  /// otherwise idle (it synchronises the device first), over two rounds.
   cublasLtMatmulAlgo_t fastest(const Plan& p, const GemmSpec& g,
-                               const std::vector<cublasLtMatmulHeuristicResult_t>& candidates, cudaStream_t stream,
-                               bool shared_sms);
+                               const std::vector<cublasLtMatmulHeuristicResult_t>& candidates, cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
@@ -138,9 +120,6 @@ class LtMatmul {
   bool autotune_ = true;  // SCALESCOPE_GEMM_AUTOTUNE=0 turns it off
   // Holds the stream while a candidate's timed calls are enqueued; made on the first tuning (pinned memory).
   std::unique_ptr<StreamBlocker> blocker_;
-  bool beside_communication_ = false;
-  SharedSmTuning shared_sm_tuning_;
-  std::unique_ptr<SmOccupier> occupier_;  // made on the first tuning that needs it
   std::map<Key, Plan*> plans_;
 };
 
