@@ -145,6 +145,7 @@ enum class GpuClass : std::uint8_t { compute, comm, h2d, other_copy };
 struct GpuOp {
   std::int64_t start = 0, end = 0;
   std::uint32_t name = 0;
+  std::uint32_t launch = 0;  // index into names: "grid [..] block [..]", 0 when unknown
   std::int32_t stream = -1;
   GpuClass cls = GpuClass::compute;
 };
@@ -355,6 +356,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
     op.start = e.ts_ns;
     op.end = e.ts_ns + e.dur_ns;
     op.name = e.name;
+    op.launch = e.launch;
     op.stream = e.stream >= 0 ? e.stream
                               : (!t.ids[e.tid].is_string && t.ids[e.tid].number >= 0 && t.ids[e.tid].number < INT32_MAX
                                      ? static_cast<std::int32_t>(t.ids[e.tid].number)
@@ -827,6 +829,102 @@ void add(StepTotals& a, const StepTotals& b) {
     *x = sat_add(*x, y);
 }
 
+/// Length of [a, b) ∩ v, v sorted and disjoint.
+std::int64_t overlap_with(const Ivs& v, std::int64_t a, std::int64_t b) {
+  auto it = std::upper_bound(v.begin(), v.end(), a, [](std::int64_t t, const Iv& iv) { return t < iv.second; });
+  std::int64_t total = 0;
+  for (; it != v.end() && it->first < b; ++it) total += std::min(b, it->second) - std::max(a, it->first);
+  return total;
+}
+
+/// Durations of the compute kernels that start inside the analysed steps, by (name, launch shape) as text.
+using KernelDurations = std::map<std::pair<std::string, std::string>, std::vector<std::int64_t>>;
+
+KernelDurations compute_durations(const RankData& d) {
+  KernelDurations out;
+  if (d.steps.empty()) return out;
+  const std::int64_t lo = d.steps.front().begin, hi = d.steps.back().end;
+  for (const auto& op : d.gpu) {
+    if (op.cls != GpuClass::compute || op.start < lo || op.start >= hi || op.end <= op.start) continue;
+    out[{op.name < d.names.size() ? d.names[op.name] : "?", op.launch < d.names.size() ? d.names[op.launch] : ""}]
+        .push_back(op.end - op.start);
+  }
+  return out;
+}
+
+/// The median of `durations` when there are enough of them and they agree (one shape, not several sharing a
+/// name): (p90 − p10) / median ≤ CommInterference::kMaxReferenceSpread.
+std::optional<std::int64_t> reference_duration(std::vector<std::int64_t> durations) {
+  if (durations.size() < CommInterference::kMinReferenceInstances) return std::nullopt;
+  std::sort(durations.begin(), durations.end());
+  const auto at = [&](double q) { return durations[static_cast<std::size_t>(std::lround(q * static_cast<double>(durations.size() - 1)))]; };
+  const std::int64_t med = at(0.5);
+  if (med <= 0 || static_cast<double>(at(0.9) - at(0.1)) > CommInterference::kMaxReferenceSpread * static_cast<double>(med))
+    return std::nullopt;
+  return med;
+}
+
+/// CommInterference of the compute kernels that start inside the analysed steps of `d` (steps non-empty), with
+/// the 1-rank baseline's kernels as the fallback reference (null without a baseline).
+CommInterference measure_interference(const RankData& d, const RankData* baseline) {
+  const std::int64_t lo = d.steps.front().begin, hi = d.steps.back().end;
+  const double n = static_cast<double>(d.steps.size());
+  struct Instance {
+    std::int64_t dur, overlap;
+  };
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Instance>> by_kernel;  // (name, launch)
+  for (const auto& op : d.gpu) {
+    if (op.cls != GpuClass::compute || op.start < lo || op.start >= hi || op.end <= op.start) continue;
+    by_kernel[{op.name, op.launch}].push_back({op.end - op.start, overlap_with(d.comm, op.start, op.end)});
+  }
+  const KernelDurations base = baseline ? compute_durations(*baseline) : KernelDurations{};
+  CommInterference r;
+  std::int64_t overlap_ns = 0, growth_ns = 0, unjudged_ns = 0, overlapped = 0;
+  for (const auto& [key, instances] : by_kernel) {
+    std::vector<std::int64_t> alone;
+    std::int64_t overlap = 0, count = 0;
+    for (const auto& i : instances) {
+      if (i.overlap == 0) alone.push_back(i.dur);
+      else {
+        overlap = sat_add(overlap, i.overlap);
+        ++count;
+      }
+    }
+    if (count == 0) continue;
+    overlapped += count;
+    KernelInterference k;
+    k.name = key.first < d.names.size() ? d.names[key.first] : "?";
+    k.launch = key.second > 0 && key.second < d.names.size() ? d.names[key.second] : "";
+    std::optional<std::int64_t> reference = reference_duration(std::move(alone));
+    k.reference = "rank";
+    if (!reference)
+      if (auto it = base.find({k.name, k.launch}); it != base.end()) {
+        reference = reference_duration(it->second);
+        k.reference = "baseline";
+      }
+    if (!reference) {
+      unjudged_ns = sat_add(unjudged_ns, overlap);
+      continue;
+    }
+    std::int64_t growth = 0;
+    for (const auto& i : instances)
+      if (i.overlap > 0) growth = sat_add(growth, i.dur - *reference);
+    k.per_step_count = static_cast<double>(count) / n;
+    k.overlap_ms = ms(overlap) / n;
+    k.growth_ms = ms(growth) / n;
+    k.reference_us = us(*reference);
+    r.kernels.push_back(std::move(k));
+    overlap_ns = sat_add(overlap_ns, overlap);
+    growth_ns = sat_add(growth_ns, growth);
+  }
+  r.overlapped_kernels = static_cast<double>(overlapped) / n;
+  r.overlap_ms = ms(overlap_ns) / n;
+  r.growth_ms = ms(growth_ns) / n;
+  r.unjudged_overlap_ms = ms(unjudged_ns) / n;
+  std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& a, const auto& b) { return a.growth_ms > b.growth_ms; });
+  return r;
+}
+
 void finish_rank(RankData& d) {
   RankAnalysis& out = d.out;
   std::map<std::string, HostSyncGroup> groups;
@@ -1002,6 +1100,9 @@ std::string pct(double part, double whole) { return whole > 0 ? fmt::format("{:.
 /// threshold: a GPU-bound training step keeps its GPU ≥ 90 % busy, e.g. 97.6 % for gpt-1.3b on H200 in RESULTS).
 constexpr double kBusyBaselineShare = 0.85;
 
+/// A kernel name short enough for a finding (templates and long names cut at 80 characters).
+std::string terminal_name(const std::string& name) { return name.size() <= 80 ? name : name.substr(0, 77) + "..."; }
+
 void add_findings(TraceAnalysis& a) {
   auto add_f = [&](std::string sev, std::string text) { a.findings.push_back({std::move(sev), std::move(text)}); };
   const std::vector<RankAnalysis>& R = a.ranks;
@@ -1054,6 +1155,26 @@ void add_findings(TraceAnalysis& a) {
                   return fmt::format("{:.1f} host syncs per step{} cost {:.2f} ms of GPU idle per step ({} of the "
                                      "step): avoid .item()/.cpu() and blocking copies inside the step",
                                      r.mean.host_syncs, what, r.mean.host_sync_ms, pct(r.mean.host_sync_ms, r.mean.step_ms));
+                });
+  // Overlap is not free: compute slowed beside communication (counted as compute, not as exposed communication).
+  share_finding(0.01, 0.05, [](const RankAnalysis& r) { return r.interference ? std::max(0.0, r.interference->growth_ms) : 0.0; },
+                [](const RankAnalysis& r) {
+                  const CommInterference& c = *r.interference;
+                  std::string top;
+                  if (!c.kernels.empty() && c.kernels.front().growth_ms > 0) {
+                    const KernelInterference& k = c.kernels.front();
+                    top = fmt::format("; most in {} (+{:.2f} ms per step, {:.2f} of its overlap{})",
+                                      terminal_name(k.name), k.growth_ms, k.growth_per_overlap(),
+                                      k.waits_for_sms()
+                                          ? ": it grows by about its whole overlap, as a kernel whose blocks fill every "
+                                            "SM at once and wait for the SMs that communication holds"
+                                          : "");
+                  }
+                  return fmt::format("compute kernels run {:.2f} ms per step longer while communication kernels run "
+                                     "beside them ({} of the step, {:.2f} ms per ms of overlap, against each kernel's "
+                                     "median without overlap){}. Overlap hides communication but costs this; it counts "
+                                     "as compute, not as exposed communication",
+                                     c.growth_ms, pct(c.growth_ms, r.mean.step_ms), c.growth_per_overlap(), top);
                 });
   share_finding(0.05, 0.20, [](const RankAnalysis& r) { return r.mean.data_wait_ms; }, [](const RankAnalysis& r) {
     return fmt::format("data wait is {} of the step ({:.2f} ms per step): more DataLoader workers, pin_memory=True and "
@@ -1207,6 +1328,10 @@ TraceAnalysis analyze_traces(std::vector<Trace> traces, const Trace* baseline, c
   for (auto& d : data) {
     finish_rank(d);
     if (d.out.has_gpu) d.out.waterfall = make_waterfall(d.out.mean, base_mean);
+    if (!d.steps.empty() && std::any_of(d.gpu.begin(), d.gpu.end(), [&](const GpuOp& op) {
+          return op.cls == GpuClass::comm && op.start >= d.steps.front().begin && op.start < d.steps.back().end;
+        }))
+      d.out.interference = measure_interference(d, base ? &*base : nullptr);
   }
 
   // Straggler: the largest mean lateness per step.
@@ -1428,6 +1553,20 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
     ks.push_back({{"name", utf8(k.name)}, {"comm", k.comm}, {"count", k.count}, {"total_ms", k.total_ms},
                   {"per_step_ms", k.per_step_ms}, {"per_step_count", k.per_step_count}, {"mean_us", k.mean_us},
                   {"share", k.share}});
+  }
+  j["comm_interference"] = r.interference ? nlohmann::json(*r.interference) : nlohmann::json(nullptr);
+}
+
+void to_json(nlohmann::json& j, const CommInterference& c) {
+  j = {{"overlapped_kernels_per_step", c.overlapped_kernels}, {"overlap_ms_per_step", c.overlap_ms},
+       {"growth_ms_per_step", c.growth_ms}, {"growth_per_overlap", c.growth_per_overlap()},
+       {"unjudged_overlap_ms_per_step", c.unjudged_overlap_ms}};
+  auto& ks = j["kernels"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < c.kernels.size() && i < 20; ++i) {
+    const auto& k = c.kernels[i];
+    ks.push_back({{"name", utf8(k.name)}, {"launch", utf8(k.launch)}, {"per_step_count", k.per_step_count},
+                  {"overlap_ms", k.overlap_ms}, {"growth_ms", k.growth_ms}, {"growth_per_overlap", k.growth_per_overlap()},
+                  {"reference_us", k.reference_us}, {"reference", k.reference}});
   }
 }
 

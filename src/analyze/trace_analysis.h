@@ -180,6 +180,45 @@ struct KernelGroup {
   double share = 0;          ///< of all kernel time of the rank in those steps, 0–1
 };
 
+/// One compute kernel (name and launch shape) that ran beside communication kernels: see CommInterference.
+struct KernelInterference {
+  std::string name;
+  std::string launch;           ///< "grid [x,y,z] block [x,y,z]", or "" when the trace has no launch shapes
+  double per_step_count = 0;    ///< instances overlapping communication, per step
+  double overlap_ms = 0;        ///< their time overlapping communication kernels, per step
+  double growth_ms = 0;         ///< Σ (duration − reference) over them, per step (negative: faster)
+  double reference_us = 0;      ///< the kernel's median duration without communication beside it
+  std::string reference;        ///< "rank" (its own calls without overlap) or "baseline" (the 1-rank trace's calls)
+  /// growth / overlap: about the share of SMs communication takes for a kernel that spreads its work over the
+  /// SMs it gets; about 1 for one whose blocks fill every SM in one wave and wait for those communication holds.
+  double growth_per_overlap() const { return overlap_ms > 0 ? growth_ms / overlap_ms : 0; }
+  /// Whether it grows by about its whole overlap (growth_per_overlap ≥ kWholeOverlap): it waits for the SMs that
+  /// communication holds rather than sharing them. A judgement between what 2 × H200 showed: kernels that share SMs
+  /// 0.15–0.3 (NCCL's 24 blocks of 132 SMs: 0.18), a GEMM of one wave over every SM 0.75–1.1 (bench/RESULTS.md,
+  /// 2026-11-30, third session).
+  bool waits_for_sms() const { return growth_per_overlap() >= kWholeOverlap; }
+  static constexpr double kWholeOverlap = 0.7;
+};
+
+/// How much longer compute kernels ran while communication kernels ran beside them (sharing SMs, memory
+/// bandwidth): overlap is not free. Each compute-kernel instance in the analysed steps that overlaps a
+/// communication kernel of the device is compared with a reference: the median duration of the same kernel — same
+/// name and, when the trace records them, the same grid and block — among the rank's own instances that overlap
+/// none (forward's calls of a backward kernel count), else among the 1-rank baseline's. A reference needs at least
+/// kMinReferenceInstances calls whose durations agree ((p90 − p10) / median ≤ kMaxReferenceSpread: several
+/// shapes sharing a name, as cuBLAS kernels do in traces without launch shapes, do not); a kernel without one is
+/// not judged and its overlap is counted apart. Per step, ms.
+struct CommInterference {
+  static constexpr std::size_t kMinReferenceInstances = 3;
+  static constexpr double kMaxReferenceSpread = 0.2;
+  double overlapped_kernels = 0;   ///< compute instances overlapping communication, per step (judged or not)
+  double overlap_ms = 0;           ///< overlap with communication of the judged ones
+  double growth_ms = 0;            ///< Σ (duration − reference) of the judged ones
+  double unjudged_overlap_ms = 0;  ///< overlap of instances whose kernel has no reference
+  std::vector<KernelInterference> kernels;  ///< the judged kernels, largest growth first
+  double growth_per_overlap() const { return overlap_ms > 0 ? growth_ms / overlap_ms : 0; }
+};
+
 /// One rank's trace, analysed.
 struct RankAnalysis {
   std::string source;             ///< file path
@@ -202,6 +241,8 @@ struct RankAnalysis {
   LaunchGapSummary launch_gaps;
   std::vector<CollectiveGroup> collectives;  ///< by total time, largest first
   std::vector<KernelGroup> kernels;          ///< by total time, largest first (every name)
+  /// Compute slowed beside communication; nullopt without communication kernels in the analysed steps.
+  std::optional<CommInterference> interference;
   double clock_offset_us = 0;     ///< added to this rank's timestamps to put it on the common axis
   std::uint64_t json_bytes = 0;
   std::uint64_t events_read = 0;
@@ -328,6 +369,10 @@ std::vector<KernelDelta> kernel_deltas(const RankAnalysis& rank, const RankAnaly
 
 /// {name (invalid UTF-8 replaced), comm, baseline_ms_per_step, ms_per_step, delta_ms_per_step}.
 void to_json(nlohmann::json& j, const KernelDelta& d);
+/// {overlapped_kernels_per_step, overlap_ms_per_step, growth_ms_per_step, growth_per_overlap,
+/// unjudged_overlap_ms_per_step, kernels: [{name, launch, per_step_count, overlap_ms, growth_ms,
+/// growth_per_overlap, reference_us, reference}] (the 20 largest growths)}.
+void to_json(nlohmann::json& j, const CommInterference& c);
 
 /// Whether a kernel name is an NCCL (or RCCL) kernel: it starts with "nccl" or "rccl" (any case), or it is NCCL's
 /// file-static one-rank all-reduce ("__nv_static_…oneRankReduce…").

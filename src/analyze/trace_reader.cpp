@@ -670,6 +670,8 @@ struct EventFields {
   // collective metadata
   std::string_view coll_name, dtype, pg_name, pg_desc, input_type;
   std::optional<std::int64_t> in_nelems, out_nelems, group_size, seq, input_numel;
+  // a kernel's launch shape, args "grid" and "block" ([x, y, z] each); empty when absent or malformed
+  std::string launch_grid, launch_block;
 };
 
 class TraceReader {
@@ -893,6 +895,21 @@ class TraceReader {
     return std::nullopt;
   }
 
+  /// "[x, y, z]" → "x,y,z" for an array of up to three non-negative integers; "" otherwise.
+  static std::string get_dims(od::value& v) {
+    od::array a;
+    if (v.get_array().get(a)) return {};
+    std::string out;
+    int n = 0;
+    for (auto x : a) {
+      std::int64_t d = 0;
+      if (x.get_int64().get(d) || d < 0 || ++n > 3) return {};
+      if (!out.empty()) out += ',';
+      out += std::to_string(d);
+    }
+    return out;
+  }
+
   static bool get_id(od::value& v, std::optional<std::int64_t>& num, std::string_view& str, bool& is_str) {
     od::json_type t;
     if (v.type().get(t)) return false;
@@ -968,6 +985,10 @@ class TraceReader {
           break;
         case 'b':
           if (key == "bytes") f.bytes = get_int(val).value_or(-1);
+          else if (key == "block") f.launch_block = get_dims(val);
+          break;
+        case 'g':
+          if (key == "grid") f.launch_grid = get_dims(val);
           break;
         case 'n':
           if (key == "name") get_str(val, f.arg_name);
@@ -1161,6 +1182,8 @@ class TraceReader {
     e.device = clamp32(f.device);
     e.stream = clamp32(f.stream);
     e.name = intern(name);
+    if (kind == EventKind::kernel && !f.launch_grid.empty() && !f.launch_block.empty())
+      e.launch = intern("grid [" + f.launch_grid + "] block [" + f.launch_block + "]");
     e.pid = f.has_pid ? intern_id(f.pid_is_str, f.pid_num.value_or(0), f.pid_str) : intern_id(true, 0, "");
     e.tid = f.has_tid ? intern_id(f.tid_is_str, f.tid_num.value_or(0), f.tid_str) : intern_id(true, 0, "");
     if (has_coll || (f.input_numel && starts_with(name, "nccl:"))) {

@@ -6,7 +6,7 @@
 // events ph "M", ts and dur in microseconds, the JSON Object Format {"traceEvents": [...]} and the JSON Array
 // Format [...] whose closing ']' is optional); Kineto's ChromeTraceLogger output (pytorch/kineto: categories
 // kernel, gpu_memcpy, gpu_memset, cuda_runtime, cuda_driver, cpu_op, user_annotation, the args "External id",
-// "correlation", "stream", "device", and the top-level distributedInfo, deviceProperties, baseTimeNanoseconds);
+// "correlation", "stream", "device", a kernel's "grid" and "block", and the top-level distributedInfo, deviceProperties, baseTimeNanoseconds);
 // PyTorch's record_param_comms / ParamCommsUtils args on NCCL kernels ("Collective name", "In msg nelems", …).
 //
 // How it streams: simdjson 3.0.1's On-Demand API needs the whole document in one padded buffer, and its
@@ -68,6 +68,9 @@ struct TraceEvent {
   std::int64_t external_id = -1;    ///< args "External id" (links a GPU activity to the CPU op), -1 absent
   std::int64_t bytes = -1;          ///< args "bytes" of a copy or memset, -1 absent
   std::uint32_t name = 0;           ///< index into Trace::names
+  /// A kernel's launch shape from args "grid" and "block", as Kineto writes them, interned into Trace::names as
+  /// "grid [x,y,z] block [x,y,z]"; 0 ("") when the trace does not give both.
+  std::uint32_t launch = 0;
   std::uint32_t pid = 0;            ///< index into Trace::ids (pid may be an integer or a string)
   std::uint32_t tid = 0;            ///< index into Trace::ids
   std::int32_t device = -1;         ///< args "device", -1 absent

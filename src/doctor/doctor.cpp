@@ -64,6 +64,27 @@ std::optional<std::string> boundary_note(const KernelBreakdown& k) {
                      growth * k.boundaries / 1e3);
 }
 
+std::optional<std::string> interference_note(const KernelBreakdown& k) {
+  if (!k.interference || !(k.step_ms > 0) || !(k.interference->growth_ms >= kInterferenceShare * k.step_ms))
+    return std::nullopt;
+  const analyze::CommInterference& c = *k.interference;
+  std::string note = fmt::format(
+      "N={}: compute kernels ran {:.2f} ms per step longer while NCCL's kernels ran beside them ({:.1f} % of the "
+      "step, {:.2f} ms per ms of overlap, against each kernel's time without communication beside it): overlap hides "
+      "the all-reduce but costs this",
+      k.world_size, c.growth_ms, 100 * c.growth_ms / k.step_ms, c.growth_per_overlap());
+  if (!c.kernels.empty() && c.kernels.front().growth_ms > 0) {
+    const analyze::KernelInterference& top = c.kernels.front();
+    note += fmt::format("; most in {} (+{:.2f} ms per step, {:.2f} of its overlap{})",
+                        top.name.size() <= 80 ? top.name : top.name.substr(0, 77) + "...", top.growth_ms,
+                        top.growth_per_overlap(),
+                        top.waits_for_sms() ? ": its blocks fill every SM at once and wait for those NCCL "
+                                                          "holds, so it grows by about the whole overlap"
+                                                        : "");
+  }
+  return note;
+}
+
 ScalingLoss scaling_loss(core::ScalingMode mode, const train::TrainResult& baseline, const train::TrainResult& sample) {
   if (baseline.config.world_size != 1)
     throw core::Error(fmt::format("the scaling-loss baseline must be world size 1, not {}", baseline.config.world_size));
@@ -143,6 +164,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
       try {
         point.kernels = kernel_breakdown(config.kernel_trace_dir, n);
         if (auto note = boundary_note(*point.kernels)) report.notes.push_back(*note);
+        if (auto note = interference_note(*point.kernels)) report.notes.push_back(*note);
       } catch (const core::Error& e) {  // the figures stand without it
         report.notes.push_back(fmt::format("N={}: no kernel breakdown: {}", n, e.what()));
       }
@@ -187,6 +209,8 @@ KernelBreakdown kernel_breakdown(const std::string& dir, int world_size) {
   k.boundary_median_us = r.launch_gaps.p50_us;
   for (const auto& g : r.kernels)
     if (g.comm) k.comm_kernels_ms += g.per_step_ms;
+  k.step_ms = r.mean.step_ms;
+  k.interference = r.interference;
   for (const auto& d : analyze::kernel_deltas(r, *a.baseline)) {
     if (d.comm) continue;
     k.compute_kernels_delta_ms += d.delta_ms();
@@ -203,7 +227,9 @@ void to_json(nlohmann::json& j, const KernelBreakdown& k) {
        {"gaps_idle_baseline_ms", k.gaps_idle_baseline_ms}, {"gaps_idle_ms", k.gaps_idle_ms},
        {"boundaries_baseline_per_step", k.boundaries_baseline}, {"boundaries_per_step", k.boundaries},
        {"boundary_median_baseline_us", k.boundary_median_baseline_us}, {"boundary_median_us", k.boundary_median_us},
-       {"top", top}, {"source", "rank 0's kernel traces (train --kernel-trace)"}};
+       {"top", top}, {"step_ms", k.step_ms},
+       {"comm_interference", k.interference ? nlohmann::json(*k.interference) : nlohmann::json(nullptr)},
+       {"source", "rank 0's kernel traces (train --kernel-trace)"}};
 }
 
 void to_json(nlohmann::json& j, const DoctorReport& r) {

@@ -43,6 +43,9 @@ struct KernelBreakdown {
   double boundary_median_baseline_us = 0;  ///< the median gap at N = 1, µs: what one kernel boundary costs
   double boundary_median_us = 0;           ///< the same at N
   std::vector<analyze::KernelDelta> top;  ///< up to 5 compute kernels, largest |change| first
+  double step_ms = 0;                     ///< the traced step at N (the trace's own step windows)
+  /// Compute kernels slowed beside NCCL's at N (analyze::CommInterference); nullopt without NCCL kernels.
+  std::optional<analyze::CommInterference> interference;
 };
 
 /// Reads DIR/n1/rank0.json (the baseline) and DIR/n<N>/rank0.json, as `train --kernel-trace` writes them. Throws
@@ -123,6 +126,15 @@ std::optional<std::string> boundary_note(const KernelBreakdown& kernels);
 /// what 2 × H200 showed for gpt2-124m; ≥ 100 boundaries per step is where fewer kernels could matter.
 inline constexpr double kBoundaryGrowthUs = 0.5;
 inline constexpr double kMinBoundaries = 100;
+
+/// Compute beside communication (doctor --kernel-trace): when compute kernels ran at least kInterferenceShare of
+/// the traced step longer while NCCL's kernels ran beside them (analyze::CommInterference), a note with the figure,
+/// its growth per ms of overlap and the kernel that grew most — the part of the "compute" loss that overlap
+/// itself costs (measured on 2 × H200: gpt2-124m 0.57–0.77 ms per step, one GEMM per block growing by about its
+/// whole overlap, bench/RESULTS.md 2026-11-30, third session). Nothing otherwise.
+std::optional<std::string> interference_note(const KernelBreakdown& kernels);
+/// Threshold of interference_note, as the trace analysis' finding (a judgement: 1 % of the step).
+inline constexpr double kInterferenceShare = 0.01;
 
 /// p95 / median of the per-step times above which step_stall_note speaks (a judgement: steady GPU steps stay
 /// within a few %, e.g. gpt2-124m on H200 p95/median 1.005; the unsynchronised rounds fixed in e807b34 gave 3–7).

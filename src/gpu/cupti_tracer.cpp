@@ -68,9 +68,16 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        c.trace.kernels.push_back({kernel_name(k->name), static_cast<int>(k->deviceId), static_cast<int>(k->streamId),
-                                   static_cast<std::int64_t>(k->start), static_cast<std::int64_t>(k->end),
-                                   static_cast<std::int64_t>(k->correlationId)});
+        train::TracedKernel t;
+        t.name = kernel_name(k->name);
+        t.device = static_cast<int>(k->deviceId);
+        t.stream = static_cast<int>(k->streamId);
+        t.start_ns = static_cast<std::int64_t>(k->start);
+        t.end_ns = static_cast<std::int64_t>(k->end);
+        t.correlation = static_cast<std::int64_t>(k->correlationId);
+        t.grid = {k->gridX, k->gridY, k->gridZ};
+        t.block = {k->blockX, k->blockY, k->blockZ};
+        c.trace.kernels.push_back(std::move(t));
         break;
       }
       case CUPTI_ACTIVITY_KIND_RUNTIME:

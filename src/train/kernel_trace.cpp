@@ -57,6 +57,10 @@ std::string kernel_trace_json(const KernelTrace& trace) {
   for (const auto& k : trace.kernels) {
     auto e = complete_event("kernel", k.name, k.device, k.stream, k.start_ns, k.end_ns);
     e["args"] = {{"device", k.device}, {"stream", k.stream}, {"correlation", k.correlation}};
+    if (k.grid[0] > 0 && k.block[0] > 0) {
+      e["args"]["grid"] = k.grid;
+      e["args"]["block"] = k.block;
+    }
     events.push_back(std::move(e));
   }
   const nlohmann::json doc = {

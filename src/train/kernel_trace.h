@@ -8,9 +8,11 @@
 //
 // Format sources: the Trace Event Format (complete events ph "X", ts/dur in microseconds) and Kineto's
 // ChromeTraceLogger conventions: GPU kernels as cat "kernel" with pid = device and tid = stream, CUDA API calls
-// as cat "cuda_runtime"/"cuda_driver" on the host thread, linked to their kernel by args "correlation"; each
+// as cat "cuda_runtime"/"cuda_driver" on the host thread, linked to their kernel by args "correlation" (a
+// kernel's args also carry its "grid" and "block", as Kineto writes them); each
 // step a "ProfilerStep#N" user annotation on the host thread; the rank in the top-level "distributedInfo".
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +27,8 @@ struct TracedKernel {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::int64_t correlation = -1;  ///< links the kernel to the API call that launched it
+  /// Launch shape, blocks and threads per block in x, y, z (Kineto's args "grid" and "block"); 0s when unknown.
+  std::array<int, 3> grid{0, 0, 0}, block{0, 0, 0};
 };
 
 /// One CUDA runtime or driver API call on a host thread (the launches that the analysis links to kernels).

@@ -136,6 +136,19 @@ TEST(KernelTraceFile, KernelNamesAreShortAndDistinct) {
   EXPECT_EQ(train::readable_kernel_name("(anonymous namespace)::k()"), "k");
 }
 
+TEST(KernelTraceFile, LaunchShapesGoThroughTheReader) {
+  train::KernelTrace t = two_steps();
+  t.kernels[0].grid = {128, 1, 1};
+  t.kernels[0].block = {384, 1, 1};
+  const auto trace = analyze::read_trace_bytes(train::kernel_trace_json(t), "shapes.json");
+  std::vector<std::string> launches;
+  for (const auto& e : trace.events)
+    if (e.kind == analyze::EventKind::kernel) launches.push_back(trace.names[e.launch]);
+  ASSERT_EQ(launches.size(), 5u);
+  EXPECT_EQ(launches[0], "grid [128,1,1] block [384,1,1]");  // gemm_A
+  EXPECT_EQ(launches[1], "");                                // unknown shapes are not written
+}
+
 TEST(KernelTraceFile, EmptyTraceIsStillAValidDocument) {
   train::KernelTrace t;
   const auto trace = analyze::read_trace_bytes(train::kernel_trace_json(t), "empty.json");

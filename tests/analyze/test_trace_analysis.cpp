@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "analyze/chrome_trace_writer.h"
 #include "analyze/trace_analysis.h"
 #include "core/error.h"
+#include "report/trace_report.h"
 #include "trace_test_util.h"
 
 using namespace scalescope;
@@ -623,4 +625,85 @@ TEST(TraceAnalysis, ALaunchGapAfterABlockFromThePreviousStepIsCounted) {
   EXPECT_NEAR(a.ranks[0].steps[0].launch_gaps, 0, kTol);
   EXPECT_NEAR(a.ranks[0].steps[1].launch_gaps, 1, kTol);
   EXPECT_NEAR(a.ranks[0].steps[1].launch_gap_ms, 0.100, kTol);
+}
+
+TEST(TraceAnalysis, ComputeBesideCommunicationByHand) {
+  // One step [0, 3000) µs. Communication on stream 20: [1000, 1100), [1500, 1600), [2000, 2100), [2500, 2600).
+  // Compute on stream 7:
+  //   gemm, grid [4,1,1]: alone 3 × 100 µs; [1030, 1160) overlaps 70 µs and grows 30;
+  //   gemm, grid [8,1,1] (another shape under the same name): alone 3 × 50 µs; [1500, 1580) overlaps 80, grows 30;
+  //   scatter: never alone on the rank; the baseline's 3 × 40 µs are its reference; [2000, 2050) and
+  //     [2500, 2560) overlap 50 + 60 and grow 10 + 20;
+  //   mixed: alone 10, 50 and 100 µs (several shapes, no launch shapes): no reference; [2050, 2100) overlaps 50.
+  // Judged: overlap 70 + 80 + 110 = 260 µs, growth 30 + 30 + 30 = 90 µs; unjudged overlap 50 µs; 5 instances.
+  const std::string g4 = R"("grid": [4, 1, 1], "block": [128, 1, 1])", g8 = R"("grid": [8, 1, 1], "block": [128, 1, 1])";
+  const std::string nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  const Trace rank = read_trace_bytes(
+      trace({cpu("user_annotation", "ProfilerStep#1", 0, 3000),
+             kernel("gemm", 0, 100, 7, g4), kernel("gemm", 150, 100, 7, g4), kernel("gemm", 300, 100, 7, g4),
+             kernel("gemm", 450, 50, 7, g8), kernel("gemm", 550, 50, 7, g8), kernel("gemm", 650, 50, 7, g8),
+             kernel("mixed", 750, 10, 7), kernel("mixed", 800, 50, 7), kernel("mixed", 900, 100, 7),
+             kernel(nccl, 1000, 100, 20), kernel("gemm", 1030, 130, 7, g4),
+             kernel(nccl, 1500, 100, 20), kernel("gemm", 1500, 80, 7, g8),
+             kernel(nccl, 2000, 100, 20), kernel("scatter", 2000, 50, 7), kernel("mixed", 2050, 50, 7),
+             kernel(nccl, 2500, 100, 20), kernel("scatter", 2500, 60, 7)},
+            dist_info(0, 2)),
+      "rank0.json");
+  const Trace base = read_trace_bytes(trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000),
+                                             kernel("scatter", 0, 40, 7), kernel("scatter", 100, 40, 7),
+                                             kernel("scatter", 200, 40, 7)},
+                                            dist_info(0, 1)),
+                                      "base.json");
+  const TraceAnalysis a = analyze_traces({rank}, &base, {});
+  ASSERT_EQ(a.ranks.size(), 1u);
+  ASSERT_TRUE(a.ranks[0].interference.has_value());
+  const CommInterference& c = *a.ranks[0].interference;
+  EXPECT_NEAR(c.overlapped_kernels, 5, kTol);
+  EXPECT_NEAR(c.overlap_ms, 0.260, kTol);
+  EXPECT_NEAR(c.growth_ms, 0.090, kTol);
+  EXPECT_NEAR(c.unjudged_overlap_ms, 0.050, kTol);
+  ASSERT_EQ(c.kernels.size(), 3u);
+  auto find = [&](const std::string& name, const std::string& launch) -> const KernelInterference& {
+    for (const auto& k : c.kernels)
+      if (k.name == name && k.launch == launch) return k;
+    throw std::runtime_error("no " + name + " " + launch);
+  };
+  const auto& gemm4 = find("gemm", "grid [4,1,1] block [128,1,1]");
+  EXPECT_NEAR(gemm4.overlap_ms, 0.070, kTol);
+  EXPECT_NEAR(gemm4.growth_ms, 0.030, kTol);
+  EXPECT_NEAR(gemm4.reference_us, 100, kTol);
+  EXPECT_EQ(gemm4.reference, "rank");
+  const auto& gemm8 = find("gemm", "grid [8,1,1] block [128,1,1]");
+  EXPECT_NEAR(gemm8.reference_us, 50, kTol);
+  EXPECT_NEAR(gemm8.growth_per_overlap(), 30.0 / 80.0, kTol);
+  const auto& scatter = find("scatter", "");
+  EXPECT_EQ(scatter.reference, "baseline");
+  EXPECT_NEAR(scatter.reference_us, 40, kTol);
+  EXPECT_NEAR(scatter.per_step_count, 2, kTol);
+  EXPECT_NEAR(scatter.overlap_ms, 0.110, kTol);
+  EXPECT_NEAR(scatter.growth_ms, 0.030, kTol);
+  // 0.09 ms of a 3 ms step is 3 %: a warning naming the figure.
+  bool found = false;
+  for (const auto& f : a.findings)
+    if (f.text.find("compute kernels run 0.09 ms per step longer while communication kernels run beside them") !=
+        std::string::npos) {
+      found = true;
+      EXPECT_EQ(f.severity, "warning");
+    }
+  EXPECT_TRUE(found);
+  const nlohmann::json j = a;
+  EXPECT_NEAR(j["ranks"][0]["comm_interference"]["growth_ms_per_step"].get<double>(), 0.090, kTol);
+  EXPECT_EQ(j["ranks"][0]["comm_interference"]["kernels"].size(), 3u);
+  const std::string text = report::render_trace_report(a);
+  EXPECT_NE(text.find("all: 5.0 kernels per step overlap communication for 0.260 ms and grow +0.090 ms"), std::string::npos)
+      << text;
+
+  // Without a baseline, scatter has no reference either.
+  const TraceAnalysis alone = analyze_traces({rank}, nullptr, {});
+  ASSERT_TRUE(alone.ranks[0].interference.has_value());
+  EXPECT_NEAR(alone.ranks[0].interference->unjudged_overlap_ms, 0.160, kTol);
+  EXPECT_EQ(alone.ranks[0].interference->kernels.size(), 2u);
+  // A trace without communication kernels has no such figure.
+  const TraceAnalysis quiet = analyze_traces({base}, nullptr, {});
+  EXPECT_FALSE(quiet.ranks[0].interference.has_value());
 }

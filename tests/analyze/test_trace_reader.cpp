@@ -346,3 +346,19 @@ TEST(TraceReader, WindowGrowsForAnEventLargerThanIt) {
   EXPECT_EQ(t.name_of(t.events[1]).size(), name.size());
   EXPECT_EQ(t.name_of(t.events[2]), "b");
 }
+
+TEST(TraceReader, KernelLaunchShapesFromGridAndBlock) {
+  const Trace t = read_trace_bytes(
+      trace({kernel("gemm", 0, 10, 7, R"("grid": [128, 1, 1], "block": [384, 1, 1])"),
+             kernel("no_shape", 20, 10, 7),
+             kernel("grid_only", 40, 10, 7, R"("grid": [2, 3, 4])"),
+             kernel("four_dims", 60, 10, 7, R"("grid": [1, 2, 3, 4], "block": [32, 1, 1])"),
+             kernel("negative", 80, 10, 7, R"("grid": [-1, 1, 1], "block": [32, 1, 1])"),
+             kernel("text", 100, 10, 7, R"("grid": "128,1,1", "block": [32, 1, 1])"),
+             x_event("gpu_memcpy", "Memcpy HtoD", "0", "7", 120, 5, R"("grid": [1, 1, 1], "block": [1, 1, 1])")}),
+      "shapes.json");
+  ASSERT_EQ(t.events.size(), 7u);
+  EXPECT_EQ(t.names[t.events[0].launch], "grid [128,1,1] block [384,1,1]");
+  for (std::size_t i = 1; i < t.events.size(); ++i)  // absent, half given, malformed, or not a kernel
+    EXPECT_EQ(t.events[i].launch, 0u) << t.name_of(t.events[i]);
+}

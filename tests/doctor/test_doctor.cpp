@@ -152,6 +152,34 @@ TEST(Doctor, LongerKernelBoundariesGetANote) {
   EXPECT_FALSE(doctor::boundary_note(k).has_value());
 }
 
+TEST(Doctor, ComputeSlowedBesideNcclGetsANote) {
+  doctor::KernelBreakdown k;
+  k.world_size = 2;
+  k.step_ms = 44.0;
+  EXPECT_FALSE(doctor::interference_note(k).has_value());  // no NCCL kernel traced
+  analyze::CommInterference c;
+  c.overlap_ms = 2.0;
+  c.growth_ms = 0.6;  // 1.4 % of the step
+  analyze::KernelInterference gemm;
+  gemm.name = "nvjet_sm90_tss_192x96_64x5_1x2_h_bz_NTT";
+  gemm.overlap_ms = 0.5;
+  gemm.growth_ms = 0.4;  // 0.80 of its overlap: it waits for the SMs
+  c.kernels.push_back(gemm);
+  k.interference = c;
+  const auto note = doctor::interference_note(k);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("N=2: compute kernels ran 0.60 ms per step longer while NCCL's kernels ran beside them (1.4 % of "
+                       "the step, 0.30 ms per ms of overlap"),
+            std::string::npos)
+      << *note;
+  EXPECT_NE(note->find("most in nvjet_sm90_tss_192x96_64x5_1x2_h_bz_NTT (+0.40 ms per step, 0.80 of its overlap: its "
+                       "blocks fill every SM at once"),
+            std::string::npos)
+      << *note;
+  k.interference->growth_ms = 0.3;  // 0.7 % of the step: below kInterferenceShare
+  EXPECT_FALSE(doctor::interference_note(k).has_value());
+}
+
 TEST(Doctor, KernelBreakdownNamesTheKernelsAndGapsThatGrew) {
   const auto dir = std::filesystem::temp_directory_path() / "scalescope_doctor_kernels";
   std::filesystem::remove_all(dir);
