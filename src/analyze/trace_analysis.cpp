@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/terminal_text.h"
 
 namespace scalescope::analyze {
 namespace {
@@ -837,15 +838,30 @@ std::int64_t overlap_with(const Ivs& v, std::int64_t a, std::int64_t b) {
   return total;
 }
 
-/// Durations of the compute kernels that start inside the analysed steps, by (name, launch shape) as text.
+/// Whether time `t` lies inside one of the step windows `steps` (their union: sorted and disjoint).
+bool inside(const Ivs& steps, std::int64_t t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Iv& iv) { return x < iv.second; });
+  return it != steps.end() && it->first <= t;
+}
+
+Ivs step_union(const RankData& d) {
+  Ivs v;
+  for (const auto& s : d.steps)
+    if (s.end > s.begin) v.push_back({s.begin, s.end});
+  return unite(std::move(v));
+}
+
+/// Durations of the compute kernels that start inside a step window and overlap no communication kernel, by
+/// (name, launch shape) as text: the baseline's references.
 using KernelDurations = std::map<std::pair<std::string, std::string>, std::vector<std::int64_t>>;
 
-KernelDurations compute_durations(const RankData& d) {
+KernelDurations durations_without_comm(const RankData& d) {
   KernelDurations out;
-  if (d.steps.empty()) return out;
-  const std::int64_t lo = d.steps.front().begin, hi = d.steps.back().end;
+  const Ivs steps = step_union(d);
   for (const auto& op : d.gpu) {
-    if (op.cls != GpuClass::compute || op.start < lo || op.start >= hi || op.end <= op.start) continue;
+    if (op.cls != GpuClass::compute || op.name == 0 || op.end <= op.start || !inside(steps, op.start) ||
+        overlap_with(d.comm, op.start, op.end) > 0)
+      continue;
     out[{op.name < d.names.size() ? d.names[op.name] : "?", op.launch < d.names.size() ? d.names[op.launch] : ""}]
         .push_back(op.end - op.start);
   }
@@ -853,75 +869,101 @@ KernelDurations compute_durations(const RankData& d) {
 }
 
 /// The median of `durations` when there are enough of them and they agree (one shape, not several sharing a
-/// name): (p90 − p10) / median ≤ CommInterference::kMaxReferenceSpread.
+/// name): (p90 − p10) / median ≤ CommInterference::kMaxReferenceSpread, p10 and p90 by nearest rank.
 std::optional<std::int64_t> reference_duration(std::vector<std::int64_t> durations) {
-  if (durations.size() < CommInterference::kMinReferenceInstances) return std::nullopt;
+  if (durations.size() < CommInterference::kMinReferenceCalls) return std::nullopt;
   std::sort(durations.begin(), durations.end());
-  const auto at = [&](double q) { return durations[static_cast<std::size_t>(std::lround(q * static_cast<double>(durations.size() - 1)))]; };
-  const std::int64_t med = at(0.5);
+  const std::size_t n = durations.size();
+  const auto at = [&](double q) { return durations[static_cast<std::size_t>(std::lround(q * static_cast<double>(n - 1)))]; };
+  const std::int64_t med = n % 2 == 1 ? durations[n / 2] : durations[n / 2 - 1] + (durations[n / 2] - durations[n / 2 - 1]) / 2;
   if (med <= 0 || static_cast<double>(at(0.9) - at(0.1)) > CommInterference::kMaxReferenceSpread * static_cast<double>(med))
     return std::nullopt;
   return med;
 }
 
-/// CommInterference of the compute kernels that start inside the analysed steps of `d` (steps non-empty), with
-/// the 1-rank baseline's kernels as the fallback reference (null without a baseline).
+/// CommInterference of the compute kernels that start inside a step window of `d` (steps non-empty), with the
+/// 1-rank baseline's kernels as the fallback reference (null without a baseline).
 CommInterference measure_interference(const RankData& d, const RankData* baseline) {
-  const std::int64_t lo = d.steps.front().begin, hi = d.steps.back().end;
   const double n = static_cast<double>(d.steps.size());
-  struct Instance {
+  const Ivs steps = step_union(d);
+  struct Call {
     std::int64_t dur, overlap;
   };
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Instance>> by_kernel;  // (name, launch)
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<Call>> by_kernel;  // (name, launch)
+  std::int64_t overlap_without = 0, calls_without = 0;
   for (const auto& op : d.gpu) {
-    if (op.cls != GpuClass::compute || op.start < lo || op.start >= hi || op.end <= op.start) continue;
-    by_kernel[{op.name, op.launch}].push_back({op.end - op.start, overlap_with(d.comm, op.start, op.end)});
+    if (op.cls != GpuClass::compute || op.end <= op.start || !inside(steps, op.start)) continue;
+    const std::int64_t overlap = overlap_with(d.comm, op.start, op.end);
+    if (op.name == 0) {  // no name to compare it by
+      if (overlap > 0) {
+        overlap_without = sat_add(overlap_without, overlap);
+        ++calls_without;
+      }
+      continue;
+    }
+    by_kernel[{op.name, op.launch}].push_back({op.end - op.start, overlap});
   }
-  const KernelDurations base = baseline ? compute_durations(*baseline) : KernelDurations{};
+  const KernelDurations base = baseline ? durations_without_comm(*baseline) : KernelDurations{};
   CommInterference r;
-  std::int64_t overlap_ns = 0, growth_ns = 0, unjudged_ns = 0, overlapped = 0;
-  for (const auto& [key, instances] : by_kernel) {
+  std::int64_t overlap_ns = 0, slowdown_ns = 0, vs_baseline_ns = 0, calls_with = 0;
+  for (const auto& [key, calls] : by_kernel) {
     std::vector<std::int64_t> alone;
     std::int64_t overlap = 0, count = 0;
-    for (const auto& i : instances) {
-      if (i.overlap == 0) alone.push_back(i.dur);
+    for (const auto& c : calls) {
+      if (c.overlap == 0) alone.push_back(c.dur);
       else {
-        overlap = sat_add(overlap, i.overlap);
+        overlap = sat_add(overlap, c.overlap);
         ++count;
       }
     }
     if (count == 0) continue;
-    overlapped += count;
     KernelInterference k;
     k.name = key.first < d.names.size() ? d.names[key.first] : "?";
     k.launch = key.second > 0 && key.second < d.names.size() ? d.names[key.second] : "";
     std::optional<std::int64_t> reference = reference_duration(std::move(alone));
     k.reference = "rank";
-    if (!reference)
-      if (auto it = base.find({k.name, k.launch}); it != base.end()) {
-        reference = reference_duration(it->second);
+    if (!reference) {  // the baseline's calls of the same launch configuration, or by name when one trace has none
+      std::vector<std::int64_t> durations;
+      if (auto it = base.find({k.name, k.launch}); it != base.end()) durations = it->second;
+      else if (!k.launch.empty()) {
+        if (auto bare = base.find({k.name, ""}); bare != base.end()) durations = bare->second;
+      } else {
+        for (auto it = base.lower_bound({k.name, ""}); it != base.end() && it->first.first == k.name; ++it)
+          durations.insert(durations.end(), it->second.begin(), it->second.end());
+      }
+      if (!durations.empty()) {
+        reference = reference_duration(std::move(durations));
         k.reference = "baseline";
       }
+    }
     if (!reference) {
-      unjudged_ns = sat_add(unjudged_ns, overlap);
+      overlap_without = sat_add(overlap_without, overlap);
+      calls_without += count;
       continue;
     }
-    std::int64_t growth = 0;
-    for (const auto& i : instances)
-      if (i.overlap > 0) growth = sat_add(growth, i.dur - *reference);
-    k.per_step_count = static_cast<double>(count) / n;
+    // Communication beside a kernel can delay it by at most the time it runs beside it; more (or a saving of more)
+    // is other work under the same name and launch configuration (a GEMM's k is not in its grid).
+    std::int64_t slowdown = 0;
+    for (const auto& c : calls)
+      if (c.overlap > 0) slowdown = sat_add(slowdown, std::clamp(c.dur - *reference, -c.overlap, c.overlap));
+    k.calls_per_step = static_cast<double>(count) / n;
     k.overlap_ms = ms(overlap) / n;
-    k.growth_ms = ms(growth) / n;
+    k.slowdown_ms = ms(slowdown) / n;
     k.reference_us = us(*reference);
+    if (k.reference == "baseline") vs_baseline_ns = sat_add(vs_baseline_ns, slowdown);
     r.kernels.push_back(std::move(k));
+    calls_with += count;
     overlap_ns = sat_add(overlap_ns, overlap);
-    growth_ns = sat_add(growth_ns, growth);
+    slowdown_ns = sat_add(slowdown_ns, slowdown);
   }
-  r.overlapped_kernels = static_cast<double>(overlapped) / n;
+  r.calls_with_reference = static_cast<double>(calls_with) / n;
+  r.calls_without_reference = static_cast<double>(calls_without) / n;
   r.overlap_ms = ms(overlap_ns) / n;
-  r.growth_ms = ms(growth_ns) / n;
-  r.unjudged_overlap_ms = ms(unjudged_ns) / n;
-  std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& a, const auto& b) { return a.growth_ms > b.growth_ms; });
+  r.slowdown_ms = ms(slowdown_ns) / n;
+  r.slowdown_vs_baseline_ms = ms(vs_baseline_ns) / n;
+  r.overlap_without_reference_ms = ms(overlap_without) / n;
+  std::stable_sort(r.kernels.begin(), r.kernels.end(),
+                   [](const auto& a, const auto& b) { return a.slowdown_ms > b.slowdown_ms; });
   return r;
 }
 
@@ -1100,9 +1142,6 @@ std::string pct(double part, double whole) { return whole > 0 ? fmt::format("{:.
 /// threshold: a GPU-bound training step keeps its GPU ≥ 90 % busy, e.g. 97.6 % for gpt-1.3b on H200 in RESULTS).
 constexpr double kBusyBaselineShare = 0.85;
 
-/// A kernel name short enough for a finding (templates and long names cut at 80 characters).
-std::string terminal_name(const std::string& name) { return name.size() <= 80 ? name : name.substr(0, 77) + "..."; }
-
 void add_findings(TraceAnalysis& a) {
   auto add_f = [&](std::string sev, std::string text) { a.findings.push_back({std::move(sev), std::move(text)}); };
   const std::vector<RankAnalysis>& R = a.ranks;
@@ -1157,25 +1196,9 @@ void add_findings(TraceAnalysis& a) {
                                      r.mean.host_syncs, what, r.mean.host_sync_ms, pct(r.mean.host_sync_ms, r.mean.step_ms));
                 });
   // Overlap is not free: compute slowed beside communication (counted as compute, not as exposed communication).
-  share_finding(0.01, 0.05, [](const RankAnalysis& r) { return r.interference ? std::max(0.0, r.interference->growth_ms) : 0.0; },
-                [](const RankAnalysis& r) {
-                  const CommInterference& c = *r.interference;
-                  std::string top;
-                  if (!c.kernels.empty() && c.kernels.front().growth_ms > 0) {
-                    const KernelInterference& k = c.kernels.front();
-                    top = fmt::format("; most in {} (+{:.2f} ms per step, {:.2f} of its overlap{})",
-                                      terminal_name(k.name), k.growth_ms, k.growth_per_overlap(),
-                                      k.waits_for_sms()
-                                          ? ": it grows by about its whole overlap, as a kernel whose blocks fill every "
-                                            "SM at once and wait for the SMs that communication holds"
-                                          : "");
-                  }
-                  return fmt::format("compute kernels run {:.2f} ms per step longer while communication kernels run "
-                                     "beside them ({} of the step, {:.2f} ms per ms of overlap, against each kernel's "
-                                     "median without overlap){}. Overlap hides communication but costs this; it counts "
-                                     "as compute, not as exposed communication",
-                                     c.growth_ms, pct(c.growth_ms, r.mean.step_ms), c.growth_per_overlap(), top);
-                });
+  share_finding(CommInterference::kFindingShare, CommInterference::kProblemShare,
+                [](const RankAnalysis& r) { return r.interference ? std::max(0.0, r.interference->slowdown_ms) : 0.0; },
+                [](const RankAnalysis& r) { return interference_text(*r.interference, r.mean.step_ms); });
   share_finding(0.05, 0.20, [](const RankAnalysis& r) { return r.mean.data_wait_ms; }, [](const RankAnalysis& r) {
     return fmt::format("data wait is {} of the step ({:.2f} ms per step): more DataLoader workers, pin_memory=True and "
                        "non_blocking copies, prefetching",
@@ -1328,10 +1351,13 @@ TraceAnalysis analyze_traces(std::vector<Trace> traces, const Trace* baseline, c
   for (auto& d : data) {
     finish_rank(d);
     if (d.out.has_gpu) d.out.waterfall = make_waterfall(d.out.mean, base_mean);
-    if (!d.steps.empty() && std::any_of(d.gpu.begin(), d.gpu.end(), [&](const GpuOp& op) {
-          return op.cls == GpuClass::comm && op.start >= d.steps.front().begin && op.start < d.steps.back().end;
-        }))
-      d.out.interference = measure_interference(d, base ? &*base : nullptr);
+    if (!d.steps.empty()) {
+      const Ivs steps = step_union(d);
+      if (std::any_of(d.gpu.begin(), d.gpu.end(), [&](const GpuOp& op) {
+            return op.cls == GpuClass::comm && overlap_with(steps, op.start, op.end) > 0;
+          }))
+        d.out.interference = measure_interference(d, base ? &*base : nullptr);
+    }
   }
 
   // Straggler: the largest mean lateness per step.
@@ -1557,16 +1583,48 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
   j["comm_interference"] = r.interference ? nlohmann::json(*r.interference) : nlohmann::json(nullptr);
 }
 
+std::string interference_text(const CommInterference& c, double step_ms) {
+  std::string text = fmt::format(
+      "compute kernels ran {:.2f} ms per step longer while communication kernels ran beside them ({} of the step, "
+      "{:.2f} ms per ms of overlap, against each kernel's median without communication beside it",
+      c.slowdown_ms, pct(c.slowdown_ms, step_ms), c.slowdown_per_overlap());
+  if (c.slowdown_vs_baseline_ms != 0)
+    text += fmt::format("; {:.2f} ms of it against the 1-rank baseline's calls, which also holds what more ranks cost "
+                        "without communication beside them",
+                        c.slowdown_vs_baseline_ms);
+  text += ")";
+  if (!c.kernels.empty() && c.kernels.front().slowdown_ms > 0) {
+    const KernelInterference& k = c.kernels.front();
+    text += fmt::format("; most in {} ({:+.2f} ms per step, {:.2f} of its overlap{})", core::terminal_text(k.name, 80),
+                        k.slowdown_ms, k.slowdown_per_overlap(),
+                        k.slowed_by_about_its_overlap()
+                            ? ": about its whole overlap, as for a kernel whose blocks fill every SM in one wave and "
+                              "wait for the SMs that communication holds"
+                            : "");
+  }
+  return text + ". Overlap hides communication but costs this; it counts as compute, not as exposed communication";
+}
+
 void to_json(nlohmann::json& j, const CommInterference& c) {
-  j = {{"overlapped_kernels_per_step", c.overlapped_kernels}, {"overlap_ms_per_step", c.overlap_ms},
-       {"growth_ms_per_step", c.growth_ms}, {"growth_per_overlap", c.growth_per_overlap()},
-       {"unjudged_overlap_ms_per_step", c.unjudged_overlap_ms}};
+  j = {{"calls_with_reference_per_step", c.calls_with_reference},
+       {"calls_without_reference_per_step", c.calls_without_reference},
+       {"overlap_ms_per_step", c.overlap_ms},
+       {"slowdown_ms_per_step", c.slowdown_ms},
+       {"slowdown_vs_baseline_ms_per_step", c.slowdown_vs_baseline_ms},
+       {"slowdown_per_overlap", c.slowdown_per_overlap()},
+       {"overlap_without_reference_ms_per_step", c.overlap_without_reference_ms},
+       {"kernel_count", c.kernels.size()}};
   auto& ks = j["kernels"] = nlohmann::json::array();
-  for (std::size_t i = 0; i < c.kernels.size() && i < 20; ++i) {
+  for (std::size_t i = 0; i < c.kernels.size() && i < kMaxKernelsInJson; ++i) {
     const auto& k = c.kernels[i];
-    ks.push_back({{"name", utf8(k.name)}, {"launch", utf8(k.launch)}, {"per_step_count", k.per_step_count},
-                  {"overlap_ms", k.overlap_ms}, {"growth_ms", k.growth_ms}, {"growth_per_overlap", k.growth_per_overlap()},
-                  {"reference_us", k.reference_us}, {"reference", k.reference}});
+    ks.push_back({{"name", utf8(k.name)},
+                  {"launch", k.launch.empty() ? nlohmann::json(nullptr) : nlohmann::json(utf8(k.launch))},
+                  {"calls_per_step", k.calls_per_step},
+                  {"overlap_ms_per_step", k.overlap_ms},
+                  {"slowdown_ms_per_step", k.slowdown_ms},
+                  {"slowdown_per_overlap", k.slowdown_per_overlap()},
+                  {"reference_us", k.reference_us},
+                  {"reference", k.reference}});
   }
 }
 

@@ -180,43 +180,63 @@ struct KernelGroup {
   double share = 0;          ///< of all kernel time of the rank in those steps, 0–1
 };
 
-/// One compute kernel (name and launch shape) that ran beside communication kernels: see CommInterference.
+/// One compute kernel (name and launch configuration) that ran beside communication kernels: see
+/// CommInterference. Per-step figures are means over the analysed steps.
 struct KernelInterference {
-  std::string name;
-  std::string launch;           ///< "grid [x,y,z] block [x,y,z]", or "" when the trace has no launch shapes
-  double per_step_count = 0;    ///< instances overlapping communication, per step
-  double overlap_ms = 0;        ///< their time overlapping communication kernels, per step
-  double growth_ms = 0;         ///< Σ (duration − reference) over them, per step (negative: faster)
-  double reference_us = 0;      ///< the kernel's median duration without communication beside it
+  std::string name;             ///< the kernel's name as the trace writes it
+  std::string launch;           ///< "grid [x,y,z] block [x,y,z]", or "" when the trace has no launch configuration
+  double calls_per_step = 0;    ///< calls overlapping communication, per step
+  double overlap_ms = 0;        ///< their time beside communication kernels, ms per step
+  double slowdown_ms = 0;       ///< Σ slowdown over them (see CommInterference), ms per step (negative: faster)
+  double reference_us = 0;      ///< the kernel's median duration without communication beside it, µs
   std::string reference;        ///< "rank" (its own calls without overlap) or "baseline" (the 1-rank trace's calls)
-  /// growth / overlap: about the share of SMs communication takes for a kernel that spreads its work over the
-  /// SMs it gets; about 1 for one whose blocks fill every SM in one wave and wait for those communication holds.
-  double growth_per_overlap() const { return overlap_ms > 0 ? growth_ms / overlap_ms : 0; }
-  /// Whether it grows by about its whole overlap (growth_per_overlap ≥ kWholeOverlap): it waits for the SMs that
-  /// communication holds rather than sharing them. A judgement between what 2 × H200 showed: kernels that share SMs
-  /// 0.15–0.3 (NCCL's 24 blocks of 132 SMs: 0.18), a GEMM of one wave over every SM 0.75–1.1 (bench/RESULTS.md,
-  /// 2026-11-30, third session).
-  bool waits_for_sms() const { return growth_per_overlap() >= kWholeOverlap; }
-  static constexpr double kWholeOverlap = 0.7;
+  /// slowdown / overlap, −1 to 1: about the share of SMs communication takes for a kernel that spreads its work over
+  /// the SMs it gets (0.12–0.26 measured on 2 × H200, where NCCL's 24 blocks hold 24 of 132 SMs); towards 1 for one
+  /// whose blocks fill every SM in one wave and must wait for the SMs communication holds (0.59–0.91 measured for a
+  /// cuBLASLt GEMM of 128 blocks on 132 SMs; bench/RESULTS.md, 2026-11-30, third session).
+  double slowdown_per_overlap() const { return overlap_ms > 0 ? slowdown_ms / overlap_ms : 0; }
+  /// Whether it slows by about its whole overlap: slowdown_per_overlap ≥ kAboutItsOverlap, with overlaps that are
+  /// a real part of its calls (≥ kMinOverlapShare of the reference per call, so that a few µs of overlap and
+  /// ordinary jitter do not qualify).
+  bool slowed_by_about_its_overlap() const {
+    return slowdown_per_overlap() >= kAboutItsOverlap && calls_per_step > 0 &&
+           overlap_ms * 1e3 / calls_per_step >= kMinOverlapShare * reference_us;
+  }
+  /// Judgements between the measured ranges above: the largest ratio seen for kernels sharing SMs was 0.48 (small
+  /// split-K GEMMs), the smallest for the one-wave GEMM 0.59.
+  static constexpr double kAboutItsOverlap = 0.55;
+  static constexpr double kMinOverlapShare = 0.1;
 };
 
 /// How much longer compute kernels ran while communication kernels ran beside them (sharing SMs, memory
-/// bandwidth): overlap is not free. Each compute-kernel instance in the analysed steps that overlaps a
+/// bandwidth): overlap is not free. Each compute-kernel call that starts inside a step window and overlaps a
 /// communication kernel of the device is compared with a reference: the median duration of the same kernel — same
-/// name and, when the trace records them, the same grid and block — among the rank's own instances that overlap
-/// none (forward's calls of a backward kernel count), else among the 1-rank baseline's. A reference needs at least
-/// kMinReferenceInstances calls whose durations agree ((p90 − p10) / median ≤ kMaxReferenceSpread: several
-/// shapes sharing a name, as cuBLAS kernels do in traces without launch shapes, do not); a kernel without one is
-/// not judged and its overlap is counted apart. Per step, ms.
+/// name and, when the trace records them, the same grid and block — among the rank's own calls (inside the steps)
+/// that overlap none (forward's calls of a backward kernel count), else among the 1-rank baseline's calls that
+/// overlap none (same launch configuration, or by name alone when one of the two traces records none). Against the
+/// baseline, a slowdown also holds what N ranks cost without communication beside the kernel (on 2 × H200 about
+/// +1 %), so that part is given apart. A reference needs at least kMinReferenceCalls calls whose durations agree
+/// ((p90 − p10) / median ≤ kMaxReferenceSpread: several shapes under one name are then refused, unless their
+/// durations agree anyway, as a GEMM's k, which no grid shows, can make them); a kernel without one, or without a
+/// name, is counted apart. A call's slowdown is its duration − reference, limited to ± its overlap: communication
+/// beside a kernel can delay it by at most the time it runs beside it, more is other work under the same name and
+/// launch configuration. Figures in ms per step (means over the analysed steps).
 struct CommInterference {
-  static constexpr std::size_t kMinReferenceInstances = 3;
+  /// Judgements, not measured spreads: three calls make a median; ±10 % around it is wider than the run-to-run
+  /// spread of one GEMM shape on H200 (< 1 %) and narrower than what separates two shapes.
+  static constexpr std::size_t kMinReferenceCalls = 3;
   static constexpr double kMaxReferenceSpread = 0.2;
-  double overlapped_kernels = 0;   ///< compute instances overlapping communication, per step (judged or not)
-  double overlap_ms = 0;           ///< overlap with communication of the judged ones
-  double growth_ms = 0;            ///< Σ (duration − reference) of the judged ones
-  double unjudged_overlap_ms = 0;  ///< overlap of instances whose kernel has no reference
-  std::vector<KernelInterference> kernels;  ///< the judged kernels, largest growth first
-  double growth_per_overlap() const { return overlap_ms > 0 ? growth_ms / overlap_ms : 0; }
+  /// Share of the step from which a finding speaks of it (a warning; a problem from kProblemShare).
+  static constexpr double kFindingShare = 0.01;
+  static constexpr double kProblemShare = 0.05;
+  double calls_with_reference = 0;     ///< calls overlapping communication with a reference, per step
+  double calls_without_reference = 0;  ///< those without one, per step
+  double overlap_ms = 0;               ///< the overlap with communication of the calls with a reference
+  double slowdown_ms = 0;              ///< Σ slowdown of the calls with a reference
+  double slowdown_vs_baseline_ms = 0;  ///< the part of slowdown_ms measured against the baseline's calls
+  double overlap_without_reference_ms = 0;  ///< the overlap of the calls without one
+  std::vector<KernelInterference> kernels;  ///< the kernels with a reference, largest slowdown first
+  double slowdown_per_overlap() const { return overlap_ms > 0 ? slowdown_ms / overlap_ms : 0; }
 };
 
 /// One rank's trace, analysed.
@@ -369,10 +389,16 @@ std::vector<KernelDelta> kernel_deltas(const RankAnalysis& rank, const RankAnaly
 
 /// {name (invalid UTF-8 replaced), comm, baseline_ms_per_step, ms_per_step, delta_ms_per_step}.
 void to_json(nlohmann::json& j, const KernelDelta& d);
-/// {overlapped_kernels_per_step, overlap_ms_per_step, growth_ms_per_step, growth_per_overlap,
-/// unjudged_overlap_ms_per_step, kernels: [{name, launch, per_step_count, overlap_ms, growth_ms,
-/// growth_per_overlap, reference_us, reference}] (the 20 largest growths)}.
+/// {calls_with_reference_per_step, calls_without_reference_per_step, overlap_ms_per_step, slowdown_ms_per_step,
+/// slowdown_vs_baseline_ms_per_step, slowdown_per_overlap, overlap_without_reference_ms_per_step, kernel_count,
+/// kernels: [{name, launch (null when unknown), calls_per_step, overlap_ms_per_step, slowdown_ms_per_step,
+/// slowdown_per_overlap, reference_us, reference}] (the kMaxKernelsInJson largest slowdowns)}.
 void to_json(nlohmann::json& j, const CommInterference& c);
+
+/// One sentence on `c` for a finding or note: the slowdown per step, its share of `step_ms` (ms), per ms of overlap,
+/// the part measured against the baseline, and the kernel that slowed most (its name made terminal-safe). Throws
+/// nothing.
+std::string interference_text(const CommInterference& c, double step_ms);
 
 /// Whether a kernel name is an NCCL (or RCCL) kernel: it starts with "nccl" or "rccl" (any case), or it is NCCL's
 /// file-static one-rank all-reduce ("__nv_static_…oneRankReduce…").

@@ -65,24 +65,10 @@ std::optional<std::string> boundary_note(const KernelBreakdown& k) {
 }
 
 std::optional<std::string> interference_note(const KernelBreakdown& k) {
-  if (!k.interference || !(k.step_ms > 0) || !(k.interference->growth_ms >= kInterferenceShare * k.step_ms))
+  if (!k.interference || !(k.step_ms > 0) ||
+      !(k.interference->slowdown_ms >= analyze::CommInterference::kFindingShare * k.step_ms))
     return std::nullopt;
-  const analyze::CommInterference& c = *k.interference;
-  std::string note = fmt::format(
-      "N={}: compute kernels ran {:.2f} ms per step longer while NCCL's kernels ran beside them ({:.1f} % of the "
-      "step, {:.2f} ms per ms of overlap, against each kernel's time without communication beside it): overlap hides "
-      "the all-reduce but costs this",
-      k.world_size, c.growth_ms, 100 * c.growth_ms / k.step_ms, c.growth_per_overlap());
-  if (!c.kernels.empty() && c.kernels.front().growth_ms > 0) {
-    const analyze::KernelInterference& top = c.kernels.front();
-    note += fmt::format("; most in {} (+{:.2f} ms per step, {:.2f} of its overlap{})",
-                        top.name.size() <= 80 ? top.name : top.name.substr(0, 77) + "...", top.growth_ms,
-                        top.growth_per_overlap(),
-                        top.waits_for_sms() ? ": its blocks fill every SM at once and wait for those NCCL "
-                                                          "holds, so it grows by about the whole overlap"
-                                                        : "");
-  }
-  return note;
+  return fmt::format("N={}, rank 0's kernel trace: {}", k.world_size, analyze::interference_text(*k.interference, k.step_ms));
 }
 
 ScalingLoss scaling_loss(core::ScalingMode mode, const train::TrainResult& baseline, const train::TrainResult& sample) {

@@ -127,14 +127,12 @@ std::optional<std::string> boundary_note(const KernelBreakdown& kernels);
 inline constexpr double kBoundaryGrowthUs = 0.5;
 inline constexpr double kMinBoundaries = 100;
 
-/// Compute beside communication (doctor --kernel-trace): when compute kernels ran at least kInterferenceShare of
-/// the traced step longer while NCCL's kernels ran beside them (analyze::CommInterference), a note with the figure,
-/// its growth per ms of overlap and the kernel that grew most — the part of the "compute" loss that overlap
-/// itself costs (measured on 2 × H200: gpt2-124m 0.57–0.77 ms per step, one GEMM per block growing by about its
-/// whole overlap, bench/RESULTS.md 2026-11-30, third session). Nothing otherwise.
+/// Compute beside communication (doctor --kernel-trace): when compute kernels of rank 0 ran at least
+/// analyze::CommInterference::kFindingShare of its traced step longer while NCCL's kernels ran beside them, a note
+/// with analyze::interference_text — the part of the "compute" loss that overlap itself costs (measured on
+/// 2 × H200, gpt2-124m: 0.52 ms per step on rank 0, one GEMM per block slowed by 0.91 of its overlap;
+/// bench/RESULTS.md 2026-11-30, third session, call 6). Nothing otherwise.
 std::optional<std::string> interference_note(const KernelBreakdown& kernels);
-/// Threshold of interference_note, as the trace analysis' finding (a judgement: 1 % of the step).
-inline constexpr double kInterferenceShare = 0.01;
 
 /// p95 / median of the per-step times above which step_stall_note speaks (a judgement: steady GPU steps stay
 /// within a few %, e.g. gpt2-124m on H200 p95/median 1.005; the unsynchronised rounds fixed in e807b34 gave 3–7).

@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "core/terminal_text.h"
+
 namespace scalescope::report {
 
-/// Text from a file (a kernel name, a label) made safe for a terminal table: control characters (NUL, newline,
-/// carriage return, escape sequences…) and invalid UTF-8 bytes become '?', and text longer than `max_code_points`
-/// is cut at a code-point boundary and ends with "...". Throws nothing.
-std::string terminal_text(const std::string& text, std::size_t max_code_points);
+/// Text from a file made safe for a terminal table (core/terminal_text.h).
+using core::terminal_text;
 
 class TextTable {
  public:

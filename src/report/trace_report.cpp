@@ -137,30 +137,45 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
     }
     break;
   }
-  // Compute slowed beside communication, on the first rank with any overlap.
-  for (const auto& r : a.ranks) {
-    if (!r.interference || r.interference->overlapped_kernels <= 0) continue;
-    const auto& c = *r.interference;
-    out += fmt::format("\ncompute kernels beside communication on rank {} (per step; growth against the kernel's median "
-                       "without communication beside it, on the rank or in the baseline):\n", r.rank);
-    TextTable t({"kernel", "launch", "calls/step", "overlap ms", "growth ms", "growth/overlap", "alone µs", "from"});
-    for (std::size_t i = 0; i < c.kernels.size() && i < 6; ++i) {
-      const auto& k = c.kernels[i];
-      t.add_row({terminal_text(k.name, 50), k.launch.empty() ? "-" : terminal_text(k.launch, 40),
-                 fmt::format("{:.1f}", k.per_step_count), fmt::format("{:.3f}", k.overlap_ms),
-                 fmt::format("{:+.3f}", k.growth_ms), fmt::format("{:.2f}", k.growth_per_overlap()),
-                 fmt::format("{:.1f}", k.reference_us), k.reference});
+  // Compute slowed beside communication, on the rank where it slowed most (the one a finding names).
+  const analyze::RankAnalysis* slowed = nullptr;
+  for (const auto& r : a.ranks)
+    if (r.interference && r.interference->calls_with_reference + r.interference->calls_without_reference > 0 &&
+        (!slowed || r.interference->slowdown_ms > slowed->interference->slowdown_ms))
+      slowed = &r;
+  if (slowed) {
+    const auto& c = *slowed->interference;
+    out += fmt::format("\ncompute kernels beside communication on rank {} (per step; slowdown against the kernel's "
+                       "median without communication beside it, on the rank or in the baseline, at most its overlap):\n",
+                       slowed->rank);
+    if (!c.kernels.empty()) {
+      TextTable t({"kernel", "launch", "calls/step", "overlap ms", "slowdown ms", "per ms overlap", "alone µs", "from"});
+      for (std::size_t i = 0; i < c.kernels.size() && i < 6; ++i) {
+        const auto& k = c.kernels[i];
+        t.add_row({terminal_text(k.name, 50), k.launch.empty() ? "-" : terminal_text(k.launch, 40),
+                   fmt::format("{:.1f}", k.calls_per_step), fmt::format("{:.3f}", k.overlap_ms),
+                   fmt::format("{:+.3f}", k.slowdown_ms), fmt::format("{:.2f}", k.slowdown_per_overlap()),
+                   fmt::format("{:.1f}", k.reference_us), k.reference});
+      }
+      out += t.render();
+      if (c.kernels.size() > 6)
+        out += fmt::format("({} kernels with a reference in all; the JSON output lists up to {})\n", c.kernels.size(),
+                           analyze::kMaxKernelsInJson);
     }
-    out += t.render();
-    out += fmt::format("all: {:.1f} kernels per step overlap communication for {:.3f} ms and grow {:+.3f} ms ({:.2f} per ms "
-                       "of overlap)",
-                       c.overlapped_kernels, c.overlap_ms, c.growth_ms, c.growth_per_overlap());
-    if (c.unjudged_overlap_ms > 0)
-      out += fmt::format("; {:.3f} ms more overlap by kernels without a reference (fewer than {} calls without "
-                         "communication beside them, or calls of several shapes under one name: not judged)",
-                         c.unjudged_overlap_ms, analyze::CommInterference::kMinReferenceInstances);
+    out += fmt::format("with a reference: {:.1f} calls per step overlap communication for {:.3f} ms and slow by {:+.3f} ms "
+                       "({:.2f} per ms of overlap",
+                       c.calls_with_reference, c.overlap_ms, c.slowdown_ms, c.slowdown_per_overlap());
+    if (c.slowdown_vs_baseline_ms != 0)
+      out += fmt::format("; {:+.3f} ms of it against the baseline, which also holds what more ranks cost without "
+                         "communication beside a kernel",
+                         c.slowdown_vs_baseline_ms);
+    out += ")";
+    if (c.calls_without_reference > 0)
+      out += fmt::format("; without one: {:.1f} calls per step overlapping for {:.3f} ms (fewer than {} calls without "
+                         "communication beside them, calls of several shapes under one name, or no name)",
+                         c.calls_without_reference, c.overlap_without_reference_ms,
+                         analyze::CommInterference::kMinReferenceCalls);
     out += '\n';
-    break;
   }
   if (a.verdict) {
     out += fmt::format("\nverdict: {}", diagnose::to_string(a.verdict->verdict));

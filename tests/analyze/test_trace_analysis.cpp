@@ -628,82 +628,159 @@ TEST(TraceAnalysis, ALaunchGapAfterABlockFromThePreviousStepIsCounted) {
 }
 
 TEST(TraceAnalysis, ComputeBesideCommunicationByHand) {
-  // One step [0, 3000) µs. Communication on stream 20: [1000, 1100), [1500, 1600), [2000, 2100), [2500, 2600).
-  // Compute on stream 7:
-  //   gemm, grid [4,1,1]: alone 3 × 100 µs; [1030, 1160) overlaps 70 µs and grows 30;
-  //   gemm, grid [8,1,1] (another shape under the same name): alone 3 × 50 µs; [1500, 1580) overlaps 80, grows 30;
-  //   scatter: never alone on the rank; the baseline's 3 × 40 µs are its reference; [2000, 2050) and
-  //     [2500, 2560) overlap 50 + 60 and grow 10 + 20;
-  //   mixed: alone 10, 50 and 100 µs (several shapes, no launch shapes): no reference; [2050, 2100) overlaps 50.
-  // Judged: overlap 70 + 80 + 110 = 260 µs, growth 30 + 30 + 30 = 90 µs; unjudged overlap 50 µs; 5 instances.
+  // Two steps [0, 3000) and [3000, 6000) µs. Communication on stream 20: [1000, 1100), [1500, 1600), [2000, 2100),
+  // [2500, 2600), and [4000, 4030) + [4100, 4130) in step 2. Compute on stream 7:
+  //   gemm, grid [4,1,1]: alone 100, 100, 100, 100, 110 µs (median 100; their mean would be 102); [1030, 1160)
+  //     overlaps 70 µs and slows 30;
+  //   gemm, grid [8,1,1] (another shape under the same name): alone 3 × 50 µs; [1500, 1580) overlaps 80, slows 30;
+  //     [3990, 4150) overlaps both step-2 kernels, 30 + 30 = 60, and slows 110, counted as 60 (at most the overlap);
+  //   scatter: never alone on the rank; the baseline's 3 × 40 µs (grid [1,1,1]; the rank records none) are its
+  //     reference; [2000, 2050) and [2500, 2560) overlap 50 + 60 and slow 10 + 20;
+  //   mixed: alone 10, 50 and 100 µs (several shapes, no launch configuration): no reference; [2050, 2100) overlaps 50.
+  // With a reference: 5 calls, overlap 70 + 80 + 60 + 110 = 320 µs, slowdown 30 + 30 + 60 + 30 = 150 µs, of which
+  // 30 against the baseline; without: 1 call, 50 µs. Per step (2): halves. Largest slowdown: gemm [8,1,1] (90 µs).
   const std::string g4 = R"("grid": [4, 1, 1], "block": [128, 1, 1])", g8 = R"("grid": [8, 1, 1], "block": [128, 1, 1])";
   const std::string nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
   const Trace rank = read_trace_bytes(
-      trace({cpu("user_annotation", "ProfilerStep#1", 0, 3000),
-             kernel("gemm", 0, 100, 7, g4), kernel("gemm", 150, 100, 7, g4), kernel("gemm", 300, 100, 7, g4),
-             kernel("gemm", 450, 50, 7, g8), kernel("gemm", 550, 50, 7, g8), kernel("gemm", 650, 50, 7, g8),
+      trace({cpu("user_annotation", "ProfilerStep#1", 0, 3000), cpu("user_annotation", "ProfilerStep#2", 3000, 3000),
+             kernel("gemm", 0, 100, 7, g4), kernel("gemm", 110, 100, 7, g4), kernel("gemm", 220, 100, 7, g4),
+             kernel("gemm", 330, 100, 7, g4), kernel("gemm", 440, 110, 7, g4),
+             kernel("gemm", 450, 50, 9, g8), kernel("gemm", 550, 50, 9, g8), kernel("gemm", 650, 50, 9, g8),
              kernel("mixed", 750, 10, 7), kernel("mixed", 800, 50, 7), kernel("mixed", 900, 100, 7),
              kernel(nccl, 1000, 100, 20), kernel("gemm", 1030, 130, 7, g4),
              kernel(nccl, 1500, 100, 20), kernel("gemm", 1500, 80, 7, g8),
              kernel(nccl, 2000, 100, 20), kernel("scatter", 2000, 50, 7), kernel("mixed", 2050, 50, 7),
-             kernel(nccl, 2500, 100, 20), kernel("scatter", 2500, 60, 7)},
+             kernel(nccl, 2500, 100, 20), kernel("scatter", 2500, 60, 7),
+             kernel(nccl, 4000, 30, 20), kernel(nccl, 4100, 30, 20), kernel("gemm", 3990, 160, 7, g8)},
             dist_info(0, 2)),
       "rank0.json");
+  const std::string g1 = R"("grid": [1, 1, 1], "block": [32, 1, 1])";
   const Trace base = read_trace_bytes(trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000),
-                                             kernel("scatter", 0, 40, 7), kernel("scatter", 100, 40, 7),
-                                             kernel("scatter", 200, 40, 7)},
+                                             kernel("scatter", 0, 40, 7, g1), kernel("scatter", 100, 40, 7, g1),
+                                             kernel("scatter", 200, 40, 7, g1)},
                                             dist_info(0, 1)),
                                       "base.json");
   const TraceAnalysis a = analyze_traces({rank}, &base, {});
   ASSERT_EQ(a.ranks.size(), 1u);
   ASSERT_TRUE(a.ranks[0].interference.has_value());
   const CommInterference& c = *a.ranks[0].interference;
-  EXPECT_NEAR(c.overlapped_kernels, 5, kTol);
-  EXPECT_NEAR(c.overlap_ms, 0.260, kTol);
-  EXPECT_NEAR(c.growth_ms, 0.090, kTol);
-  EXPECT_NEAR(c.unjudged_overlap_ms, 0.050, kTol);
+  EXPECT_NEAR(c.calls_with_reference, 2.5, kTol);
+  EXPECT_NEAR(c.calls_without_reference, 0.5, kTol);
+  EXPECT_NEAR(c.overlap_ms, 0.160, kTol);
+  EXPECT_NEAR(c.slowdown_ms, 0.075, kTol);
+  EXPECT_NEAR(c.slowdown_vs_baseline_ms, 0.015, kTol);
+  EXPECT_NEAR(c.overlap_without_reference_ms, 0.025, kTol);
   ASSERT_EQ(c.kernels.size(), 3u);
+  EXPECT_EQ(c.kernels[0].launch, "grid [8,1,1] block [128,1,1]");  // largest slowdown first
   auto find = [&](const std::string& name, const std::string& launch) -> const KernelInterference& {
     for (const auto& k : c.kernels)
       if (k.name == name && k.launch == launch) return k;
     throw std::runtime_error("no " + name + " " + launch);
   };
   const auto& gemm4 = find("gemm", "grid [4,1,1] block [128,1,1]");
-  EXPECT_NEAR(gemm4.overlap_ms, 0.070, kTol);
-  EXPECT_NEAR(gemm4.growth_ms, 0.030, kTol);
+  EXPECT_NEAR(gemm4.overlap_ms, 0.035, kTol);
+  EXPECT_NEAR(gemm4.slowdown_ms, 0.015, kTol);
   EXPECT_NEAR(gemm4.reference_us, 100, kTol);
   EXPECT_EQ(gemm4.reference, "rank");
   const auto& gemm8 = find("gemm", "grid [8,1,1] block [128,1,1]");
   EXPECT_NEAR(gemm8.reference_us, 50, kTol);
-  EXPECT_NEAR(gemm8.growth_per_overlap(), 30.0 / 80.0, kTol);
+  EXPECT_NEAR(gemm8.calls_per_step, 1, kTol);
+  EXPECT_NEAR(gemm8.slowdown_per_overlap(), 90.0 / 140.0, kTol);
+  EXPECT_TRUE(gemm8.slowed_by_about_its_overlap());   // 0.64 of its overlap, 70 µs per call beside 50 µs calls
+  EXPECT_FALSE(gemm4.slowed_by_about_its_overlap());  // 0.43
   const auto& scatter = find("scatter", "");
   EXPECT_EQ(scatter.reference, "baseline");
   EXPECT_NEAR(scatter.reference_us, 40, kTol);
-  EXPECT_NEAR(scatter.per_step_count, 2, kTol);
-  EXPECT_NEAR(scatter.overlap_ms, 0.110, kTol);
-  EXPECT_NEAR(scatter.growth_ms, 0.030, kTol);
-  // 0.09 ms of a 3 ms step is 3 %: a warning naming the figure.
+  EXPECT_NEAR(scatter.calls_per_step, 1, kTol);
+  EXPECT_NEAR(scatter.overlap_ms, 0.055, kTol);
+  EXPECT_NEAR(scatter.slowdown_ms, 0.015, kTol);
+  // 0.075 ms of a 3 ms step is 2.5 %: a warning naming the figure, the baseline's part and the largest kernel.
   bool found = false;
   for (const auto& f : a.findings)
-    if (f.text.find("compute kernels run 0.09 ms per step longer while communication kernels run beside them") !=
+    if (f.text.find("compute kernels ran 0.07 ms per step longer while communication kernels ran beside them") !=
         std::string::npos) {
       found = true;
       EXPECT_EQ(f.severity, "warning");
+      EXPECT_NE(f.text.find("0.01 ms of it against the 1-rank baseline's calls"), std::string::npos) << f.text;
+      EXPECT_NE(f.text.find("most in gemm (+0.04 ms per step, 0.64 of its overlap: about its whole overlap"),
+                std::string::npos)
+          << f.text;
     }
   EXPECT_TRUE(found);
   const nlohmann::json j = a;
-  EXPECT_NEAR(j["ranks"][0]["comm_interference"]["growth_ms_per_step"].get<double>(), 0.090, kTol);
-  EXPECT_EQ(j["ranks"][0]["comm_interference"]["kernels"].size(), 3u);
+  const auto& ji = j["ranks"][0]["comm_interference"];
+  EXPECT_NEAR(ji["slowdown_ms_per_step"].get<double>(), 0.075, kTol);
+  EXPECT_EQ(ji["kernel_count"], 3);
+  EXPECT_EQ(ji["kernels"].size(), 3u);
+  EXPECT_TRUE(ji["kernels"][2]["launch"].is_null() || ji["kernels"][1]["launch"].is_null());  // scatter: unknown
   const std::string text = report::render_trace_report(a);
-  EXPECT_NE(text.find("all: 5.0 kernels per step overlap communication for 0.260 ms and grow +0.090 ms"), std::string::npos)
+  EXPECT_NE(text.find("with a reference: 2.5 calls per step overlap communication for 0.160 ms and slow by +0.075 ms"),
+            std::string::npos)
       << text;
 
   // Without a baseline, scatter has no reference either.
   const TraceAnalysis alone = analyze_traces({rank}, nullptr, {});
   ASSERT_TRUE(alone.ranks[0].interference.has_value());
-  EXPECT_NEAR(alone.ranks[0].interference->unjudged_overlap_ms, 0.160, kTol);
+  EXPECT_NEAR(alone.ranks[0].interference->overlap_without_reference_ms, 0.080, kTol);
   EXPECT_EQ(alone.ranks[0].interference->kernels.size(), 2u);
-  // A trace without communication kernels has no such figure.
+  // A trace without communication kernels has no such figure, in the JSON too.
   const TraceAnalysis quiet = analyze_traces({base}, nullptr, {});
   EXPECT_FALSE(quiet.ranks[0].interference.has_value());
+  const nlohmann::json jq = quiet;
+  EXPECT_TRUE(jq["ranks"][0]["comm_interference"].is_null());
+}
+
+TEST(TraceAnalysis, BesideCommunicationOnlyInsideStepsAndNotAgainstBusyBaselines) {
+  // Steps [0, 1000) and [2000, 3000). gemm alone 3 × 100 µs. NCCL [500, 505) beside gemm [500, 900): 400 µs, but
+  // only 5 µs beside communication, so its slowdown counts 5, not 300. Between the steps NCCL [1200, 1300) and gemm
+  // [1200, 1350) count for nothing. Step 2: NCCL [1990, 2100), begun before the step, beside gemm [2050, 2160):
+  // overlap 50, slowdown 10. Per step (2): overlap 55 / 2 µs, slowdown 15 / 2 µs. scatter overlaps NCCL only; the
+  // baseline's three scatters all overlap its own NCCL kernel, so they are no reference either. A kernel without a
+  // name is never compared with another.
+  const std::string nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  const Trace rank = read_trace_bytes(
+      trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000), cpu("user_annotation", "ProfilerStep#2", 2000, 1000),
+             kernel("gemm", 0, 100, 7), kernel("gemm", 150, 100, 7), kernel("gemm", 300, 100, 7),
+             kernel("", 410, 10, 7), kernel("", 430, 10, 7), kernel("", 450, 10, 7),
+             kernel(nccl, 500, 5, 20), kernel("gemm", 500, 400, 7), kernel("", 500, 30, 9),
+             kernel(nccl, 1200, 100, 20), kernel("gemm", 1200, 150, 7),
+             kernel(nccl, 1990, 110, 20), kernel("gemm", 2050, 110, 7), kernel("scatter", 2000, 40, 9)},
+            dist_info(0, 2)),
+      "rank0.json");
+  const Trace base = read_trace_bytes(
+      trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000), kernel(nccl, 0, 1000, 20), kernel("scatter", 0, 40, 7),
+             kernel("scatter", 100, 40, 7), kernel("scatter", 200, 40, 7)},
+            dist_info(0, 1)),
+      "base.json");
+  const TraceAnalysis a = analyze_traces({rank}, &base, {});
+  ASSERT_TRUE(a.ranks[0].interference.has_value());
+  const CommInterference& c = *a.ranks[0].interference;
+  ASSERT_EQ(c.kernels.size(), 1u);
+  EXPECT_NEAR(c.calls_with_reference, 1.0, kTol);
+  EXPECT_NEAR(c.overlap_ms, 0.0275, kTol);
+  EXPECT_NEAR(c.slowdown_ms, 0.0075, kTol);
+  EXPECT_FALSE(c.kernels[0].slowed_by_about_its_overlap());
+  EXPECT_NEAR(c.calls_without_reference, 1.0, kTol);      // scatter and the nameless kernel
+  EXPECT_NEAR(c.overlap_without_reference_ms, 0.0225, kTol);  // scatter 40 µs and the nameless kernel 5, over 2 steps
+}
+
+TEST(TraceAnalysis, FindingsPrintKernelNamesSafely) {
+  // One step of 1000 µs: "evil<ESC>]0;x<BEL>" alone 3 × 100 µs, then beside NCCL for 100 µs and 50 µs longer: 5 %
+  // of the step. The finding names it without the control characters.
+  const std::string nccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  const std::string evil = "evil\\u001b]0;x\\u0007";  // JSON escapes of ESC and BEL
+  const Trace rank = read_trace_bytes(
+      trace({cpu("user_annotation", "ProfilerStep#1", 0, 1000), kernel(evil, 0, 100, 7), kernel(evil, 100, 100, 7),
+             kernel(evil, 200, 100, 7), kernel(nccl, 400, 100, 20), kernel(evil, 400, 150, 7)},
+            dist_info(0, 2)),
+      "rank0.json");
+  const TraceAnalysis a = analyze_traces({rank}, nullptr, {});
+  bool found = false;
+  for (const auto& f : a.findings)
+    if (f.text.find("most in evil?]0;x? (+0.05 ms per step") != std::string::npos) {
+      found = true;
+      EXPECT_EQ(f.text.find('\x1b'), std::string::npos);
+      EXPECT_EQ(f.severity, "problem");  // 5 % of the step
+    }
+  EXPECT_TRUE(found);
 }

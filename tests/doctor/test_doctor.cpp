@@ -159,24 +159,32 @@ TEST(Doctor, ComputeSlowedBesideNcclGetsANote) {
   EXPECT_FALSE(doctor::interference_note(k).has_value());  // no NCCL kernel traced
   analyze::CommInterference c;
   c.overlap_ms = 2.0;
-  c.growth_ms = 0.6;  // 1.4 % of the step
+  c.slowdown_ms = 0.6;  // 1.4 % of the step
   analyze::KernelInterference gemm;
   gemm.name = "nvjet_sm90_tss_192x96_64x5_1x2_h_bz_NTT";
-  gemm.overlap_ms = 0.5;
-  gemm.growth_ms = 0.4;  // 0.80 of its overlap: it waits for the SMs
+  gemm.calls_per_step = 12;
+  gemm.reference_us = 100;
+  gemm.overlap_ms = 0.5;   // 42 µs per 100 µs call
+  gemm.slowdown_ms = 0.4;  // 0.80 of its overlap
   c.kernels.push_back(gemm);
   k.interference = c;
-  const auto note = doctor::interference_note(k);
+  auto note = doctor::interference_note(k);
   ASSERT_TRUE(note.has_value());
-  EXPECT_NE(note->find("N=2: compute kernels ran 0.60 ms per step longer while NCCL's kernels ran beside them (1.4 % of "
-                       "the step, 0.30 ms per ms of overlap"),
+  EXPECT_NE(note->find("N=2, rank 0's kernel trace: compute kernels ran 0.60 ms per step longer while communication "
+                       "kernels ran beside them (1 % of the step, 0.30 ms per ms of overlap"),
             std::string::npos)
       << *note;
-  EXPECT_NE(note->find("most in nvjet_sm90_tss_192x96_64x5_1x2_h_bz_NTT (+0.40 ms per step, 0.80 of its overlap: its "
-                       "blocks fill every SM at once"),
+  EXPECT_NE(note->find("most in nvjet_sm90_tss_192x96_64x5_1x2_h_bz_NTT (+0.40 ms per step, 0.80 of its overlap: about "
+                       "its whole overlap"),
             std::string::npos)
       << *note;
-  k.interference->growth_ms = 0.3;  // 0.7 % of the step: below kInterferenceShare
+  // The same ratio over a few µs per call says nothing about waiting for SMs.
+  k.interference->kernels[0].overlap_ms = 0.06;  // 5 µs per call
+  k.interference->kernels[0].slowdown_ms = 0.05;
+  note = doctor::interference_note(k);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->find("about its whole overlap"), std::string::npos) << *note;
+  k.interference->slowdown_ms = 0.3;  // 0.7 % of the step: below kFindingShare
   EXPECT_FALSE(doctor::interference_note(k).has_value());
 }
 
