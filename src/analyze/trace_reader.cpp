@@ -670,7 +670,7 @@ struct EventFields {
   // collective metadata
   std::string_view coll_name, dtype, pg_name, pg_desc, input_type;
   std::optional<std::int64_t> in_nelems, out_nelems, group_size, seq, input_numel;
-  // a kernel's launch shape, args "grid" and "block" ([x, y, z] each); empty when absent or malformed
+  // a kernel's launch configuration, args "grid" and "block" ([x, y, z] each); empty when absent or malformed
   std::string launch_grid, launch_block;
 };
 

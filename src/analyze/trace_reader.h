@@ -68,8 +68,9 @@ struct TraceEvent {
   std::int64_t external_id = -1;    ///< args "External id" (links a GPU activity to the CPU op), -1 absent
   std::int64_t bytes = -1;          ///< args "bytes" of a copy or memset, -1 absent
   std::uint32_t name = 0;           ///< index into Trace::names
-  /// A kernel's launch shape from args "grid" and "block", as Kineto writes them, interned into Trace::names as
-  /// "grid [x,y,z] block [x,y,z]"; 0 ("") when the trace does not give both.
+  /// A kernel's launch configuration from args "grid" and "block" (arrays of 1 to 3 non-negative integers, as
+  /// Kineto writes [x, y, z]), interned into Trace::names as "grid [x,y,z] block [x,y,z]"; 0 ("") when the trace
+  /// does not give both, or either is malformed.
   std::uint32_t launch = 0;
   std::uint32_t pid = 0;            ///< index into Trace::ids (pid may be an integer or a string)
   std::uint32_t tid = 0;            ///< index into Trace::ids

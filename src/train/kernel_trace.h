@@ -27,7 +27,8 @@ struct TracedKernel {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::int64_t correlation = -1;  ///< links the kernel to the API call that launched it
-  /// Launch shape, blocks and threads per block in x, y, z (Kineto's args "grid" and "block"); 0s when unknown.
+  /// Launch configuration: blocks and threads per block in x, y, z (Kineto's args "grid" and "block"); 0s when
+  /// unknown (then not written).
   std::array<int, 3> grid{0, 0, 0}, block{0, 0, 0};
 };
 

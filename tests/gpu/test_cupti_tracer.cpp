@@ -62,6 +62,12 @@ TEST_F(CuptiTracerTest, RecordsTheKernelsOfTheWindowLinkedToTheirLaunches) {
     EXPECT_FALSE(k.name.empty());
     EXPECT_EQ(k.name.find('('), std::string::npos) << k.name;  // the parameter list is cut
     EXPECT_TRUE(launches.count(k.correlation)) << k.name << ": no API call with its correlation id";
+    // Its launch configuration: every dimension at least 1, at most 1024 threads per block (CUDA's limit).
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_GE(k.grid[i], 1) << k.name;
+      EXPECT_GE(k.block[i], 1) << k.name;
+    }
+    EXPECT_LE(k.block[0] * k.block[1] * k.block[2], 1024) << k.name;
   }
   EXPECT_GT(trace.process_id, 0u);
 
