@@ -197,15 +197,18 @@ struct KernelInterference {
   double slowdown_per_overlap() const { return overlap_ms > 0 ? slowdown_ms / overlap_ms : 0; }
   /// Whether it slows by about its whole overlap: slowdown_per_overlap ≥ kAboutItsOverlap, with overlaps that are
   /// a real part of its calls (≥ kMinOverlapShare of the reference per call, so that a few µs of overlap and
-  /// ordinary jitter do not qualify).
+  /// ordinary jitter do not qualify), for a kernel of at least kMinReferenceUs (calls of a few µs also slow by
+  /// memory latency beside communication: HTA's A100 test traces show 3–6 µs elementwise kernels of one block
+  /// at 0.58–0.64, where waiting for SMs cannot be the reason).
   bool slowed_by_about_its_overlap() const {
-    return slowdown_per_overlap() >= kAboutItsOverlap && calls_per_step > 0 &&
+    return slowdown_per_overlap() >= kAboutItsOverlap && reference_us >= kMinReferenceUs && calls_per_step > 0 &&
            overlap_ms * 1e3 / calls_per_step >= kMinOverlapShare * reference_us;
   }
   /// Judgements between the measured ranges above: the largest ratio seen for kernels sharing SMs was 0.48 (small
-  /// split-K GEMMs), the smallest for the one-wave GEMM 0.59.
+  /// split-K GEMMs), the smallest for the one-wave GEMM 0.59 (a 100 µs kernel).
   static constexpr double kAboutItsOverlap = 0.55;
   static constexpr double kMinOverlapShare = 0.1;
+  static constexpr double kMinReferenceUs = 20;
 };
 
 /// How much longer compute kernels ran while communication kernels ran beside them (sharing SMs, memory

@@ -760,6 +760,14 @@ TEST(TraceAnalysis, BesideCommunicationOnlyInsideStepsAndNotAgainstBusyBaselines
   EXPECT_NEAR(c.overlap_ms, 0.0275, kTol);
   EXPECT_NEAR(c.slowdown_ms, 0.0075, kTol);
   EXPECT_FALSE(c.kernels[0].slowed_by_about_its_overlap());
+  KernelInterference tiny;  // a 5 µs kernel slowed by 0.8 of a real overlap: latency, not a wait for SMs
+  tiny.calls_per_step = 10;
+  tiny.overlap_ms = 0.030;
+  tiny.slowdown_ms = 0.024;
+  tiny.reference_us = 5;
+  EXPECT_FALSE(tiny.slowed_by_about_its_overlap());
+  tiny.reference_us = 25;
+  EXPECT_TRUE(tiny.slowed_by_about_its_overlap());
   EXPECT_NEAR(c.calls_without_reference, 1.0, kTol);      // scatter and the nameless kernel
   EXPECT_NEAR(c.overlap_without_reference_ms, 0.0225, kTol);  // scatter 40 µs and the nameless kernel 5, over 2 steps
 }

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -49,6 +50,17 @@ TEST(TraceCorpus, EveryFileGivesAResultOrACleanError) {
       if (r.has_gpu) {
         EXPECT_NEAR(r.waterfall.parts_ms(), r.waterfall.loss_ms(), 1e-6) << e.path();
       }
+      if (r.interference) {  // compute beside communication: each call's slowdown is at most its overlap
+        const CommInterference& c = *r.interference;
+        EXPECT_LE(std::abs(c.slowdown_ms), c.overlap_ms + 1e-9) << e.path();
+        double overlap = 0;
+        for (const auto& k : c.kernels) {
+          EXPECT_LE(std::abs(k.slowdown_per_overlap()), 1.0 + 1e-9) << e.path() << " " << k.name;
+          EXPECT_GT(k.reference_us, 0) << e.path() << " " << k.name;
+          overlap += k.overlap_ms;
+        }
+        EXPECT_NEAR(overlap, c.overlap_ms, 1e-6) << e.path();
+      }
       const nlohmann::json j = a;  // serialisable
       EXPECT_EQ(j["schema"], "scalescope.trace/1");
     } else {
@@ -59,6 +71,23 @@ TEST(TraceCorpus, EveryFileGivesAResultOrACleanError) {
   }
   EXPECT_GE(files, 17);
   EXPECT_EQ(results, files - 1);  // all but the NCCL profiler-plugin dump
+}
+
+TEST(TraceCorpus, HtaA100ComputeBesideCommunication) {
+  // HTA's A100 test trace (rank 3 of 8) records grid and block: its compute kernels beside NCCL's are judged by
+  // launch configuration. The figures are this analysis' own, read once (2026-11-30) and kept to notice changes.
+  REQUIRE_CORPUS();
+  const TraceAnalysis a = analyze_trace_files({(corpus() / "hta" / "hta_trace_diff_control_a100_ws8.json.gz").string()}, {});
+  ASSERT_EQ(a.ranks.size(), 1u);
+  ASSERT_TRUE(a.ranks[0].interference.has_value());
+  const CommInterference& c = *a.ranks[0].interference;
+  EXPECT_EQ(c.kernels.size(), 102u);
+  EXPECT_NEAR(c.calls_with_reference, 290.7, 0.05);
+  EXPECT_NEAR(c.overlap_ms, 5.184, 0.0005);
+  EXPECT_NEAR(c.slowdown_ms, 1.899, 0.0005);
+  ASSERT_FALSE(c.kernels.empty());
+  EXPECT_NE(c.kernels[0].launch.find("grid [1024,1,1] block [128,1,1]"), std::string::npos) << c.kernels[0].launch;
+  EXPECT_FALSE(c.kernels[0].slowed_by_about_its_overlap());  // a 6 µs kernel: latency, not a wait for SMs
 }
 
 TEST(TraceCorpus, NcclProfilerPluginDumpIsRefusedWithTheByte) {
