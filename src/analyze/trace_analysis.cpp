@@ -852,7 +852,7 @@ Ivs step_union(const RankData& d) {
 }
 
 /// Durations of the compute kernels that start inside a step window and overlap no communication kernel, by
-/// (name, launch shape) as text: the baseline's references.
+/// (name, launch configuration) as text: the baseline's references.
 using KernelDurations = std::map<std::pair<std::string, std::string>, std::vector<std::int64_t>>;
 
 KernelDurations durations_without_comm(const RankData& d) {
@@ -1435,6 +1435,12 @@ TraceAnalysis analyze_trace_files(const std::vector<std::string>& paths, const T
     const std::string role = baseline ? "baseline " : "";
     try {
       Trace t = read_trace_file(p, options.read);
+      if (baseline && t.distributed && t.distributed->world_size && *t.distributed->world_size > 1) {
+        errors.push_back({p, fmt::format("baseline '{}' is rank {} of a {}-rank job (its distributedInfo), not a run on "
+                                         "one rank", p, t.distributed->rank.value_or(-1), *t.distributed->world_size),
+                          "profile the same job with world size 1 and pass that trace as --baseline"});
+        return std::nullopt;
+      }
       if (!t.events.empty()) return t;
       errors.push_back({p, role + "'" + p + "' holds no event the analysis uses (no GPU activity, no ProfilerStep#N, "
                                "no collectives)",
@@ -1589,10 +1595,13 @@ std::string interference_text(const CommInterference& c, double step_ms) {
       "{:.2f} ms per ms of overlap, against each kernel's median without communication beside it",
       c.slowdown_ms, pct(c.slowdown_ms, step_ms), c.slowdown_per_overlap());
   if (c.slowdown_vs_baseline_ms != 0)
-    text += fmt::format("; {:.2f} ms of it against the 1-rank baseline's calls, which also holds what more ranks cost "
-                        "without communication beside them",
+    text += fmt::format("; {:.2f} ms of it measured against the 1-rank baseline, so it also includes what running on "
+                        "more ranks costs without communication",
                         c.slowdown_vs_baseline_ms);
   text += ")";
+  if (c.calls_without_reference > 0)
+    text += fmt::format("; {:.1f} more calls per step overlap it for {:.2f} ms without a reference to judge them by",
+                        c.calls_without_reference, c.overlap_without_reference_ms);
   if (!c.kernels.empty() && c.kernels.front().slowdown_ms > 0) {
     const KernelInterference& k = c.kernels.front();
     text += fmt::format("; most in {} ({:+.2f} ms per step, {:.2f} of its overlap{})", core::terminal_text(k.name, 80),
@@ -1602,7 +1611,8 @@ std::string interference_text(const CommInterference& c, double step_ms) {
                               "wait for the SMs that communication holds"
                             : "");
   }
-  return text + ". Overlap hides communication but costs this; it counts as compute, not as exposed communication";
+  return text + ". Overlap hides communication but costs this: with a baseline it is part of the waterfall's compute, "
+                "never of exposed communication";
 }
 
 void to_json(nlohmann::json& j, const CommInterference& c) {

@@ -145,11 +145,11 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
       slowed = &r;
   if (slowed) {
     const auto& c = *slowed->interference;
-    out += fmt::format("\ncompute kernels beside communication on rank {} (per step; slowdown against the kernel's "
-                       "median without communication beside it, on the rank or in the baseline, at most its overlap):\n",
+    out += fmt::format("\ncompute kernels beside communication on rank {} (ms per step; slowdown: against the kernel's "
+                       "median alone, at most the overlap):\n",
                        slowed->rank);
     if (!c.kernels.empty()) {
-      TextTable t({"kernel", "launch", "calls/step", "overlap ms", "slowdown ms", "per ms overlap", "alone µs", "from"});
+      TextTable t({"kernel", "launch", "calls/step", "overlap ms", "slowdown ms", "of overlap", "alone µs", "from"});
       for (std::size_t i = 0; i < c.kernels.size() && i < 6; ++i) {
         const auto& k = c.kernels[i];
         t.add_row({terminal_text(k.name, 50), k.launch.empty() ? "-" : terminal_text(k.launch, 40),
@@ -166,15 +166,16 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
                        "({:.2f} per ms of overlap",
                        c.calls_with_reference, c.overlap_ms, c.slowdown_ms, c.slowdown_per_overlap());
     if (c.slowdown_vs_baseline_ms != 0)
-      out += fmt::format("; {:+.3f} ms of it against the baseline, which also holds what more ranks cost without "
-                         "communication beside a kernel",
+      out += fmt::format("; {:+.3f} ms of it measured against the baseline, so it also includes what running on more "
+                         "ranks costs without communication",
                          c.slowdown_vs_baseline_ms);
     out += ")";
     if (c.calls_without_reference > 0)
       out += fmt::format("; without one: {:.1f} calls per step overlapping for {:.3f} ms (fewer than {} calls without "
-                         "communication beside them, calls of several shapes under one name, or no name)",
+                         "communication beside them, calls of several shapes under one name, or no name{})",
                          c.calls_without_reference, c.overlap_without_reference_ms,
-                         analyze::CommInterference::kMinReferenceCalls);
+                         analyze::CommInterference::kMinReferenceCalls,
+                         a.baseline ? "" : "; --baseline with a 1-rank trace can give them one");
     out += '\n';
   }
   if (a.verdict) {

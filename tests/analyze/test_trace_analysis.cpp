@@ -341,6 +341,25 @@ TEST(TraceAnalysis, CpuOnlyRankHasNoGpuFigures) {
   EXPECT_TRUE(missing);
 }
 
+TEST(TraceAnalysis, ABaselineFromAMultiRankJobIsRefused) {
+  // Rank 1 of a 2-rank job passed as the baseline would give a speedup against itself: an error, no verdict.
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("scalescope_baseline_test_{}", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string r0 = (dir / "rank0.json").string(), r1 = (dir / "rank1.json").string();
+  std::ofstream(r0) << rank0();
+  std::ofstream(r1) << rank1();
+  TraceOptions o;
+  o.baseline_path = r1;
+  const TraceAnalysis a = analyze_trace_files({r0}, o);
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(a.ranks.size(), 1u);
+  EXPECT_FALSE(a.baseline.has_value());
+  EXPECT_FALSE(a.verdict.has_value());
+  ASSERT_EQ(a.errors.size(), 1u);
+  EXPECT_NE(a.errors[0].cause.find("is rank 1 of a 2-rank job"), std::string::npos) << a.errors[0].cause;
+  EXPECT_NE(a.errors[0].remedy.find("world size 1"), std::string::npos);
+}
+
 TEST(TraceAnalysis, FilesWithErrorsDoNotLoseTheOthers) {
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("scalescope_trace_test_{}", getpid());
   std::filesystem::create_directories(dir);
@@ -701,7 +720,7 @@ TEST(TraceAnalysis, ComputeBesideCommunicationByHand) {
         std::string::npos) {
       found = true;
       EXPECT_EQ(f.severity, "warning");
-      EXPECT_NE(f.text.find("0.01 ms of it against the 1-rank baseline's calls"), std::string::npos) << f.text;
+      EXPECT_NE(f.text.find("0.01 ms of it measured against the 1-rank baseline"), std::string::npos) << f.text;
       EXPECT_NE(f.text.find("most in gemm (+0.04 ms per step, 0.64 of its overlap: about its whole overlap"),
                 std::string::npos)
           << f.text;

@@ -410,7 +410,8 @@ Action add_analyze_command(CLI::App& app) {
   cmd->add_option("-o,--out", flags->out, "write the results as JSON (schema scalescope.analyze/1) to this file (atomically)")
       ->check(output_file_check());
   cmd->add_option("--baseline", flags->baseline,
-                  "a profiler trace of the same job on one rank: gives speedup, comm ratio and the seed's verdict");
+                  "a profiler trace of the same job on one rank: gives speedup, comm ratio, the seed's verdict, each kernel's time "
+                  "beside it, and references for kernels that never run without communication beside them");
   cmd->add_flag("--strong", flags->strong, "the traces are strong scaling (fixed global batch); default weak");
   cmd->add_option("--step-windows", flags->step_windows,
                   "what a step is: gpu (from the first GPU work launched in ProfilerStep#N to the next step's, so a "

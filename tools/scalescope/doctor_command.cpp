@@ -96,7 +96,8 @@ Action add_doctor_command(CLI::App& app) {
       ->check(output_file_check());
   cmd->add_option("--kernel-trace", flags->kernel_trace,
                   "GPU: each world size also records one round kernel by kernel (CUPTI) into DIR/n<N>/rank<R>.json, "
-                  "and doctor says which kernels and how much idle time between them make the compute loss")
+                  "and doctor says which kernels and how much idle time between them make the compute loss, and how much "
+                  "longer compute kernels ran beside NCCL's")
       ->type_name("DIR");
   cmd->add_option("-n,--world-size", flags->world_size, "train's option; doctor answers it with --world-sizes")
       ->group("");  // hidden; named so that CLI11's own errors about it say which option

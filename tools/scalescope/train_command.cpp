@@ -88,7 +88,7 @@ Action add_train_command(CLI::App& app) {
   cmd->add_option("--kernel-trace", flags->kernel_trace,
                   "GPU: after the timed rounds, record one more round kernel by kernel (CUPTI) and write "
                   "DIR/rank<R>.json per rank, in PyTorch profiler's format: 'scalescope analyze DIR/rank*.json' "
-                  "gives GPU busy time, overlap and launch gaps; the traced round is in no figure")
+                  "gives GPU busy time, overlap, launch gaps and compute slowed beside NCCL; the traced round is in no figure")
       ->type_name("DIR");
   cmd->add_option("--internal-job", flags->internal_job, "")->group("");
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
