@@ -93,6 +93,12 @@ Ivs clip(const Ivs& v, std::int64_t lo, std::int64_t hi) {
   return out;
 }
 
+/// Length of [a, b) ∩ v, v sorted and disjoint.
+std::int64_t overlap_with(const Ivs& v, std::int64_t a, std::int64_t b) { return length(clip(v, a, b)); }
+
+/// Whether time `t` lies inside the sorted disjoint set `v`.
+bool inside(const Ivs& v, std::int64_t t) { return !clip(v, t, t + 1).empty(); }
+
 // Saturating arithmetic where adversarial traces could overflow: clock offsets (base times of different files)
 // and sums over many steps. Real traces never come near the bounds.
 std::int64_t sat_add(std::int64_t a, std::int64_t b) {
@@ -830,20 +836,6 @@ void add(StepTotals& a, const StepTotals& b) {
     *x = sat_add(*x, y);
 }
 
-/// Length of [a, b) ∩ v, v sorted and disjoint.
-std::int64_t overlap_with(const Ivs& v, std::int64_t a, std::int64_t b) {
-  auto it = std::upper_bound(v.begin(), v.end(), a, [](std::int64_t t, const Iv& iv) { return t < iv.second; });
-  std::int64_t total = 0;
-  for (; it != v.end() && it->first < b; ++it) total += std::min(b, it->second) - std::max(a, it->first);
-  return total;
-}
-
-/// Whether time `t` lies inside one of the step windows `steps` (their union: sorted and disjoint).
-bool inside(const Ivs& steps, std::int64_t t) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), t, [](std::int64_t x, const Iv& iv) { return x < iv.second; });
-  return it != steps.end() && it->first <= t;
-}
-
 Ivs step_union(const RankData& d) {
   Ivs v;
   for (const auto& s : d.steps)
@@ -881,11 +873,16 @@ std::optional<std::int64_t> reference_duration(std::vector<std::int64_t> duratio
   return med;
 }
 
-/// CommInterference of the compute kernels that start inside a step window of `d` (steps non-empty), with the
-/// 1-rank baseline's kernels as the fallback reference (null without a baseline).
-CommInterference measure_interference(const RankData& d, const RankData* baseline) {
-  const double n = static_cast<double>(d.steps.size());
+/// CommInterference of the compute kernels that start inside a step window of `d`, with the 1-rank baseline's
+/// kernels as the fallback reference (null without a baseline); nullopt when no communication kernel overlaps a
+/// step window.
+std::optional<CommInterference> measure_interference(const RankData& d, const RankData* baseline) {
   const Ivs steps = step_union(d);
+  if (steps.empty() || std::none_of(d.gpu.begin(), d.gpu.end(), [&](const GpuOp& op) {
+        return op.cls == GpuClass::comm && overlap_with(steps, op.start, op.end) > 0;
+      }))
+    return std::nullopt;
+  const double n = static_cast<double>(d.steps.size());
   struct Call {
     std::int64_t dur, overlap;
   };
@@ -1351,13 +1348,7 @@ TraceAnalysis analyze_traces(std::vector<Trace> traces, const Trace* baseline, c
   for (auto& d : data) {
     finish_rank(d);
     if (d.out.has_gpu) d.out.waterfall = make_waterfall(d.out.mean, base_mean);
-    if (!d.steps.empty()) {
-      const Ivs steps = step_union(d);
-      if (std::any_of(d.gpu.begin(), d.gpu.end(), [&](const GpuOp& op) {
-            return op.cls == GpuClass::comm && overlap_with(steps, op.start, op.end) > 0;
-          }))
-        d.out.interference = measure_interference(d, base ? &*base : nullptr);
-    }
+    d.out.interference = measure_interference(d, base ? &*base : nullptr);
   }
 
   // Straggler: the largest mean lateness per step.
