@@ -32,6 +32,13 @@
 #     of each value in GAP_CTAS ("8 16"): fewer SMs for NCCL's kernel, a longer all-reduce; GAP_MODEL traced at 2
 #     GPUs with the first value and with SCALESCOPE_GEMM_AUTOTUNE=0, read by bench/beside_nccl.py beside a traced
 #     1-GPU run;
+#   embedding: for each of GAP_WS_MODELS (gpt2-124m:16 gpt-1.3b:8), ours at 1 GPU, then at 2 GPUs alternately
+#     with --embedding-exchange all-reduce (the tied embedding's gradient all-reduced whole after backward, as
+#     DDP) and all-gather (its head part all-reduced early, tokens and embedding-output gradients all-gathered
+#     at the end), GAP_REPS ("1 2") times; with GAP_P2P_OFF=1 (or a list of model names) both again under
+#     NCCL_P2P_DISABLE=1 (and DDP too); DDP at 1 and 2
+#     GPUs unless GAP_DDP=0; with GAP_CAPS ("50 100") all-gather at 2 GPUs again with each bucket cap (MiB); each
+#     2-GPU result's last loss, replica spread and exchange are printed;
 #   env: ours at 2 GPUs without overlap under NCCL_P2P_DISABLE=1 and NCCL_CUMEM_ENABLE=0 (does NCCL's peer
 #     memory mapping slow the compute kernels when no NCCL kernel runs beside them?);
 #   pairs: two independent world-size-1 jobs at once on GPUs 0 and 1 (what a second busy GPU costs without
@@ -53,8 +60,8 @@ TESTS=${GAP_TEST_LIST:-test_gpt_cuda test_mlp_lm_cuda test_cupti_tracer test_ste
 [ "${GAP_TESTS:-1}" = 1 ] || TESTS=
 SETS=" ${GAP_SET:-phases} "  # one or more sets, run in the order given
 for SET in $SETS; do  # before the build: a typo should not cost a GPU call
-  case "$SET" in pairs|clocks|trace|workspace|graph|autotune|boundaries|optimizer|ctas|env|phases) ;;
-    *) echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries optimizer ctas env phases)"
+  case "$SET" in pairs|clocks|trace|workspace|graph|autotune|boundaries|optimizer|ctas|embedding|env|phases) ;;
+    *) echo "device-gap.sh: unknown GAP_SET '$SET' (pairs clocks trace workspace graph autotune boundaries optimizer ctas embedding env phases)"
        exit 2 ;;
   esac
 done
@@ -225,6 +232,31 @@ elif [ "$SET" = ctas ]; then  # NCCL's blocks capped: fewer SMs taken from backw
   for t in n2-ctas n2-tune0; do
     echo "== $MODEL: beside NCCL, n1 vs $t rank 0"
     python3 bench/beside_nccl.py "$OUT/trace-n1/rank0.json" "$OUT/trace-$t/rank0.json" | tail -8
+  done
+elif [ "$SET" = embedding ]; then  # the tied embedding's gradient all-gathered instead of all-reduced at the end
+  for spec in ${GAP_WS_MODELS:-gpt2-124m:16 gpt-1.3b:8}; do
+    m=${spec%%:*}; b=${spec##*:}
+    MODEL=$m BATCH=$b ours "$m-n1" 1 --
+    for rep in ${GAP_REPS:-1 2}; do
+      MODEL=$m BATCH=$b ours "$m-n2-allreduce-r$rep" 2 -- --embedding-exchange all-reduce
+      MODEL=$m BATCH=$b ours "$m-n2-allgather-r$rep" 2 -- --embedding-exchange all-gather
+    done
+    for cap in ${GAP_CAPS:-}; do  # larger buckets: fewer, longer all-reduces beside backward
+      MODEL=$m BATCH=$b ours "$m-n2-allgather-cap$cap" 2 -- --embedding-exchange all-gather --bucket-cap-mb "$cap"
+    done
+    p2p_off=0; [[ " ${GAP_P2P_OFF:-0} " == *" 1 "* || " ${GAP_P2P_OFF:-} " == *" $m "* ]] && p2p_off=1
+    if [ $p2p_off = 1 ]; then
+      MODEL=$m BATCH=$b ours "$m-n2-p2poff-allreduce" 2 NCCL_P2P_DISABLE=1 -- --embedding-exchange all-reduce
+      MODEL=$m BATCH=$b ours "$m-n2-p2poff-allgather" 2 NCCL_P2P_DISABLE=1 -- --embedding-exchange all-gather
+    fi
+    if [ "${GAP_DDP:-1}" = 1 ]; then
+      MODEL=$m BATCH=$b ddp "$m-n1" 1 --
+      MODEL=$m BATCH=$b ddp "$m-n2" 2 --
+      [ $p2p_off = 1 ] && MODEL=$m BATCH=$b ddp "$m-n2-p2poff" 2 NCCL_P2P_DISABLE=1 --
+    fi
+  done
+  for f in $(ls "$OUT"/*-n2-*.json | grep -v "/ddp-"); do
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"{sys.argv[1].split('/')[-1]:<34} gathered {d.get('embedding_all_gathered')} last loss {d['losses'][-1]:.5f} replica spread {d['replica_gradient_spread']:.1e} all-gather {d['phases'].get('all_gather_s', 0)*1e3:.3f} ms\")" "$f"
   done
 elif [ "$SET" = env ]; then  # is the compute slowdown at 2 GPUs without overlap NCCL's memory mapping?
   ours n1 1 --

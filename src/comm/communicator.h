@@ -24,10 +24,14 @@ struct RankInfo {
 
 /// Measured time of one asynchronous collective, in seconds on the rank's own clock
 /// (CUDA events on the communication stream, or steady_clock on the progress thread).
+/// Which asynchronous collective a timing belongs to.
+enum class CollectiveKind { all_reduce, all_gather };
+
 struct CollectiveTiming {
-  std::size_t bytes = 0;    ///< payload size in bytes (count × element size)
+  std::size_t bytes = 0;    ///< payload size in bytes (count × element size; all-gather: what one rank sends)
   double seconds = 0.0;     ///< from the moment the collective could start (its inputs ready and the
                             ///< previous collective done) to its completion; includes waiting for peers
+  CollectiveKind kind = CollectiveKind::all_reduce;
 };
 
 /// Collectives of one rank. Not thread-safe: call from the rank's main thread only.
@@ -51,6 +55,14 @@ class Communicator {
   /// Returns at once. Throws core::Error if the channel already failed.
   virtual void start_all_reduce(float* data, std::size_t count, ReduceOp op) = 0;
 
+  /// Starts an all-gather of `bytes_per_rank` bytes from every rank: `received` (world_size × bytes_per_rank
+  /// bytes, rank-major) gets rank r's `send` at offset r × bytes_per_rank. Queued with the all-reduces, in start
+  /// order, on the same channel, and ordered after all compute issued so far (NCCL: device memory; MPI: host
+  /// memory). `send` and `received` must not overlap. Returns at once; join() waits for it as for an
+  /// all-reduce, and take_timings() reports it with kind all_gather and `bytes` = bytes_per_rank. Throws
+  /// core::Error if the channel already failed or the size exceeds the backend's count type.
+  virtual void start_all_gather(const void* send, void* received, std::size_t bytes_per_rank) = 0;
+
   /// Makes compute wait until every started all-reduce has finished (NCCL: the compute stream waits on
   /// the communication stream, no host block; MPI: blocks the calling thread). Throws core::Error if a
   /// collective failed (the error names the backend's message).
@@ -65,7 +77,7 @@ class Communicator {
     join();
   }
 
-  /// Timings of the all-reduces started since the last call, in start order. Blocks until they completed.
+  /// Timings of the all-reduces and all-gathers started since the last call, in start order. Blocks until they completed.
   virtual std::vector<CollectiveTiming> take_timings() = 0;
 
   /// Blocking broadcast of `count` fp32 elements at `data` (device memory for NCCL) from `root` to all.

@@ -162,6 +162,23 @@ void MpiCommunicator::start_all_reduce(float* data, std::size_t count, ReduceOp 
       false);
 }
 
+void MpiCommunicator::start_all_gather(const void* send, void* received, std::size_t bytes_per_rank) {
+  if (bytes_per_rank > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw core::Error(fmt::format("all-gather of {} bytes per rank exceeds MPI's int count", bytes_per_rank),
+                      "use fewer rows per rank");
+  submit(
+      [this, send, received, bytes_per_rank] {
+        auto t0 = std::chrono::steady_clock::now();
+        const int n = static_cast<int>(bytes_per_rank);
+        check_mpi(MPI_Allgather(send, n, MPI_BYTE, received, n, MPI_BYTE, MPI_COMM_WORLD), "MPI_Allgather");
+        auto t1 = std::chrono::steady_clock::now();
+        std::lock_guard lock(mutex_);
+        timings_.push_back(
+            {bytes_per_rank, std::chrono::duration<double>(t1 - t0).count(), CollectiveKind::all_gather});
+      },
+      false);
+}
+
 void MpiCommunicator::join() { join_until(0); }
 
 void MpiCommunicator::join_until(std::size_t pending) {

@@ -39,9 +39,11 @@ class MpiCommunicator final : public Communicator {
   std::string backend() const override { return "mpi"; }
   const RankInfo& rank_info() const override { return info_; }
   void start_all_reduce(float* data, std::size_t count, ReduceOp op) override;
+  /// MPI_Allgather of MPI_BYTE on the progress thread, queued after the collectives already started.
+  void start_all_gather(const void* send, void* received, std::size_t bytes_per_rank) override;
   void join() override;
-  /// Blocks until every queued task but the last `pending` has completed (only all-reduces can be queued
-  /// without waiting: broadcasts and host all-gathers wait for themselves).
+  /// Blocks until every queued task but the last `pending` has completed (only all-reduces and all-gathers
+  /// can be queued without waiting: broadcasts and host all-gathers wait for themselves).
   void join_until(std::size_t pending) override;
   std::vector<CollectiveTiming> take_timings() override;
   void broadcast(float* data, std::size_t count, int root) override;

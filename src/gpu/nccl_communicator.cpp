@@ -72,29 +72,48 @@ cudaEvent_t NcclCommunicator::event_at(std::size_t i) {
   return events_[i];
 }
 
-void NcclCommunicator::start_all_reduce(float* data, std::size_t count, comm::ReduceOp op) {
+std::optional<std::size_t> NcclCommunicator::begin_collective(std::size_t bytes, comm::CollectiveKind kind) {
   const std::size_t k = started_++;
   cudaEvent_t ready = event_at(3 * k), start = event_at(3 * k + 1), end = event_at(3 * k + 2);
-  if (bytes_.size() <= k) bytes_.resize(k + 1);
-  bytes_[k] = count * sizeof(float);
+  if (bytes_.size() <= k) {
+    bytes_.resize(k + 1);
+    kinds_.resize(k + 1);
+  }
+  bytes_[k] = bytes;
+  kinds_[k] = kind;
   if (graph_ != nullptr && graph_->replaying()) {  // the graph runs the collective; name this step's events
     graph_->record_timing(start, stream_);
     graph_->record_timing(end, stream_);
-    return;
+    return std::nullopt;
   }
   // `ready` is a dependency (inside a capture it joins this stream to the captured compute stream).
   SCALESCOPE_CUDA_CHECK(cudaEventRecord(ready, compute_));
   SCALESCOPE_CUDA_CHECK(cudaStreamWaitEvent(stream_, ready, 0));
-  // `start` completes once the gradients are ready and the previous all-reduce is done, so start→end is
-  // the collective itself, including any wait for slower peers (a straggler shows up here).
+  // `start` completes once the inputs are ready and the previous collective is done, so start→end is the
+  // collective itself, including any wait for slower peers (a straggler shows up here).
   record_timing(graph_, start, stream_);
+  return k;
+}
+
+void NcclCommunicator::end_collective(std::size_t k) { record_timing(graph_, event_at(3 * k + 2), stream_); }
+
+void NcclCommunicator::start_all_reduce(float* data, std::size_t count, comm::ReduceOp op) {
+  const auto k = begin_collective(count * sizeof(float), comm::CollectiveKind::all_reduce);
+  if (!k) return;
   // Over one rank the in-place average is the identity, but NCCL still runs a kernel for ncclAvg (its one-rank
   // path scales by 1/1: a full read and write of the gradients, 0.8 ms per step for gpt2-124m on H200, overlapping
   // backward); an in-place ncclSum over one rank launches nothing. PyTorch DDP at world size 1 runs no NCCL kernel
   // either, so T(1) of the scaling efficiency compares like with like.
   const ncclRedOp_t nccl_op = op == comm::ReduceOp::average && info_.world_size > 1 ? ncclAvg : ncclSum;
   check(ncclAllReduce(data, data, count, ncclFloat32, nccl_op, comm_, stream_), "ncclAllReduce");
-  record_timing(graph_, end, stream_);
+  end_collective(*k);
+}
+
+void NcclCommunicator::start_all_gather(const void* send, void* received, std::size_t bytes_per_rank) {
+  const auto k = begin_collective(bytes_per_rank, comm::CollectiveKind::all_gather);
+  if (!k) return;
+  check(ncclAllGather(send, received, bytes_per_rank, ncclInt8, comm_, stream_), "ncclAllGather");
+  end_collective(*k);
 }
 
 void NcclCommunicator::join() {
@@ -120,7 +139,7 @@ std::vector<comm::CollectiveTiming> NcclCommunicator::take_timings() {
     SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(event_at(3 * k + 2)));
     float ms = 0;
     SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, event_at(3 * k + 1), event_at(3 * k + 2)));
-    out.push_back({bytes_[k], static_cast<double>(ms) * 1e-3});
+    out.push_back({bytes_[k], static_cast<double>(ms) * 1e-3, kinds_[k]});
   }
   ncclResult_t async_error = ncclSuccess;
   check(ncclCommGetAsyncError(comm_, &async_error), "ncclCommGetAsyncError");

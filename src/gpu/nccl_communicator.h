@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ class NcclCommunicator final : public comm::Communicator {
   std::string backend() const override { return "nccl"; }
   const comm::RankInfo& rank_info() const override { return info_; }
   void start_all_reduce(float* data, std::size_t count, comm::ReduceOp op) override;
+  /// ncclAllGather of bytes (ncclInt8) on the communication stream, timed and ordered as the all-reduces.
+  void start_all_gather(const void* send, void* received, std::size_t bytes_per_rank) override;
   void join() override;
   /// Makes the compute stream wait (device side, the host does not block) on the end event of the all-reduce
   /// `pending` before the last started; eager steps only (std::logic_error while a StepGraph captures or
@@ -49,6 +52,10 @@ class NcclCommunicator final : public comm::Communicator {
 
  private:
   cudaEvent_t event_at(std::size_t i);
+  /// Books collective k (its events, bytes and kind) and returns k; while `graph_` replays, names its events and
+  /// returns nothing to launch (std::nullopt).
+  std::optional<std::size_t> begin_collective(std::size_t bytes, comm::CollectiveKind kind);
+  void end_collective(std::size_t k);
   void check(ncclResult_t r, const char* call);
   void sync_comm_stream();
 
@@ -61,6 +68,7 @@ class NcclCommunicator final : public comm::Communicator {
   // Per started all-reduce: ready (compute), start and end (communication stream) events, reused.
   std::vector<cudaEvent_t> events_;
   std::vector<std::size_t> bytes_;
+  std::vector<comm::CollectiveKind> kinds_;
   std::size_t started_ = 0;
   double* scratch_ = nullptr;
   std::size_t scratch_elems_ = 0;

@@ -35,11 +35,20 @@ struct BucketPlan {
   std::vector<std::size_t> parameter_bucket;    ///< per parameter: index of its bucket
   std::size_t total_numel = 0;                  ///< elements in the flat buffer
 
+  /// parameter_bucket of a parameter left out of every bucket (build_in_order): its gradient is not all-reduced.
+  static constexpr std::size_t kNoBucket = static_cast<std::size_t>(-1);
+
   /// Packs `parameters` (forward order) in reverse order, `bytes_per_element` bytes each (4 for fp32).
   /// Parameters with numel 0 are placed in the current bucket and take no room.
   /// Throws core::Error when `parameters` is empty.
   static BucketPlan build(const std::vector<ParameterInfo>& parameters, const BucketConfig& config,
                           std::size_t bytes_per_element = 4);
+  /// As build, but packs the parameters listed in `ready_order` (indices into `parameters`, in the order backward
+  /// completes their gradients) in that order. Parameters not listed get parameter_bucket = kNoBucket and their
+  /// gradients lie after every bucket in the flat buffer, in forward order. Throws core::Error when `parameters`
+  /// is empty or `ready_order` names an index twice or one out of range.
+  static BucketPlan build_in_order(const std::vector<ParameterInfo>& parameters, const std::vector<std::size_t>& ready_order,
+                                   const BucketConfig& config, std::size_t bytes_per_element = 4);
 };
 
 }  // namespace scalescope::train

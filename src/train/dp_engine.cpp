@@ -9,10 +9,76 @@
 
 namespace scalescope::train {
 
+const char* to_string(EmbeddingExchange exchange) {
+  switch (exchange) {
+    case EmbeddingExchange::automatic: return "auto";
+    case EmbeddingExchange::all_reduce: return "all-reduce";
+    case EmbeddingExchange::all_gather: return "all-gather";
+  }
+  return "?";
+}
+
+EmbeddingExchange parse_embedding_exchange(const std::string& text) {
+  for (auto e : {EmbeddingExchange::automatic, EmbeddingExchange::all_reduce, EmbeddingExchange::all_gather})
+    if (text == to_string(e)) return e;
+  throw core::UsageError(fmt::format("unknown embedding exchange '{}'", text), "use auto, all-reduce or all-gather");
+}
+
+bool prefer_embedding_gather(const EmbeddingGather& gather, int world_size, int rows_per_rank) {
+  if (world_size < 2 || rows_per_rank <= 0) return false;
+  const double per_rank = static_cast<double>(rows_per_rank) * static_cast<double>(gather.gather_bytes_per_row);
+  return per_rank < 2.0 * static_cast<double>(gather.table_gradient_bytes) / world_size;
+}
+
+namespace {
+
+/// The embedding exchange `options` ask for on `model` over `world_size` ranks: the model's EmbeddingGather when
+/// it is all-gathered, else nothing. Throws core::UsageError for an all_gather that cannot be done.
+std::optional<EmbeddingGather> chosen_gather(const Model& model, int world_size, const EngineOptions& options) {
+  const auto gather = model.embedding_gather();
+  switch (options.embedding_exchange) {
+    case EmbeddingExchange::all_reduce:
+      return std::nullopt;
+    case EmbeddingExchange::automatic:
+      if (!gather || options.overlap_optimizer || !prefer_embedding_gather(*gather, world_size, options.rows_per_rank))
+        return std::nullopt;
+      return gather;
+    case EmbeddingExchange::all_gather:
+      if (!gather)
+        throw core::UsageError(fmt::format("{} has no tied embedding whose gradient could be all-gathered", model.describe()),
+                               "use --embedding-exchange all-reduce (or auto) with this model");
+      if (options.overlap_optimizer)
+        throw core::UsageError("the embedding all-gather and the optimizer overlap cannot be combined",
+                               "drop --overlap-optimizer or use --embedding-exchange all-reduce");
+      if (world_size < 2) return std::nullopt;  // one rank: nothing to gather
+      return gather;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+BucketPlan DataParallelEngine::plan_for(const Model& model, const std::optional<EmbeddingGather>& gather,
+                                        const BucketConfig& config) {
+  if (!gather) return BucketPlan::build(model.parameters(), config);
+  // Backward completes the head's part of the token table first, then the rest in reverse order; the position
+  // table's gradient comes from the gathered rows.
+  const std::size_t n = model.parameters().size();
+  if (gather->token_table >= n || gather->position_table >= n || gather->token_table == gather->position_table)
+    throw core::Error(fmt::format("the model's embedding tables ({}, {}) are not two of its {} parameters",
+                                  gather->token_table, gather->position_table, n),
+                      "this is a bug in the model; use --embedding-exchange all-reduce");
+  std::vector<std::size_t> order{gather->token_table};
+  for (std::size_t k = n; k-- > 0;)
+    if (k != gather->token_table && k != gather->position_table) order.push_back(k);
+  return BucketPlan::build_in_order(model.parameters(), order, config);
+}
+
 DataParallelEngine::DataParallelEngine(Model& model, comm::Communicator& comm, Timeline& timeline,
                                        EngineOptions options, StepReplay* replay)
     : model_(model), comm_(comm), timeline_(timeline), options_(options),
-      plan_(BucketPlan::build(model.parameters(), options.buckets)), replay_(replay) {
+      gather_(chosen_gather(model, comm.world_size(), options)), plan_(plan_for(model, gather_, options.buckets)),
+      replay_(replay) {
   if (replay_ != nullptr && !model_.replayable())
     throw core::UsageError(fmt::format("the model {} cannot be captured and replayed (CUDA graphs)", model_.describe()),
                            "drop --cuda-graph, or use a GPT model on GPU ranks");
@@ -31,8 +97,10 @@ DataParallelEngine::DataParallelEngine(Model& model, comm::Communicator& comm, T
     late_parameters_ = {0, k};
     early_parameters_ = {k, n};
   }
+  if (gather_) model_.gather_embedding_gradient(comm_.world_size());
   gradients_ = model_.allocate_gradients(plan_.parameter_offset, plan_.total_numel);
   pending_.resize(plan_.buckets.size());
+  for (const auto& b : plan_.buckets) bucketed_parameters_ += b.parameters.size();
 }
 
 void DataParallelEngine::broadcast_initial_parameters() {
@@ -41,8 +109,9 @@ void DataParallelEngine::broadcast_initial_parameters() {
 }
 
 void DataParallelEngine::on_gradient_ready(std::size_t parameter) {
-  if (parameter >= plan_.parameter_bucket.size())
-    throw core::Error(fmt::format("model reported gradient of unknown parameter {}", parameter));
+  if (parameter >= plan_.parameter_bucket.size() || plan_.parameter_bucket[parameter] == BucketPlan::kNoBucket)
+    throw core::Error(fmt::format("model reported gradient of {} parameter {}",
+                                  parameter >= plan_.parameter_bucket.size() ? "unknown" : "unbucketed", parameter));
   std::size_t& left = pending_[plan_.parameter_bucket[parameter]];
   if (left == 0) throw core::Error(fmt::format("model reported parameter {}'s gradient twice", parameter));
   --left;
@@ -61,20 +130,31 @@ void DataParallelEngine::start_bucket(std::size_t bucket) {
   if (capturing_) bookkeeping_.push_back({BookkeepingCall::all_reduce, bucket});
 }
 
+void DataParallelEngine::start_gather(BookkeepingCall::Kind kind) {
+  const EmbeddingGatherBuffers b = model_.embedding_gather_buffers();
+  if (kind == BookkeepingCall::gather_tokens)
+    comm_.start_all_gather(b.tokens, b.gathered_tokens, b.token_bytes);
+  else
+    comm_.start_all_gather(b.row_gradients, b.gathered_row_gradients, b.row_gradient_bytes);
+  if (capturing_) bookkeeping_.push_back({kind, 0});
+}
+
 Marker DataParallelEngine::record_marker(BookkeepingCall::Kind kind) {
   if (capturing_) bookkeeping_.push_back({kind, 0});
   return timeline_.record();
 }
 
 void DataParallelEngine::issue_forward_backward_join(const AdamWConfig& adamw, StepMarks& m) {
+  if (gather_) start_gather(BookkeepingCall::gather_tokens);  // tiny; done long before backward needs it
   model_.forward();
   m.forward_end = record_marker(BookkeepingCall::forward_end);
   model_.backward([this](std::size_t p) { on_gradient_ready(p); });
   m.backward_end = record_marker(BookkeepingCall::backward_end);
-  if (ready_parameters_ != plan_.parameter_offset.size())
+  if (ready_parameters_ != bucketed_parameters_)
     throw core::Error(fmt::format("backward reported {} of {} parameter gradients", ready_parameters_,
-                                  plan_.parameter_offset.size()));
+                                  bucketed_parameters_));
   launch_ready_buckets();  // without overlap: everything starts now; with overlap: nothing is left
+  if (gather_) start_gather(BookkeepingCall::gather_row_gradients);
   if (splits_optimizer()) {  // eager steps only: never captured
     comm_.join_until(1);
     m.early_joined = timeline_.record();
@@ -83,6 +163,8 @@ void DataParallelEngine::issue_forward_backward_join(const AdamWConfig& adamw, S
   }
   comm_.join();
   if (capturing_) bookkeeping_.push_back({BookkeepingCall::join, 0});
+  // Part of the exchange, so counted in the exposed communication: tens of µs of scatter-add on GPU.
+  if (gather_) model_.apply_gathered_embedding_gradient();
   m.comm_end = record_marker(BookkeepingCall::comm_end);
 }
 
@@ -95,6 +177,8 @@ void DataParallelEngine::replay_forward_backward_join(StepMarks& m) {
       case BookkeepingCall::comm_end: m.comm_end = timeline_.record(); break;
       case BookkeepingCall::all_reduce: start_bucket(call.bucket); break;
       case BookkeepingCall::join: comm_.join(); break;
+      case BookkeepingCall::gather_tokens:
+      case BookkeepingCall::gather_row_gradients: start_gather(call.kind); break;
     }
   }
   replay_->launch();
@@ -173,9 +257,9 @@ void DataParallelEngine::step(const TokenBatchView& batch, double data_wait_seco
 std::vector<StepTiming> DataParallelEngine::take_step_timings() {
   timeline_.synchronize();
   auto collectives = comm_.take_timings();
-  const std::size_t per_step = plan_.buckets.size();
+  const std::size_t per_step = plan_.buckets.size() + (gather_ ? 2 : 0);
   if (collectives.size() != per_step * marks_.size())
-    throw core::Error(fmt::format("expected {} all-reduce timings, got {}", per_step * marks_.size(),
+    throw core::Error(fmt::format("expected {} collective timings, got {}", per_step * marks_.size(),
                                   collectives.size()));
   std::vector<StepTiming> out;
   out.reserve(marks_.size());
@@ -200,11 +284,17 @@ std::vector<StepTiming> DataParallelEngine::take_step_timings() {
     t.host_issue = m.host_issue;
     for (std::size_t k = 0; k < per_step; ++k) {
       const auto& c = collectives[s * per_step + k];
-      t.all_reduce_seconds += c.seconds;
-      t.all_reduce_bytes += c.bytes;
+      if (c.kind == comm::CollectiveKind::all_gather) {
+        t.all_gather_seconds += c.seconds;
+        t.all_gather_bytes += c.bytes;
+        ++t.all_gather_count;
+      } else {
+        t.all_reduce_seconds += c.seconds;
+        t.all_reduce_bytes += c.bytes;
+        t.last_all_reduce_seconds = c.seconds;
+        ++t.all_reduce_count;
+      }
     }
-    if (per_step > 0) t.last_all_reduce_seconds = collectives[s * per_step + per_step - 1].seconds;
-    t.all_reduce_count = static_cast<int>(per_step);
     out.push_back(t);
   }
   marks_.clear();

@@ -8,6 +8,8 @@
 // Backend-neutral: the same engine drives CPU ranks (MPI) and GPU ranks (NCCL).
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,7 +24,8 @@ namespace scalescope::train {
 /// Times of one training step on one rank, in seconds. Phases are consecutive on the compute timeline:
 /// total = data_wait + stage + forward + backward + exposed_comm + optimizer (GPU: CUDA-event time; the
 /// host-side data wait is added on). exposed_comm is the time from the end of backward to the end of the
-/// last all-reduce: the communication that compute did not hide.
+/// last collective (with the embedding all-gather: and of the gathered scatter-add after it): the
+/// communication that compute did not hide.
 struct StepTiming {
   double data_wait = 0;      ///< host time waiting for the loader thread
   double stage = 0;          ///< copying the batch to the device (GPU) — 0 on CPU
@@ -37,6 +40,11 @@ struct StepTiming {
   /// Duration of the step's last all-reduce (the last bucket), seconds: it can start only once the last
   /// gradients are ready, so it bounds the exposed communication from below.
   double last_all_reduce_seconds = 0;
+  /// The embedding exchange's all-gathers (EmbeddingExchange::all_gather; 0 otherwise): the tokens at the start
+  /// of the step and the embedding-output gradients after backward. Seconds summed, bytes one rank sent.
+  double all_gather_seconds = 0;
+  int all_gather_count = 0;
+  std::uint64_t all_gather_bytes = 0;
   /// Host wall-clock seconds (steady clock) the step's call spent in Model::stage_batch — on GPU mostly waiting
   /// until the previous batch's copy has left the pinned staging buffer, i.e. for the device to reach the
   /// previous step: large when the host runs ahead of the device, near 0 when the host is the bottleneck.
@@ -47,6 +55,22 @@ struct StepTiming {
   /// Compute time: forward + backward + optimizer (the seed's "compute time" in the comm ratio).
   double compute() const { return forward + backward + optimizer; }
 };
+
+/// How a tied token embedding's gradient is exchanged (Model::embedding_gather): all-reduced whole once backward
+/// has finished it, as DDP does, or its head part all-reduced early and the input side all-gathered at the end.
+enum class EmbeddingExchange { automatic, all_reduce, all_gather };
+
+/// "auto", "all-reduce", "all-gather" (the --embedding-exchange spelling).
+const char* to_string(EmbeddingExchange exchange);
+/// Throws core::UsageError naming the accepted spellings.
+EmbeddingExchange parse_embedding_exchange(const std::string& text);
+
+/// The automatic choice of EmbeddingExchange: all-gather when the model offers it, world_size ≥ 2, and it moves
+/// fewer bytes after backward. Per rank the all-gather receives (n − 1)·P and a ring all-reduce moves 2(n − 1)/n·S
+/// (nccl-tests' bus factors), so all-gather iff P < 2S/n, with P = rows_per_rank × gather.gather_bytes_per_row
+/// and S = gather.table_gradient_bytes. Latency and the scatter-add after the all-gather are left out. False for
+/// rows_per_rank ≤ 0.
+bool prefer_embedding_gather(const EmbeddingGather& gather, int world_size, int rows_per_rank);
 
 struct EngineOptions {
   BucketConfig buckets;
@@ -61,6 +85,12 @@ struct EngineOptions {
   /// per bucket.
   /// Eager steps only: not with a StepReplay (--cuda-graph).
   bool overlap_optimizer = false;
+  /// The tied embedding's exchange. `automatic` decides with prefer_embedding_gather (and picks all_reduce
+  /// with overlap_optimizer, whose split of the step assumes the embedding's gradient in the last bucket);
+  /// all_gather on a model without Model::embedding_gather() or with overlap_optimizer is refused.
+  EmbeddingExchange embedding_exchange = EmbeddingExchange::automatic;
+  /// Batch rows per rank, for the automatic choice (0: unknown, all_reduce).
+  int rows_per_rank = 0;
   /// Reduction of gradients across ranks. `average` is DDP's; `sum` exists only so the correctness test can
   /// show that a wrong average is caught (scalescope train --internal-gradient-reduction sum).
   comm::ReduceOp gradient_reduction = comm::ReduceOp::average;
@@ -96,6 +126,9 @@ class DataParallelEngine {
   std::vector<StepTiming> take_step_timings();
 
   const BucketPlan& plan() const { return plan_; }
+  /// Whether this engine exchanges the tied embedding's input-side gradient by all-gather (the choice made from
+  /// options().embedding_exchange).
+  bool gathers_embedding() const { return gather_.has_value(); }
   const EngineOptions& options() const { return options_; }
   /// Steps issued eagerly, captured, and replayed so far (a captured step also runs, launched once).
   struct ReplayCounts {
@@ -114,10 +147,15 @@ class DataParallelEngine {
   /// What a replayed step repeats, in capture order: the timeline markers after staging, the all-reduce starts
   /// (by bucket) and the join. The timing events they name are bound to the record's event nodes in this order.
   struct BookkeepingCall {
-    enum Kind { forward_end, backward_end, comm_end, all_reduce, join } kind;
+    enum Kind { forward_end, backward_end, comm_end, all_reduce, join, gather_tokens, gather_row_gradients } kind;
     std::size_t bucket = 0;
   };
 
+  /// The plan for `gather` (or DDP's reverse order without): the token table first, the position table in none.
+  static BucketPlan plan_for(const Model& model, const std::optional<EmbeddingGather>& gather,
+                             const BucketConfig& config);
+  /// Starts one of the embedding exchange's all-gathers (gather_tokens or gather_row_gradients).
+  void start_gather(BookkeepingCall::Kind kind);
   void on_gradient_ready(std::size_t parameter);
   void launch_ready_buckets();
   /// Starts bucket `bucket`'s all-reduce (eagerly, into a capture, or naming a replayed step's events).
@@ -135,7 +173,9 @@ class DataParallelEngine {
   comm::Communicator& comm_;
   Timeline& timeline_;
   EngineOptions options_;
+  std::optional<EmbeddingGather> gather_;  // set when the embedding's gradient is all-gathered
   BucketPlan plan_;
+  std::size_t bucketed_parameters_ = 0;  // parameters in some bucket: those backward reports
   // overlap_optimizer with ≥ 2 buckets: the parameters outside the last bucket, then those in it; else empty.
   ParameterRange early_parameters_, late_parameters_;
   float* gradients_ = nullptr;

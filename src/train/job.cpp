@@ -97,15 +97,20 @@ StepTiming mean_of(const std::vector<StepTiming>& steps) {
     m.all_reduce_count += s.all_reduce_count;
     m.all_reduce_bytes += s.all_reduce_bytes;
     m.last_all_reduce_seconds += s.last_all_reduce_seconds;
+    m.all_gather_seconds += s.all_gather_seconds;
+    m.all_gather_count += s.all_gather_count;
+    m.all_gather_bytes += s.all_gather_bytes;
     m.host_stage += s.host_stage;
     m.host_issue += s.host_issue;
   }
   const double n = static_cast<double>(steps.size());
   m.data_wait /= n; m.stage /= n; m.forward /= n; m.backward /= n; m.exposed_comm /= n;
   m.optimizer /= n; m.total /= n; m.all_reduce_seconds /= n; m.last_all_reduce_seconds /= n;
-  m.host_stage /= n; m.host_issue /= n;
+  m.host_stage /= n; m.host_issue /= n; m.all_gather_seconds /= n;
   m.all_reduce_count = static_cast<int>(m.all_reduce_count / static_cast<int>(steps.size()));
   m.all_reduce_bytes /= steps.size();
+  m.all_gather_count = static_cast<int>(m.all_gather_count / static_cast<int>(steps.size()));
+  m.all_gather_bytes /= steps.size();
   return m;
 }
 
@@ -113,15 +118,18 @@ StepTiming mean_of(const std::vector<StepTiming>& steps) {
 std::vector<double> pack(const StepTiming& t) {
   return {t.data_wait, t.stage, t.forward, t.backward, t.exposed_comm, t.optimizer, t.total,
           t.all_reduce_seconds, static_cast<double>(t.all_reduce_count), static_cast<double>(t.all_reduce_bytes),
-          t.last_all_reduce_seconds, t.host_stage, t.host_issue};
+          t.last_all_reduce_seconds, t.host_stage, t.host_issue, t.all_gather_seconds,
+          static_cast<double>(t.all_gather_count), static_cast<double>(t.all_gather_bytes)};
 }
-constexpr std::size_t kPackedPhases = 13;
+constexpr std::size_t kPackedPhases = 16;
 StepTiming unpack(const double* v) {
   StepTiming t;
   t.data_wait = v[0]; t.stage = v[1]; t.forward = v[2]; t.backward = v[3]; t.exposed_comm = v[4];
   t.optimizer = v[5]; t.total = v[6]; t.all_reduce_seconds = v[7];
   t.all_reduce_count = static_cast<int>(v[8]); t.all_reduce_bytes = static_cast<std::uint64_t>(v[9]);
   t.last_all_reduce_seconds = v[10]; t.host_stage = v[11]; t.host_issue = v[12];
+  t.all_gather_seconds = v[13]; t.all_gather_count = static_cast<int>(v[14]);
+  t.all_gather_bytes = static_cast<std::uint64_t>(v[15]);
   return t;
 }
 
@@ -148,7 +156,8 @@ void to_json(nlohmann::json& j, const StepTiming& t) {
        {"total_s", t.total}, {"compute_s", t.compute()}, {"all_reduce_s", t.all_reduce_seconds},
        {"all_reduce_count", t.all_reduce_count}, {"all_reduce_bytes", t.all_reduce_bytes},
        {"last_all_reduce_s", t.last_all_reduce_seconds}, {"host_stage_s", t.host_stage},
-       {"host_issue_s", t.host_issue}};
+       {"host_issue_s", t.host_issue}, {"all_gather_s", t.all_gather_seconds},
+       {"all_gather_count", t.all_gather_count}, {"all_gather_bytes", t.all_gather_bytes}};
 }
 void from_json(const nlohmann::json& j, StepTiming& t) {
   t.data_wait = j.at("data_wait_s"); t.stage = j.at("stage_s"); t.forward = j.at("forward_s");
@@ -158,6 +167,9 @@ void from_json(const nlohmann::json& j, StepTiming& t) {
   t.last_all_reduce_seconds = j.value("last_all_reduce_s", 0.0);  // absent in results older than the field
   t.host_stage = j.value("host_stage_s", 0.0);                     // the same
   t.host_issue = j.value("host_issue_s", 0.0);
+  t.all_gather_seconds = j.value("all_gather_s", 0.0);  // absent in results older than the embedding all-gather
+  t.all_gather_count = j.value("all_gather_count", 0);
+  t.all_gather_bytes = j.value("all_gather_bytes", std::uint64_t{0});
 }
 
 // ---------------------------------------------------------------------------------------------- config
@@ -201,6 +213,14 @@ void TrainJobConfig::validate() const {
     throw core::UsageError("--overlap-optimizer and --cuda-graph cannot be combined yet: the optimizer's first part "
                            "waits on an all-reduce inside the replayed graph",
                            "drop one of them");
+  if (engine.embedding_exchange == EmbeddingExchange::all_gather && model.family != ModelFamily::gpt)
+    throw core::UsageError(fmt::format("--embedding-exchange all-gather needs a GPT model (a tied token embedding); {} "
+                                       "is an MLP", model.name),
+                           "drop --embedding-exchange or pick a GPT preset (--model gpt2-124m)");
+  if (engine.embedding_exchange == EmbeddingExchange::all_gather && engine.overlap_optimizer)
+    throw core::UsageError("--embedding-exchange all-gather and --overlap-optimizer cannot be combined: the optimizer's "
+                           "early part would update the token embedding before its gathered part is added",
+                           "drop one of them");
   if (backend == BackendKind::cpu && !kernel_trace_dir.empty())
     throw core::UsageError("--kernel-trace needs GPU ranks: it records GPU kernels (CUPTI)",
                            "drop --kernel-trace or use --backend gpu");
@@ -228,6 +248,7 @@ void to_json(nlohmann::json& j, const TrainJobConfig& c) {
        {"bucket_cap_bytes", c.engine.buckets.bucket_cap_bytes},
        {"overlap", c.engine.overlap},
        {"overlap_optimizer", c.engine.overlap_optimizer},
+       {"embedding_exchange", to_string(c.engine.embedding_exchange)},
        {"gradient_reduction", c.engine.gradient_reduction == comm::ReduceOp::average ? "average" : "sum"},
        {"stream_priority", to_string(c.stream_priority)},
        {"cuda_graph", c.cuda_graph},
@@ -253,6 +274,8 @@ void from_json(const nlohmann::json& j, TrainJobConfig& c) {
   c.engine.buckets.bucket_cap_bytes = j.at("bucket_cap_bytes");
   c.engine.overlap = j.at("overlap");
   c.engine.overlap_optimizer = j.value("overlap_optimizer", false);  // absent in results older than the option
+  // Results older than the option all-reduced the embedding whole.
+  c.engine.embedding_exchange = parse_embedding_exchange(j.value("embedding_exchange", std::string("all-reduce")));
   c.engine.gradient_reduction = j.at("gradient_reduction") == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;
   // Results written before the option existed ran with equal priorities.
   c.stream_priority = parse_stream_priority(j.value("stream_priority", std::string("equal")));
@@ -314,6 +337,7 @@ void to_json(nlohmann::json& j, const TrainResult& r) {
        {"parameters", r.parameters},
        {"flops_per_token", r.flops_per_token},
        {"bucket_bytes", r.bucket_bytes},
+       {"embedding_all_gathered", r.embedding_all_gathered},
        {"tokens_per_step", r.tokens_per_step},
        {"round_step_s", r.round_step_seconds},
        {"step_s", r.step_seconds},
@@ -339,6 +363,7 @@ void from_json(const nlohmann::json& j, TrainResult& r) {
   r.timing_source = j.at("timing_source"); r.data_description = j.at("data");
   r.parameters = j.at("parameters"); r.flops_per_token = j.at("flops_per_token");
   r.bucket_bytes = j.at("bucket_bytes").get<std::vector<std::uint64_t>>();
+  r.embedding_all_gathered = j.value("embedding_all_gathered", false);
   r.tokens_per_step = j.at("tokens_per_step");
   r.round_step_seconds = j.at("round_step_s").get<std::vector<double>>();
   r.step_seconds = summary_from_json(j.at("step_s"));
@@ -445,7 +470,9 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
                       "rebuild on a machine whose CUDA toolkit has CUPTI (libcupti), or drop --kernel-trace");
   TextCorpus corpus = load_corpus(config, model.row_tokens());
   BatchSampler sampler(corpus, model.row_tokens(), config.data_seed);
-  DataParallelEngine engine(model, comm, timeline, config.engine, backend->step_replay.get());
+  EngineOptions engine_options = config.engine;
+  engine_options.rows_per_rank = config.rows_per_rank();
+  DataParallelEngine engine(model, comm, timeline, engine_options, backend->step_replay.get());
   engine.broadcast_initial_parameters();
   const int rows = config.rows_per_rank();
   BatchLoader loader(sampler, rank * rows, rows);
@@ -520,6 +547,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   r.parameters = model.parameter_count();
   r.flops_per_token = model.flops_per_token();
   for (const auto& b : engine.plan().buckets) r.bucket_bytes.push_back(b.numel * sizeof(float));
+  r.embedding_all_gathered = engine.gathers_embedding();
   r.tokens_per_step = static_cast<std::uint64_t>(config.global_rows()) * model.predictions_per_row();
   r.round_step_seconds.assign(n_rounds, 0.0);
   std::vector<double> slowest_step(n_steps, 0.0);

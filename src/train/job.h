@@ -84,6 +84,9 @@ struct TrainResult {
   std::uint64_t parameters = 0;
   double flops_per_token = 0;
   std::vector<std::uint64_t> bucket_bytes;  ///< size of each gradient bucket, in all-reduce order
+  /// Whether the tied embedding's input-side gradient was all-gathered (EmbeddingExchange) rather than its
+  /// whole gradient all-reduced in the last bucket.
+  bool embedding_all_gathered = false;
   std::uint64_t tokens_per_step = 0;        ///< predicted tokens per step over all ranks
   /// Step time of the job (slowest rank) per timed round: round wall time / steps. Headline statistic:
   /// step_seconds.trimmed_mean (mean of the middle 3 of 5 rounds).

@@ -12,6 +12,18 @@ void Model::log_replayed_loss() {
   throw std::logic_error(describe() + ": log_replayed_loss on a model that cannot be replayed");
 }
 
+void Model::gather_embedding_gradient(int) {
+  throw std::logic_error(describe() + ": gather_embedding_gradient on a model without a tied embedding to gather");
+}
+
+EmbeddingGatherBuffers Model::embedding_gather_buffers() {
+  throw std::logic_error(describe() + ": embedding_gather_buffers on a model without a tied embedding to gather");
+}
+
+void Model::apply_gathered_embedding_gradient() {
+  throw std::logic_error(describe() + ": apply_gathered_embedding_gradient on a model without a tied embedding to gather");
+}
+
 void check_gradient_offsets(const std::vector<ParameterInfo>& layout, const std::vector<std::size_t>& offsets,
                             std::size_t total_elements) {
   if (offsets.size() != layout.size()) throw std::invalid_argument("allocate_gradients: expected one offset per parameter");

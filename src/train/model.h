@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,37 @@ struct AdamWConfig {
   float beta2 = 0.999f;
   float epsilon = 1e-8f;
   float weight_decay = 0.0f;
+};
+
+/// A model whose output head is tied to its token embedding (a GPT) can let the data-parallel engine exchange the
+/// embedding's input-side gradient by all-gather instead of all-reducing the whole table at the end of backward
+/// (DataParallelEngine, EmbeddingExchange). The table's gradient is the head's part, complete right after the
+/// head's backward (the start of backward), plus the input embedding's part, a scatter-add of the gradient at the
+/// embedding output over the batch's tokens, complete only at the end. The head's part is all-reduced as soon as
+/// it is ready, overlapping backward; at the end every rank all-gathers the others' tokens and embedding-output
+/// gradients and adds every rank's scatter-add itself. This is how Horovod exchanges sparse embedding gradients
+/// (tf.IndexedSlices: allgather instead of allreduce). Same arithmetic up to summation order; every rank adds
+/// the same gathered values in the same order, so the replicas stay identical.
+struct EmbeddingGather {
+  std::size_t token_table = 0;     ///< parameter index of the tied token table (wte), whose head part is all-reduced
+  std::size_t position_table = 0;  ///< parameter index of the position table (wpe): its gradient comes from the
+                                   ///< gathered rows only and is never all-reduced
+  /// Bytes one rank sends per batch row: its tokens plus its embedding-output gradient.
+  std::size_t gather_bytes_per_row = 0;
+  /// Bytes of the token and position tables' fp32 gradients: what the all-reduce exchange reduces at the end.
+  std::size_t table_gradient_bytes = 0;
+};
+
+/// One step's all-gather buffers, on the model's device, valid from stage_batch() to the next: the send sides
+/// hold this rank's data once the work issued so far has run (tokens after staging, the embedding-output
+/// gradient after backward); each received side holds world_size × the send size, rank-major.
+struct EmbeddingGatherBuffers {
+  const void* tokens = nullptr;
+  void* gathered_tokens = nullptr;
+  std::size_t token_bytes = 0;  ///< per rank
+  const void* row_gradients = nullptr;
+  void* gathered_row_gradients = nullptr;
+  std::size_t row_gradient_bytes = 0;  ///< per rank
 };
 
 /// A trainable next-token model on one device. All work is issued in order on the model's compute
@@ -110,6 +142,22 @@ class Model {
   /// After a captured or replayed forward ran (or was enqueued): logs the loss it wrote, so take_losses() returns
   /// it as it returns an eager forward's. Only for replayable() models; the default throws std::logic_error.
   virtual void log_replayed_loss();
+
+  /// The tied embedding this model can exchange by all-gather (see EmbeddingGather); std::nullopt (the default)
+  /// when it has none.
+  virtual std::optional<EmbeddingGather> embedding_gather() const { return std::nullopt; }
+  /// From now on backward() exchanges the embedding gradient by all-gather among `world_size` ranks (≥ 2): it
+  /// reports the token table ready right after the head's backward, never reports the position table, and
+  /// leaves the input embedding's part to apply_gathered_embedding_gradient(). Call before allocate_gradients.
+  /// The default throws std::logic_error (the model has no embedding_gather()).
+  virtual void gather_embedding_gradient(int world_size);
+  /// This step's buffers (after stage_batch). The default throws std::logic_error.
+  virtual EmbeddingGatherBuffers embedding_gather_buffers();
+  /// After both all-gathers completed (issue it after Communicator::join): adds (1 / world_size) × every rank's
+  /// input-embedding scatter-add to the token table's gradient (by then the all-reduced head part) and
+  /// overwrites the position table's with (1 / world_size) × every rank's sum, in a fixed order. The default
+  /// throws std::logic_error.
+  virtual void apply_gathered_embedding_gradient();
 
   /// Host copies for tests and checkpoints: fp32 in forward order.
   virtual std::vector<float> parameters_to_host() = 0;

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -480,6 +481,112 @@ TEST_F(GptCudaTest, EmbeddingForwardAndBackwardMatchCpu) {
   EXPECT_LT(relative_error(download(x_d), x), 5e-3);
   EXPECT_LT(relative_error(download(dwte_d), dwte), 1e-5);
   EXPECT_LT(relative_error(download(dwpe_d), dwpe), 1e-5);
+}
+
+TEST_F(GptCudaTest, GatheredEmbeddingBackwardMatchesCpuAndRepeatsBitForBit) {
+  // Rows as if all-gathered from 3 ranks (scale 1/3). Token patterns: a few frequent tokens (runs that span many
+  // chunks of 32 sorted positions and end anywhere in one), one token everywhere (a single run), every position
+  // its own token (no runs).
+  const int rows = 6, T = 70, V = 500, d = 24;
+  const float scale = 1.0f / 3.0f;
+  const std::size_t positions = static_cast<std::size_t>(rows) * T;
+  std::vector<std::vector<std::int32_t>> patterns{random_tokens(rows, T + 1, 7, 31), random_tokens(rows, T + 1, 1, 32),
+                                                  std::vector<std::int32_t>(static_cast<std::size_t>(rows) * (T + 1))};
+  for (std::size_t i = 0; i < patterns[2].size(); ++i) patterns[2][i] = static_cast<std::int32_t>(i % V);
+  auto mixed = random_tokens(rows, T + 1, V, 33);  // frequent tokens among rare ones
+  for (std::size_t i = 0; i < mixed.size(); i += 3) mixed[i] = 42;
+  patterns.push_back(mixed);
+  const auto dx = random_bf16_values(positions * d, 0.0, 1.0, 34);
+  const auto head_part = random_values(static_cast<std::size_t>(V) * d, 0.0, 1.0, 35);
+  const std::size_t scratch_bytes = k::gathered_embedding_scratch_bytes(positions, d);
+  Device<unsigned char> scratch(scratch_bytes);
+  Device<bf16> dx_d(dx.size());
+  upload(dx_d, dx);
+  for (std::size_t t = 0; t < patterns.size(); ++t) {
+    SCOPED_TRACE("token pattern " + std::to_string(t));
+    const auto& tokens = patterns[t];
+    Device<std::int32_t> tokens_d(tokens.size());
+    upload(tokens_d, tokens);
+    std::vector<std::vector<double>> runs;
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      Device<float> dwte_d(head_part.size()), dwpe_d(static_cast<std::size_t>(T) * d);
+      upload(dwte_d, head_part);
+      ASSERT_EQ(cudaMemset(dwpe_d.get(), 0xFF, dwpe_d.size() * sizeof(float)), cudaSuccess);  // must be overwritten
+      k::embedding_backward_gathered(stream_, tokens_d.get(), rows, T, dx_d.get(), d, V, scale, dwte_d.get(),
+                                     dwpe_d.get(), scratch.get(), scratch_bytes);
+      sync();
+      auto dwte = download(dwte_d), dwpe = download(dwpe_d);
+      runs.push_back(dwte);
+      runs.back().insert(runs.back().end(), dwpe.begin(), dwpe.end());
+    }
+    EXPECT_EQ(runs[0], runs[1]) << "the same inputs must give the same bits";
+    std::vector<double> dwte = head_part, dwpe(static_cast<std::size_t>(T) * d);
+    gpt_ops::embedding_backward(tokens.data(), rows, T, dx.data(), d, dwte.data(), dwpe.data(), double{scale});
+    dwte.insert(dwte.end(), dwpe.begin(), dwpe.end());
+    EXPECT_LT(relative_error(runs[0], dwte), 1e-5);
+  }
+  EXPECT_THROW(k::embedding_backward_gathered(stream_, nullptr, rows, T, dx_d.get(), d, V, scale, nullptr, nullptr,
+                                              scratch.get(), scratch_bytes - 1),
+               std::invalid_argument);
+}
+
+TEST_F(GptCudaTest, GatheredEmbeddingGradientEqualsTheWholeOneOverTwoEqualRanks) {
+  // Two ranks with the same batch: the head part's average is the head part, and the gathered scatter-add of
+  // both ranks' rows at scale 1/2 is one rank's. So the model with the all-gather exchange (its all-gathers done
+  // here by copies) must give the gradient of the model without it. It reports wte first and never wpe.
+  const auto config = GptConfig::sized(2, 64, 4, 128, 256, 32);
+  const int rows = 3;
+  const auto tokens = random_tokens(rows, config.seq + 1, config.vocab, 36);
+  std::vector<std::size_t> offsets;
+  std::size_t total = 0;
+  for (const auto& p : config.parameter_layout()) {
+    offsets.push_back(total);
+    total += p.numel;
+  }
+  // The same GEMM algorithms in both models (autotuning may pick differently in two instances).
+  const char* tune = std::getenv("SCALESCOPE_GEMM_AUTOTUNE");
+  const std::optional<std::string> saved = tune ? std::optional<std::string>(tune) : std::nullopt;
+  ASSERT_EQ(setenv("SCALESCOPE_GEMM_AUTOTUNE", "0", 1), 0);
+  GptCuda plain(config, stream_), gathered(config, stream_);
+  if (saved) setenv("SCALESCOPE_GEMM_AUTOTUNE", saved->c_str(), 1);
+  else unsetenv("SCALESCOPE_GEMM_AUTOTUNE");
+  gathered.gather_embedding_gradient(2);
+  const auto gather = gathered.embedding_gather();
+  ASSERT_TRUE(gather.has_value());
+  EXPECT_EQ(gather->token_table, 0u);
+  EXPECT_EQ(gather->position_table, 1u);
+  EXPECT_EQ(gather->gather_bytes_per_row, 33u * 4 + 32u * 64 * 2);
+  plain.allocate_gradients(offsets, total);
+  gathered.allocate_gradients(offsets, total);
+  std::vector<std::size_t> order;
+  for (GptCuda* m : {&plain, &gathered}) {
+    m->stage_batch({rows, config.seq + 1, tokens.data()});
+    m->forward();
+    std::vector<std::size_t> ready;
+    m->backward([&](std::size_t p) { ready.push_back(p); });
+    if (m == &gathered) order = ready;
+  }
+  ASSERT_FALSE(order.empty());
+  EXPECT_EQ(order.front(), 0u);
+  EXPECT_EQ(std::count(order.begin(), order.end(), 1u), 0);
+  EXPECT_EQ(order.size(), config.parameter_layout().size() - 1);
+  const EmbeddingGatherBuffers b = gathered.embedding_gather_buffers();
+  ASSERT_EQ(b.token_bytes, static_cast<std::size_t>(rows) * 33 * 4);
+  ASSERT_EQ(b.row_gradient_bytes, static_cast<std::size_t>(rows) * 32 * 64 * 2);
+  for (int r = 0; r < 2; ++r) {
+    auto* t = static_cast<unsigned char*>(b.gathered_tokens) + r * b.token_bytes;
+    auto* g = static_cast<unsigned char*>(b.gathered_row_gradients) + r * b.row_gradient_bytes;
+    ASSERT_EQ(cudaMemcpyAsync(t, b.tokens, b.token_bytes, cudaMemcpyDeviceToDevice, stream_), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(g, b.row_gradients, b.row_gradient_bytes, cudaMemcpyDeviceToDevice, stream_), cudaSuccess);
+  }
+  gathered.apply_gathered_embedding_gradient();
+  const auto want = plain.gradients_to_host(), got = gathered.gradients_to_host();
+  const auto layout = config.parameter_layout();
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    const std::vector<double> w(want.begin() + offsets[i], want.begin() + offsets[i] + layout[i].numel),
+        g(got.begin() + offsets[i], got.begin() + offsets[i] + layout[i].numel);
+    EXPECT_LT(relative_error(g, w), 1e-5) << layout[i].name;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

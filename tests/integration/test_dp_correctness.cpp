@@ -21,6 +21,7 @@ struct Trace {
   std::vector<double> gradient_norms;  // averaged gradient after the last step of each round
   bool overlap_optimizer = false;      // as the result file says the ranks ran
   std::size_t buckets = 0;
+  bool embedding_all_gathered = false;  // as the result file says the ranks ran
 };
 
 /// 20 steps (2 rounds of 10, no warm-up) of a small model at global batch 8, strong scaling.
@@ -36,7 +37,8 @@ Trace trace(int world_size, const std::string& extra = "", const std::string& mo
   std::filesystem::remove_all(dir);
   EXPECT_LT(j.at("replica_gradient_spread").get<double>(), 1e-6) << "replicas disagree";
   return {j.at("losses").get<std::vector<double>>(), j.at("gradient_norms").get<std::vector<double>>(),
-          j.at("config").at("overlap_optimizer").get<bool>(), j.at("bucket_bytes").size()};
+          j.at("config").at("overlap_optimizer").get<bool>(), j.at("bucket_bytes").size(),
+          j.at("embedding_all_gathered").get<bool>()};
 }
 
 double max_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
@@ -105,4 +107,23 @@ TEST(DataParallelCorrectness, GptDecoderOnTwoRanksMatchesOneRank) {
   EXPECT_LT(one.losses.back(), one.losses.front());
   std::string why;
   EXPECT_TRUE(matches(trace(2, "", gpt), one, why)) << why;
+}
+
+TEST(DataParallelCorrectness, GptEmbeddingAllGatherAndAllReduceBothMatchOneRank) {
+  // The tied embedding's gradient either all-reduced whole at the end (DDP) or its head part all-reduced early
+  // and every rank's input-side rows all-gathered and scattered by each rank: the same sums in another order.
+  const std::string gpt = "--model tiny-14m --layers 1 --seq 16 --batch 4";
+  const auto one = trace(1, "", gpt);
+  const auto gathered = trace(2, "--embedding-exchange all-gather", gpt);
+  const auto reduced = trace(2, "--embedding-exchange all-reduce", gpt);
+  EXPECT_TRUE(gathered.embedding_all_gathered);
+  EXPECT_FALSE(reduced.embedding_all_gathered);
+  EXPECT_FALSE(one.embedding_all_gathered) << "one rank has nothing to gather";
+  // auto: 2 rows × 20 KB per rank against a 38 MB table: all-gather.
+  EXPECT_TRUE(trace(2, "", gpt).embedding_all_gathered);
+  std::string why;
+  EXPECT_TRUE(matches(gathered, one, why)) << "all-gather: " << why;
+  EXPECT_TRUE(matches(reduced, one, why)) << "all-reduce: " << why;
+  // Four ranks of one row each: the gathered rows come from every rank in rank order.
+  EXPECT_TRUE(matches(trace(4, "--embedding-exchange all-gather", gpt), one, why)) << "4 ranks: " << why;
 }

@@ -78,3 +78,27 @@ TEST(BucketPlan, RejectsZeroCapAndEmptyModel) {
   EXPECT_THROW(BucketPlan::build(params({1}), BucketConfig{0, 8}), scalescope::core::Error);
   EXPECT_THROW(BucketPlan::build({}, BucketConfig{}), scalescope::core::Error);
 }
+
+TEST(BucketPlan, InOrderPacksTheGivenOrderAndPlacesUnlistedParametersLast) {
+  // A GPT's ready order with the embedding all-gathered: wte (p0) first, then the rest in reverse, wpe (p1) in no
+  // bucket. 4-byte elements; caps 16 and 40 bytes.
+  auto plan = BucketPlan::build_in_order(params({8, 3, 2, 5}), {0, 3, 2}, BucketConfig{16, 40});
+  ASSERT_EQ(plan.buckets.size(), 2u);
+  EXPECT_EQ(plan.buckets[0].parameters, (std::vector<std::size_t>{0}));
+  EXPECT_EQ(plan.buckets[1].parameters, (std::vector<std::size_t>{3, 2}));
+  EXPECT_EQ(plan.buckets[1].offset, 8u);
+  EXPECT_EQ(plan.buckets[1].numel, 7u);
+  EXPECT_EQ(plan.parameter_offset, (std::vector<std::size_t>{0, 15, 13, 8}));
+  EXPECT_EQ(plan.parameter_bucket[1], BucketPlan::kNoBucket);
+  EXPECT_EQ(plan.total_numel, 18u);
+  // build() is build_in_order with the reverse order.
+  auto reverse = BucketPlan::build(params({8, 3, 2, 5}), BucketConfig{16, 40});
+  auto same = BucketPlan::build_in_order(params({8, 3, 2, 5}), {3, 2, 1, 0}, BucketConfig{16, 40});
+  EXPECT_EQ(reverse.parameter_offset, same.parameter_offset);
+  EXPECT_EQ(reverse.parameter_bucket, same.parameter_bucket);
+}
+
+TEST(BucketPlan, InOrderRefusesRepeatedOrUnknownParameters) {
+  EXPECT_THROW(BucketPlan::build_in_order(params({1, 2}), {0, 0}, BucketConfig{}), scalescope::core::Error);
+  EXPECT_THROW(BucketPlan::build_in_order(params({1, 2}), {2}, BucketConfig{}), scalescope::core::Error);
+}

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,12 +47,22 @@ class LoggingCommunicator final : public comm::Communicator {
     log_.push_back("all-reduce " + std::to_string(count));
     counts_.push_back(count);
   }
+  void start_all_gather(const void*, void*, std::size_t bytes) override {
+    log_.push_back("all-gather " + std::to_string(bytes));
+    gathers_.push_back(counts_.size());
+    counts_.push_back(bytes);
+  }
   void join() override { log_.push_back("join"); }
   void join_until(std::size_t pending) override { log_.push_back("join until " + std::to_string(pending)); }
   std::vector<comm::CollectiveTiming> take_timings() override {
     std::vector<comm::CollectiveTiming> out;
-    for (std::size_t c : counts_) out.push_back({c * sizeof(float), 1e-4});
+    for (std::size_t i = 0; i < counts_.size(); ++i) {
+      const bool gather = std::find(gathers_.begin(), gathers_.end(), i) != gathers_.end();
+      out.push_back(gather ? comm::CollectiveTiming{counts_[i], 2e-4, comm::CollectiveKind::all_gather}
+                           : comm::CollectiveTiming{counts_[i] * sizeof(float), 1e-4});
+    }
     counts_.clear();
+    gathers_.clear();
     return out;
   }
   void broadcast(float*, std::size_t, int) override {}
@@ -61,13 +72,15 @@ class LoggingCommunicator final : public comm::Communicator {
  private:
   Log& log_;
   comm::RankInfo info_{0, 2, 0};
-  std::vector<std::size_t> counts_;
+  std::vector<std::size_t> counts_;   // all-reduce elements or all-gather bytes, in start order
+  std::vector<std::size_t> gathers_;  // which of counts_ are all-gathers
 };
 
 /// Three parameters of 1000, 2000 and 3000 floats: with 8 KB buckets, one bucket each, in backward order.
+/// With `tied`, p0 and p1 play a GPT's token and position tables (Model::embedding_gather).
 class LoggingModel final : public Model {
  public:
-  LoggingModel(Log& log, bool replayable) : log_(log), replayable_(replayable) {}
+  LoggingModel(Log& log, bool replayable, bool tied = false) : log_(log), replayable_(replayable), tied_(tied) {}
   std::string describe() const override { return "logging model"; }
   const std::vector<ParameterInfo>& parameters() const override { return params_; }
   double flops_per_token() const override { return 1; }
@@ -83,8 +96,22 @@ class LoggingModel final : public Model {
   void forward() override { log_.push_back("forward"); }
   void backward(const std::function<void(std::size_t)>& ready) override {
     log_.push_back("backward");
-    for (std::size_t p = params_.size(); p-- > 0;) ready(p);
+    if (gather_world_ > 1) ready(0);  // the head's part first; p1 comes from the gathered rows
+    for (std::size_t p = params_.size(); p-- > 0;)
+      if (gather_world_ < 2 || p > 1) ready(p);
   }
+  std::optional<EmbeddingGather> embedding_gather() const override {
+    if (!tied_) return std::nullopt;
+    return EmbeddingGather{0, 1, 100, 3000 * sizeof(float)};
+  }
+  void gather_embedding_gradient(int world_size) override {
+    log_.push_back("gather over " + std::to_string(world_size));
+    gather_world_ = world_size;
+  }
+  EmbeddingGatherBuffers embedding_gather_buffers() override {
+    return {&scratch_[0], &scratch_[1], 20, &scratch_[2], &scratch_[3], 80};
+  }
+  void apply_gathered_embedding_gradient() override { log_.push_back("apply gathered"); }
   void optimizer_step_part(const AdamWConfig&, ParameterRange part) override {
     log_.push_back(part.first == 0 && part.end == params_.size()
                        ? std::string("optimizer")
@@ -99,6 +126,9 @@ class LoggingModel final : public Model {
  private:
   Log& log_;
   bool replayable_;
+  bool tied_;
+  int gather_world_ = 0;
+  int scratch_[4] = {};
   std::vector<ParameterInfo> params_{{"p0", 1000}, {"p1", 2000}, {"p2", 3000}};
   std::vector<float> grads_;
 };
@@ -151,7 +181,9 @@ class EngineReplayTest : public ::testing::Test {
     for (const auto& e : log) {
       if (e.rfind("stage", 0) == 0) after_stage = true;
       else if (e == "optimizer") break;
-      else if (after_stage && (e == "marker" || e == "join" || e.rfind("all-reduce", 0) == 0)) out.push_back(e);
+      else if (after_stage && (e == "marker" || e == "join" || e.rfind("all-reduce", 0) == 0 ||
+                               e.rfind("all-gather", 0) == 0))
+        out.push_back(e);
     }
     return out;
   }
@@ -292,6 +324,94 @@ TEST_F(EngineReplayTest, OverlappedOptimizerAndReplayAreRefusedTogether) {
   EngineOptions o = options(true);
   o.overlap_optimizer = true;
   EXPECT_THROW(DataParallelEngine(model_, comm_, timeline_, o, &replay_), core::UsageError);
+}
+
+
+// ---------------------------------------------------------------------------------------------------------
+// The tied embedding's exchange by all-gather (EmbeddingExchange).
+
+TEST(EmbeddingExchangeChoice, AllGatherWhenItMovesFewerBytesAfterBackward) {
+  // gpt2-124m on GPU: 16 rows of 1025 int32 tokens + 1024 × 768 bf16 gradients (25.2 MB) against the fp32 wte
+  // and wpe gradients (157.7 MB): all-gather while P < 2S/n, i.e. up to 12 ranks.
+  const EmbeddingGather gpt2{0, 1, 1025 * 4 + 1024 * 768 * 2, (50304 + 1024) * 768 * 4};
+  EXPECT_FALSE(prefer_embedding_gather(gpt2, 1, 16));
+  EXPECT_TRUE(prefer_embedding_gather(gpt2, 2, 16));
+  EXPECT_TRUE(prefer_embedding_gather(gpt2, 12, 16));
+  EXPECT_FALSE(prefer_embedding_gather(gpt2, 13, 16));
+  EXPECT_TRUE(prefer_embedding_gather(gpt2, 2, 64));    // 100.9 MB per rank against 2S/n = 157.7 MB
+  EXPECT_FALSE(prefer_embedding_gather(gpt2, 2, 128));  // 201.9 MB
+  EXPECT_FALSE(prefer_embedding_gather(gpt2, 2, 0));   // rows unknown
+}
+
+class EmbeddingGatherEngineTest : public EngineReplayTest {
+ protected:
+  EngineOptions gather_options(EmbeddingExchange exchange = EmbeddingExchange::all_gather) {
+    EngineOptions o = options(true);
+    o.buckets.first_bucket_bytes = o.buckets.bucket_cap_bytes = 4000;
+    o.embedding_exchange = exchange;
+    o.rows_per_rank = 2;
+    return o;
+  }
+  LoggingModel tied_{log_, true, true};
+};
+
+TEST_F(EmbeddingGatherEngineTest, HeadPartFirstPositionTableUnbucketedGathersAroundTheStep) {
+  DataParallelEngine engine(tied_, comm_, timeline_, gather_options());
+  ASSERT_TRUE(engine.gathers_embedding());
+  ASSERT_EQ(engine.plan().buckets.size(), 2u);
+  EXPECT_EQ(engine.plan().buckets[0].parameters, std::vector<std::size_t>{0});
+  EXPECT_EQ(engine.plan().buckets[1].parameters, std::vector<std::size_t>{2});
+  EXPECT_EQ(engine.plan().parameter_bucket[1], BucketPlan::kNoBucket);
+  EXPECT_EQ(engine.plan().total_numel, 6000u);  // p1's gradient still has its place, after the buckets
+  const Log l = step(engine);
+  const Log want{"marker", "stage 2", "marker", "all-gather 20", "forward", "marker", "backward", "all-reduce 1000",
+                 "all-reduce 3000", "marker", "all-gather 80", "join", "apply gathered", "marker", "optimizer",
+                 "marker"};
+  EXPECT_EQ(l, want);
+  const auto timings = engine.take_step_timings();
+  ASSERT_EQ(timings.size(), 1u);
+  EXPECT_EQ(timings[0].all_reduce_count, 2);
+  EXPECT_EQ(timings[0].all_reduce_bytes, 4000u * sizeof(float));
+  EXPECT_DOUBLE_EQ(timings[0].last_all_reduce_seconds, 1e-4);
+  EXPECT_EQ(timings[0].all_gather_count, 2);
+  EXPECT_EQ(timings[0].all_gather_bytes, 100u);
+  EXPECT_DOUBLE_EQ(timings[0].all_gather_seconds, 4e-4);
+}
+
+TEST_F(EmbeddingGatherEngineTest, ReplayRepeatsTheGathers) {
+  DataParallelEngine engine(tied_, comm_, timeline_, gather_options(), &replay_);
+  for (int s = 0; s < DataParallelEngine::kEagerStepsBeforeCapture; ++s) step(engine);
+  const Log captured = step(engine);
+  ASSERT_EQ(count(captured, "begin capture"), 1);
+  EXPECT_EQ(count(captured, "apply gathered"), 1);  // issued into the capture
+  const Log replayed = step(engine);
+  EXPECT_EQ(count(replayed, "begin replay"), 1);
+  EXPECT_EQ(count(replayed, "apply gathered"), 0);  // it is in the graph
+  EXPECT_EQ(bookkeeping(replayed), bookkeeping(captured));
+  EXPECT_EQ(count(bookkeeping(replayed), "all-gather 20") + count(bookkeeping(replayed), "all-gather 80"), 2);
+}
+
+TEST_F(EmbeddingGatherEngineTest, AutomaticAndRefusals) {
+  EngineOptions automatic = gather_options(EmbeddingExchange::automatic);
+  EXPECT_TRUE(DataParallelEngine(tied_, comm_, timeline_, automatic).gathers_embedding());  // 200 B < 12 KB
+  automatic.rows_per_rank = 0;
+  EXPECT_FALSE(DataParallelEngine(tied_, comm_, timeline_, automatic).gathers_embedding());
+  automatic.rows_per_rank = 2;
+  automatic.overlap_optimizer = true;  // its split assumes the embedding in the last bucket
+  EXPECT_FALSE(DataParallelEngine(tied_, comm_, timeline_, automatic).gathers_embedding());
+  EXPECT_FALSE(DataParallelEngine(model_, comm_, timeline_, gather_options(EmbeddingExchange::automatic)).gathers_embedding());
+  EXPECT_FALSE(DataParallelEngine(tied_, comm_, timeline_, gather_options(EmbeddingExchange::all_reduce)).gathers_embedding());
+
+  EXPECT_THROW(DataParallelEngine(model_, comm_, timeline_, gather_options()), core::UsageError);  // nothing tied
+  EngineOptions both = gather_options();
+  both.overlap_optimizer = true;
+  EXPECT_THROW(DataParallelEngine(tied_, comm_, timeline_, both), core::UsageError);
+}
+
+TEST(EmbeddingExchangeNames, RoundTripAndRefuseOthers) {
+  for (auto e : {EmbeddingExchange::automatic, EmbeddingExchange::all_reduce, EmbeddingExchange::all_gather})
+    EXPECT_EQ(parse_embedding_exchange(to_string(e)), e);
+  EXPECT_THROW(parse_embedding_exchange("allgather"), core::UsageError);
 }
 
 }  // namespace

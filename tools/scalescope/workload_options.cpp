@@ -101,6 +101,12 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
                "embedding) is still being all-reduced, then on the last bucket's: same update, less exposed "
                "communication (as PyTorch's experimental DDP optimizer-in-backward). Measured on 2 x H200: AdamW "
                "slows by about as much beside the all-reduce (gpt2-124m no gain, gpt-1.3b -0.2 to -0.7 %)");
+  app.add_option("--embedding-exchange", f.embedding_exchange,
+                 "GPT, 2 or more ranks: all-reduce the tied token embedding's gradient whole once backward has "
+                 "finished it (all-reduce, as DDP), or all-reduce its output-head part as soon as it is ready and "
+                 "all-gather the ranks' tokens and embedding-output gradients at the end (all-gather, as Horovod "
+                 "does for sparse gradients); auto picks all-gather when it moves fewer bytes after backward")
+      ->check(CLI::IsMember({"auto", "all-reduce", "all-gather"}))->capture_default_str();
   app.add_flag("--cuda-graph", f.cuda_graph,
                "GPU, GPT: capture each step's forward, backward and all-reduces into a CUDA graph after 3 eager "
                "steps and replay it (less launch work; phases stay timed by CUDA events). Measured: tiny-14m 4 % "
@@ -171,6 +177,7 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   c.engine.buckets.bucket_cap_bytes = mib(bucket_cap_mib, "--bucket-cap-mb");
   c.engine.overlap = !no_overlap;
   c.engine.overlap_optimizer = overlap_optimizer;
+  c.engine.embedding_exchange = train::parse_embedding_exchange(embedding_exchange);
   c.stream_priority = train::parse_stream_priority(stream_priority);
   c.cuda_graph = cuda_graph;
   c.engine.gradient_reduction = gradient_reduction == "sum" ? comm::ReduceOp::sum : comm::ReduceOp::average;

@@ -22,6 +22,7 @@ struct WorkloadFlags {
   bool no_overlap = false;
   bool overlap_optimizer = false;
   bool cuda_graph = false;
+  std::string embedding_exchange = "auto";
   std::string data;
   int warmup_rounds = 3, timed_rounds = 5, steps_per_round = 10;
   double learning_rate = 1e-3;  ///< parsed as a double so that a value beyond float is named, not "inf"

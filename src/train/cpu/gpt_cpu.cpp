@@ -55,7 +55,8 @@ void embedding_forward(const std::int32_t* tokens, int batch, int seq, const T* 
 }
 
 template <typename T>
-void embedding_backward(const std::int32_t* tokens, int batch, int seq, const T* dx, int d, T* dwte, T* dwpe) {
+void embedding_backward(const std::int32_t* tokens, int batch, int seq, const T* dx, int d, T* dwte, T* dwpe,
+                        T scale) {
   std::fill_n(dwpe, z(seq) * z(d), T(0));
   for (int b = 0; b < batch; ++b)
     for (int i = 0; i < seq; ++i) {
@@ -63,8 +64,9 @@ void embedding_backward(const std::int32_t* tokens, int batch, int seq, const T*
       T* e = dwte + z(tokens[z(b) * z(seq + 1) + z(i)]) * z(d);
       T* p = dwpe + z(i) * z(d);
       for (int c = 0; c < d; ++c) {
-        e[c] += g[c];
-        p[c] += g[c];
+        const T v = scale == T(1) ? g[c] : scale * g[c];
+        e[c] += v;
+        p[c] += v;
       }
     }
 }
@@ -251,7 +253,7 @@ void cross_entropy_backward(const T* probs, const std::int32_t* tokens, int batc
 
 #define SCALESCOPE_GPT_OPS_INSTANTIATE(T)                                                                         \
   template void embedding_forward<T>(const std::int32_t*, int, int, const T*, const T*, int, T*);                \
-  template void embedding_backward<T>(const std::int32_t*, int, int, const T*, int, T*, T*);                     \
+  template void embedding_backward<T>(const std::int32_t*, int, int, const T*, int, T*, T*, T);                     \
   template void layernorm_forward<T>(const T*, const T*, const T*, std::size_t, int, T*, T*, T*);                \
   template void layernorm_backward<T>(const T*, const T*, const T*, const T*, const T*, std::size_t, int, T*, T*, \
                                       T*);                                                                        \
@@ -317,8 +319,11 @@ class GptHostMath {
   }
 
   /// Gradients of the last forward's mean loss, overwritten at grads[i] (parameter i); ready(i) after each
-  /// is complete, in reverse parameter order.
-  void backward(const Scalar* params, const std::vector<Scalar*>& grads, const std::function<void(std::size_t)>& ready) {
+  /// is complete, in reverse parameter order. With defer_input_embedding (EmbeddingGather): wte is ready with
+  /// the head's part alone, first; wpe is not written nor reported; the embedding-output gradient stays in
+  /// input_gradient() for the gathered scatter-add.
+  void backward(const Scalar* params, const std::vector<Scalar*>& grads, const std::function<void(std::size_t)>& ready,
+                bool defer_input_embedding = false) {
     using namespace gpt_ops;
     const int d = c_.d_model, f = c_.ffn, T = c_.seq, H = c_.heads, rows = rows_;
     const std::size_t R = z(rows) * z(T);
@@ -326,6 +331,7 @@ class GptHostMath {
 
     cross_entropy_backward(probs_.data(), tokens_.data(), rows, T, c_.vocab, Scalar(1) / static_cast<Scalar>(R), dlogits_.data());
     tied_head_backward(dlogits_.data(), lnf_out_.data(), p(0), R, d, c_.vocab, grads[0], dln_.data());
+    if (defer_input_embedding) ready(0);
     const std::size_t lnf = lnf_weight();
     std::fill(dres_.begin(), dres_.end(), Scalar(0));
     layernorm_backward(dln_.data(), x_[z(c_.layers)].data(), lnf_mean_.data(), lnf_rstd_.data(), p(lnf), R, d,
@@ -361,12 +367,15 @@ class GptHostMath {
       ready(base + kLn1B);
       ready(base + kLn1W);
     }
+    if (defer_input_embedding) return;
     embedding_backward(tokens_.data(), rows, T, dres_.data(), d, grads[0], grads[1]);
     ready(1);
     ready(0);
   }
 
   const std::vector<std::size_t>& offsets() const { return offsets_; }
+  /// The last backward's gradient at the embedding output, [rows, seq, d].
+  const std::vector<Scalar>& input_gradient() const { return dres_; }
 
  private:
   // Offsets of a block's parameters from its first (GptConfig::parameter_layout order).
@@ -444,7 +453,48 @@ float GptCpu::forward_math(const float* params, const std::int32_t* tokens, int 
 
 void GptCpu::backward_math(const float* params, const std::vector<float*>& grads,
                            const std::function<void(std::size_t)>& ready) {
-  math_->backward(params, grads, ready);
+  math_->backward(params, grads, ready, gather_world_ > 1);
+}
+
+std::optional<EmbeddingGather> GptCpu::embedding_gather() const {
+  const std::size_t T = z(config_.seq), d = z(config_.d_model);
+  EmbeddingGather g;
+  g.token_table = 0;
+  g.position_table = 1;
+  g.gather_bytes_per_row = (T + 1) * sizeof(std::int32_t) + T * d * sizeof(float);
+  g.table_gradient_bytes = (parameters()[0].numel + parameters()[1].numel) * sizeof(float);
+  return g;
+}
+
+void GptCpu::gather_embedding_gradient(int world_size) {
+  if (world_size < 2) throw std::invalid_argument("GptCpu::gather_embedding_gradient needs at least 2 ranks");
+  gather_world_ = world_size;
+}
+
+EmbeddingGatherBuffers GptCpu::embedding_gather_buffers() {
+  if (gather_world_ < 2) throw std::logic_error("GptCpu::embedding_gather_buffers before gather_embedding_gradient");
+  const auto& tokens = staged_tokens();
+  if (tokens.empty()) throw std::logic_error("GptCpu::embedding_gather_buffers before stage_batch");
+  const std::size_t rows = tokens.size() / z(config_.seq + 1), n = z(gather_world_);
+  const std::size_t gradient_floats = rows * z(config_.seq) * z(config_.d_model);
+  gathered_tokens_.resize(n * tokens.size());
+  gathered_input_gradients_.resize(n * gradient_floats);
+  EmbeddingGatherBuffers b;
+  b.tokens = tokens.data();
+  b.gathered_tokens = gathered_tokens_.data();
+  b.token_bytes = tokens.size() * sizeof(std::int32_t);
+  b.row_gradients = math_->input_gradient().data();  // sized for the staged rows by forward, written by backward
+  b.gathered_row_gradients = gathered_input_gradients_.data();
+  b.row_gradient_bytes = gradient_floats * sizeof(float);
+  return b;
+}
+
+void GptCpu::apply_gathered_embedding_gradient() {
+  if (gather_world_ < 2 || gathered_tokens_.empty())
+    throw std::logic_error("GptCpu::apply_gathered_embedding_gradient before the all-gathers");
+  const int rows = static_cast<int>(gathered_tokens_.size() / z(config_.seq + 1));
+  gpt_ops::embedding_backward(gathered_tokens_.data(), rows, config_.seq, gathered_input_gradients_.data(),
+                              config_.d_model, gradient(0), gradient(1), 1.0f / static_cast<float>(gather_world_));
 }
 
 bool GptCpu::decays(std::size_t parameter_index) const { return gpt_decays(parameters()[parameter_index].name); }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,17 @@ class GptCpu final : public HostModel {
   int row_tokens() const override { return config_.seq + 1; }
   int predictions_per_row() const override { return config_.seq; }
 
+  /// wte (0) and wpe (1); per row (seq + 1) int32 tokens and seq × d fp32 gradients.
+  std::optional<EmbeddingGather> embedding_gather() const override;
+  /// Throws std::invalid_argument for world_size < 2.
+  void gather_embedding_gradient(int world_size) override;
+  /// The staged tokens and the last backward's embedding-output gradient; host memory. Throws std::logic_error
+  /// before gather_embedding_gradient or stage_batch.
+  EmbeddingGatherBuffers embedding_gather_buffers() override;
+  /// gpt_ops::embedding_backward over every rank's rows in rank order, scale 1 / world_size. Throws
+  /// std::logic_error before the buffers exist.
+  void apply_gathered_embedding_gradient() override;
+
  protected:
   void check_batch(const TokenBatchView& batch) const override;
   float forward_math(const float* params, const std::int32_t* tokens, int rows) override;
@@ -51,6 +63,9 @@ class GptCpu final : public HostModel {
  private:
   GptConfig config_;
   std::unique_ptr<GptHostMath<float>> math_;
+  int gather_world_ = 0;  // ≥ 2 once gather_embedding_gradient was called
+  std::vector<std::int32_t> gathered_tokens_;   // [world × rows, seq + 1]
+  std::vector<float> gathered_input_gradients_;  // [world × rows, seq, d]
 };
 
 /// The same forward and backward in double precision, for gradient checks. `parameters` in forward order

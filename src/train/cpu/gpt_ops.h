@@ -15,10 +15,12 @@ namespace scalescope::train::gpt_ops {
 template <typename T>
 void embedding_forward(const std::int32_t* tokens, int batch, int seq, const T* wte, const T* wpe, int d, T* x);
 
-/// dwte[tokens[b, i]] += dx[b, i] (accumulate: the tied head wrote its part first); dwpe[i] = Σ_b dx[b, i]
-/// (overwrite). dx [B, T, d]; dwte [V, d]; dwpe [T, d].
+/// dwte[tokens[b, i]] += scale·dx[b, i] (accumulate: the tied head wrote its part first); dwpe[i] =
+/// scale·Σ_b dx[b, i] (overwrite), rows b in order. dx [B, T, d]; dwte [V, d]; dwpe [T, d]. scale is 1 for one
+/// rank's batch and 1/world_size for the rows all-gathered from every rank (EmbeddingGather).
 template <typename T>
-void embedding_backward(const std::int32_t* tokens, int batch, int seq, const T* dx, int d, T* dwte, T* dwpe);
+void embedding_backward(const std::int32_t* tokens, int batch, int seq, const T* dx, int d, T* dwte, T* dwpe,
+                        T scale = T(1));
 
 /// LayerNorm (Ba, Kiros & Hinton 2016) over the last dimension, ε = 1e-5 as torch.nn.LayerNorm:
 /// y = (x − μ)·rstd·w + b with rstd = 1/√(var + ε) (biased variance). x, y [rows, d]; w, b [d];

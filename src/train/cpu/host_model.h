@@ -84,6 +84,11 @@ class HostModel : public Model {
   /// Whether weight decay applies to parameter i.
   virtual bool decays(std::size_t parameter_index) const = 0;
 
+  /// The staged batch, [rows, row_tokens()] (empty before stage_batch).
+  const std::vector<std::int32_t>& staged_tokens() const { return staged_tokens_; }
+  /// Parameter i's gradient in the engine's buffer (after allocate_gradients).
+  float* gradient(std::size_t parameter_index) { return grads_.data() + grad_offsets_.at(parameter_index); }
+
  private:
   std::string name_;
   std::vector<ParameterInfo> layout_;

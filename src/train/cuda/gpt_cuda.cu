@@ -187,6 +187,13 @@ struct GptCuda::State {
   float* workspace = nullptr;
   std::size_t workspace_floats = 0;
 
+  // EmbeddingGather (gather_world ≥ 2): receive buffers for world × capacity rows and the scatter-add's scratch.
+  int gather_world = 0;
+  DeviceArray<std::int32_t> gathered_tokens;  // [world × rows, T + 1]
+  DeviceArray<bf16> gathered_dres;            // [world × rows, T, d]
+  DeviceArray<unsigned char> gather_scratch;
+  void ensure_gather_buffers();
+
   cuda::DeviceLossLog losses;
   DeviceArray<float> replay_loss;  // [1]: where a forward being captured into a CUDA graph writes its loss
   bool forward_done = false;
@@ -256,6 +263,14 @@ void GptCuda::State::ensure_rows(int needed) {
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(arena.get(), 0xFF, arena.bytes(), stream));
   staging.resize(B * (T + 1));
   capacity_rows = needed;
+  if (gather_world > 1) ensure_gather_buffers();
+}
+
+void GptCuda::State::ensure_gather_buffers() {
+  const std::size_t rows = z(gather_world) * z(capacity_rows), T = z(config.seq);
+  gathered_tokens.resize(rows * (T + 1));
+  gathered_dres.resize(rows * T * z(config.d_model));
+  gather_scratch.resize(k::gathered_embedding_scratch_bytes(rows * T, config.d_model));
 }
 
 void GptCuda::State::upload_tensor_table() {
@@ -312,7 +327,8 @@ float* GptCuda::flat_parameters() { return s_->params.get(); }
 std::size_t GptCuda::device_bytes() const {
   const State& s = *s_;
   return s.params.bytes() + s.adam_m.bytes() + s.adam_v.bytes() + s.shadow.bytes() + s.grads.bytes() + s.arena.bytes() +
-         s.losses.bytes() + s.tensor_slots_device.bytes() + s.chunks_device.bytes() + s.gemm.workspace_bytes();
+         s.losses.bytes() + s.tensor_slots_device.bytes() + s.chunks_device.bytes() + s.gemm.workspace_bytes() +
+         s.gathered_tokens.bytes() + s.gathered_dres.bytes() + s.gather_scratch.bytes();
 }
 
 float* GptCuda::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
@@ -416,6 +432,8 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
   dw.d_type = CUDA_R_32F;
   dw.ldd = d;
   s.gemm.run(s.stream, dw);
+  const bool gathered = s.gather_world > 1;
+  if (gathered) ready(0);  // the head's part alone; the input side is all-gathered (EmbeddingGather)
   GemmSpec dx;  // d LN_f output = d logits·wte
   dx.m = R;
   dx.n = d;
@@ -474,9 +492,56 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
     ready(base + State::kLn1W);
     if (l > 0) ready(State::slot(l - 1, State::kFpB));
   }
+  if (gathered) return;  // s.dres holds the embedding-output gradient the engine all-gathers
   k::embedding_backward(s.stream, s.tokens, B, T, s.dres, d, s.grad(0), s.grad(1));
   ready(1);
   ready(0);
+}
+
+std::optional<EmbeddingGather> GptCuda::embedding_gather() const {
+  const State& s = *s_;
+  const std::size_t T = z(s.config.seq), d = z(s.config.d_model);
+  EmbeddingGather g;
+  g.token_table = 0;
+  g.position_table = 1;
+  g.gather_bytes_per_row = (T + 1) * sizeof(std::int32_t) + T * d * sizeof(bf16);
+  g.table_gradient_bytes = (s.layout[0].numel + s.layout[1].numel) * sizeof(float);
+  return g;
+}
+
+void GptCuda::gather_embedding_gradient(int world_size) {
+  State& s = *s_;
+  if (world_size < 2) throw std::invalid_argument("GptCuda::gather_embedding_gradient needs at least 2 ranks");
+  s.gather_world = world_size;
+  if (s.capacity_rows > 0) {
+    SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s.stream));  // the old buffers may still be in use
+    s.ensure_gather_buffers();
+  }
+}
+
+EmbeddingGatherBuffers GptCuda::embedding_gather_buffers() {
+  State& s = *s_;
+  if (s.gather_world < 2) throw std::logic_error("GptCuda::embedding_gather_buffers before gather_embedding_gradient");
+  if (s.rows == 0) throw std::logic_error("GptCuda::embedding_gather_buffers before stage_batch");
+  const std::size_t T = z(s.config.seq);
+  EmbeddingGatherBuffers b;
+  b.tokens = s.tokens;
+  b.gathered_tokens = s.gathered_tokens.get();
+  b.token_bytes = z(s.rows) * (T + 1) * sizeof(std::int32_t);
+  b.row_gradients = s.dres;
+  b.gathered_row_gradients = s.gathered_dres.get();
+  b.row_gradient_bytes = z(s.rows) * T * z(s.config.d_model) * sizeof(bf16);
+  return b;
+}
+
+void GptCuda::apply_gathered_embedding_gradient() {
+  State& s = *s_;
+  if (s.gather_world < 2 || s.rows == 0)
+    throw std::logic_error("GptCuda::apply_gathered_embedding_gradient before the all-gathers");
+  k::embedding_backward_gathered(s.stream, s.gathered_tokens.get(), s.gather_world * s.rows, s.config.seq,
+                                 s.gathered_dres.get(), s.config.d_model, s.config.vocab,
+                                 1.0f / static_cast<float>(s.gather_world), s.grad(0), s.grad(1),
+                                 s.gather_scratch.get(), s.gather_scratch.bytes());
 }
 
 void GptCuda::optimizer_step_part(const AdamWConfig& config, ParameterRange part) {

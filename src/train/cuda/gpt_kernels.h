@@ -7,6 +7,8 @@
 // Kernel list and what each fuses:
 //   embedding_forward      token + position embedding gather from the fp32 master tables, one bf16 rounding
 //   embedding_backward     fp32 scatter-add into the tied table (atomics) and the position-gradient sum over B
+//   embedding_backward_gathered  the same over every rank's all-gathered rows, without atomics (tokens sorted
+//                          with CUB's radix sort), so that every rank computes the same bits
 //   layernorm_forward      mean, variance, normalise, affine; saves mean/rstd (warp per row)
 //   layernorm_backward     dx (optionally added to the residual gradient in place) + deterministic fp32
 //                          column sums for dweight, dbias and, optionally, Σ_rows dx (the bias gradient of the
@@ -61,6 +63,23 @@ void embedding_forward(cudaStream_t stream, const std::int32_t* tokens, int batc
 /// (overwrite, fixed order). dx [B, T, d] bf16.
 void embedding_backward(cudaStream_t stream, const std::int32_t* tokens, int batch, int seq, const bf16* dx, int d,
                         float* dwte, float* dwpe);
+
+/// Bytes of scratch embedding_backward_gathered needs for `positions` = rows × seq gathered positions of width d
+/// (4 int32 arrays of `positions`, 2 fp32 partial sums of [positions / 32, d], CUB's radix-sort workspace).
+std::size_t gathered_embedding_scratch_bytes(std::size_t positions, int d);
+
+/// The input embedding's gradient over the rows all-gathered from every rank (train/model.h, EmbeddingGather):
+/// dwte[v] += scale·Σ dx[b, i] over the positions (b, i) with tokens[b, i] = v, summed in (b, i) order, and
+/// dwpe[i] = scale·Σ_b dx[b, i] (overwrite, b in order). tokens [rows, seq + 1] (each in [0, vocab)); dx [rows, seq,
+/// d] bf16; dwte [vocab, d], dwpe [seq, d] fp32; scale = 1 / world size. Deterministic: the token ids are sorted
+/// (stable radix sort), runs of one token are summed in fixed chunks of 32 sorted positions and the chunks in
+/// order, with no atomics, so ranks with the same inputs get the same bits (atomics would not; nor would CUB's
+/// reduce-by-key, whose look-back combines partials in a timing-dependent order). `scratch` holds
+/// gathered_embedding_scratch_bytes(rows × seq, d) bytes.
+/// std::invalid_argument if d % 8 != 0, scratch is too small, or vocab < 1.
+void embedding_backward_gathered(cudaStream_t stream, const std::int32_t* tokens, int rows, int seq, const bf16* dx,
+                                 int d, int vocab, float scale, float* dwte, float* dwpe, void* scratch,
+                                 std::size_t scratch_bytes);
 
 /// LayerNorm (Ba et al. 2016), ε = 1e-5: y = (x − μ)·rstd·w + b. x, y [rows, d] bf16; w, b [d] fp32;
 /// mean, rstd [rows] fp32 overwrite.
