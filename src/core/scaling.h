@@ -23,8 +23,10 @@ struct ScalingSample {
   int world_size = 1;                ///< number of ranks N, ≥ 1
   double step_seconds = 0;           ///< wall/event time of one step on the slowest rank, > 0
   double compute_seconds = 0;        ///< forward + backward + optimizer time of one step on one rank, > 0
-  double all_reduce_seconds = 0;     ///< total time of all gradient all-reduces in one step, ≥ 0 (0 at N = 1)
-  int all_reduce_count = 0;          ///< gradient all-reduces per step, ≥ 0 (0 at N = 1)
+  /// Total time of the step's gradient collectives, ≥ 0 (0 at N = 1): the all-reduces, and a tied embedding's
+  /// all-gathers where it is exchanged that way (train::EmbeddingExchange).
+  double all_reduce_seconds = 0;
+  int all_reduce_count = 0;          ///< those collectives per step, ≥ 0 (0 at N = 1)
   double exposed_comm_seconds = 0;   ///< end of backward to end of the last all-reduce, ≥ 0
   double tokens_per_step = 0;        ///< global tokens processed per step (all ranks), > 0
 };

@@ -98,15 +98,15 @@ std::string render_train_result(const train::TrainResult& r) {
   if (c.world_size > 1) {
     out += fmt::format(
         "gradient all-reduce: {} per step, {:.1f} MB, {} ms in total (algbw {:.2f} GB/s, busbw {:.2f} GB/s), "
-        "exposed {} ms ({} hidden behind backward)\n",
+        "exposed {} ms ({} hidden behind compute)\n",
         p.all_reduce_count, p.all_reduce_bytes / 1e6, ms(p.all_reduce_seconds), r.all_reduce_algbw_gbps(),
         r.all_reduce_busbw_gbps(), ms(p.exposed_comm),
         p.all_reduce_seconds > 0 ? pct(std::max(0.0, 1.0 - p.exposed_comm / (p.all_reduce_seconds + p.all_gather_seconds)))
                                  : std::string("n/a"));
     if (p.all_gather_count > 0)
       out += fmt::format(
-          "tied embedding: its head part all-reduced with the buckets; tokens and embedding-output gradients "
-          "all-gathered ({} per step, {:.3g} MB sent per rank, {} ms, counted in the exposed time above)\n",
+          "tied embedding: its head part all-reduced with the buckets; tokens (beside forward) and embedding-output "
+          "gradients (after backward, in the exposed time) all-gathered: {} per step, {:.3g} MB sent per rank, {} ms\n",
           p.all_gather_count, p.all_gather_bytes / 1e6, ms(p.all_gather_seconds));
   } else {
     out += fmt::format("gradient all-reduce: {} per step over {:.1f} MB; at world size 1 it is a local operation "

@@ -112,7 +112,8 @@ struct TrainResult {
   /// busbw = algbw × 2(n−1)/n for all-reduce), GB/s with GB = 1e9.
   double all_reduce_algbw_gbps() const;
   double all_reduce_busbw_gbps() const;
-  /// The sample the scaling metrics need (core::scaling_metrics).
+  /// The sample the scaling metrics need (core::scaling_metrics); its collectives are the all-reduces plus the
+  /// embedding's all-gathers.
   core::ScalingSample scaling_sample() const;
 };
 void to_json(nlohmann::json& j, const TrainResult& r);

@@ -105,7 +105,8 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
                  "GPT, 2 or more ranks: all-reduce the tied token embedding's gradient whole once backward has "
                  "finished it (all-reduce, as DDP), or all-reduce its output-head part as soon as it is ready and "
                  "all-gather the ranks' tokens and embedding-output gradients at the end (all-gather, as Horovod "
-                 "does for sparse gradients); auto picks all-gather when it moves fewer bytes after backward")
+                 "does for sparse gradients); auto picks all-gather when it moves fewer bytes after backward. all-gather is "
+                 "refused with --overlap-optimizer, and auto then all-reduces")
       ->check(CLI::IsMember({"auto", "all-reduce", "all-gather"}))->capture_default_str();
   app.add_flag("--cuda-graph", f.cuda_graph,
                "GPU, GPT: capture each step's forward, backward and all-reduces into a CUDA graph after 3 eager "
