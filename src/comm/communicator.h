@@ -22,11 +22,11 @@ struct RankInfo {
   int local_rank = 0;  ///< rank among the ranks of this node: selects the GPU (cudaSetDevice(local_rank))
 };
 
-/// Measured time of one asynchronous collective, in seconds on the rank's own clock
-/// (CUDA events on the communication stream, or steady_clock on the progress thread).
 /// Which asynchronous collective a timing belongs to.
 enum class CollectiveKind { all_reduce, all_gather };
 
+/// Measured time of one asynchronous collective, in seconds on the rank's own clock
+/// (CUDA events on the communication stream, or steady_clock on the progress thread).
 struct CollectiveTiming {
   std::size_t bytes = 0;    ///< payload size in bytes (count × element size; all-gather: what one rank sends)
   double seconds = 0.0;     ///< from the moment the collective could start (its inputs ready and the
@@ -68,7 +68,7 @@ class Communicator {
   /// collective failed (the error names the backend's message).
   virtual void join() = 0;
 
-  /// As join(), but for all started all-reduces except the last `pending` ones, which may go on running (the
+  /// As join(), but for all started collectives except the last `pending` ones, which may go on running (the
   /// engine's overlap_optimizer updates the parameters of the finished buckets meanwhile). join_until(0) is
   /// join(); with `pending` ≥ the all-reduces started since the last take_timings() it waits for nothing. This
   /// default waits for all of them (correct, overlapping nothing); NCCL and MPI wait for exactly the ones asked for.

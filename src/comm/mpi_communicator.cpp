@@ -183,7 +183,7 @@ void MpiCommunicator::join() { join_until(0); }
 
 void MpiCommunicator::join_until(std::size_t pending) {
   std::unique_lock lock(mutex_);
-  // Tickets count every submitted task (broadcasts too), in order; the last `pending` are all-reduces here.
+  // Tickets count every submitted task (broadcasts too), in order; the last `pending` are all-reduces or all-gathers.
   const std::size_t ticket = submitted_ > pending ? submitted_ - pending : 0;
   cv_.wait(lock, [&] { return completed_ >= ticket; });
   rethrow_if_failed();

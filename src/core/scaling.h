@@ -27,7 +27,8 @@ struct ScalingSample {
   /// all-gathers where it is exchanged that way (train::EmbeddingExchange).
   double all_reduce_seconds = 0;
   int all_reduce_count = 0;          ///< those collectives per step, ≥ 0 (0 at N = 1)
-  double exposed_comm_seconds = 0;   ///< end of backward to end of the last all-reduce, ≥ 0
+  double exposed_comm_seconds = 0;   ///< end of backward to end of the last collective (and the gathered
+                                     ///< embedding's scatter-add), ≥ 0
   double tokens_per_step = 0;        ///< global tokens processed per step (all ranks), > 0
 };
 

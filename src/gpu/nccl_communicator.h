@@ -41,7 +41,7 @@ class NcclCommunicator final : public comm::Communicator {
   /// ncclAllGather of bytes (ncclInt8) on the communication stream, timed and ordered as the all-reduces.
   void start_all_gather(const void* send, void* received, std::size_t bytes_per_rank) override;
   void join() override;
-  /// Makes the compute stream wait (device side, the host does not block) on the end event of the all-reduce
+  /// Makes the compute stream wait (device side, the host does not block) on the end event of the collective
   /// `pending` before the last started; eager steps only (std::logic_error while a StepGraph captures or
   /// replays: the event would not name this step's all-reduce).
   void join_until(std::size_t pending) override;

@@ -37,14 +37,19 @@ std::string workload_line(const train::TrainResult& r, bool sweep) {
       : c.mode == core::ScalingMode::weak
           ? fmt::format("batch {} rows per rank (global = {} × world size)", c.rows_per_rank(), c.rows_per_rank())
           : fmt::format("global batch {} rows split over the ranks", c.global_rows());
+  // Which exchange of a GPT's tied embedding ran (a sweep's line stands for every world size: say what was asked).
+  std::string embedding;
+  if (c.model.family == train::ModelFamily::gpt && (sweep || c.world_size > 1))
+    embedding = sweep ? fmt::format(", embedding exchange {}", train::to_string(c.engine.embedding_exchange))
+                      : std::string(r.embedding_all_gathered ? ", tied embedding all-gathered" : ", tied embedding all-reduced");
   return fmt::format("model {} ({} parameters, {} FLOP/token), {} scaling, {}, "
-                     "{} bucket{} ({} MiB first, {} MiB cap), overlap {}{}{}{}",
+                     "{} bucket{} ({} MiB first, {} MiB cap), overlap {}{}{}{}{}",
                      c.model.name, si(static_cast<double>(r.parameters)), si(r.flops_per_token), core::to_string(c.mode),
                      batch,
                      r.bucket_bytes.size(), r.bucket_bytes.size() == 1 ? "" : "s",
                      c.engine.buckets.first_bucket_bytes / double(1 << 20), c.engine.buckets.bucket_cap_bytes / double(1 << 20),
                      c.engine.overlap ? "on" : "off",
-                     overlap_optimizer_clause(r, sweep),
+                     overlap_optimizer_clause(r, sweep), embedding,
                      c.stream_priority == train::StreamPriority::equal
                          ? std::string()
                          : fmt::format(", {} stream first", train::to_string(c.stream_priority)),

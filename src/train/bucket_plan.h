@@ -30,7 +30,7 @@ struct GradientBucket {
 
 /// Where every gradient lives and which bucket it belongs to.
 struct BucketPlan {
-  std::vector<GradientBucket> buckets;          ///< in all-reduce order (bucket 0 = last parameters)
+  std::vector<GradientBucket> buckets;          ///< in all-reduce order (build: bucket 0 = last parameters)
   std::vector<std::size_t> parameter_offset;    ///< per parameter: element offset in the flat buffer
   std::vector<std::size_t> parameter_bucket;    ///< per parameter: index of its bucket
   std::size_t total_numel = 0;                  ///< elements in the flat buffer

@@ -40,7 +40,8 @@ std::optional<EmbeddingGather> chosen_gather(const Model& model, int world_size,
     case EmbeddingExchange::all_reduce:
       return std::nullopt;
     case EmbeddingExchange::automatic:
-      if (!gather || options.overlap_optimizer || !prefer_embedding_gather(*gather, world_size, options.rows_per_rank))
+      if (!gather || options.overlap_optimizer || options.gradient_reduction != comm::ReduceOp::average ||
+          !prefer_embedding_gather(*gather, world_size, options.rows_per_rank))
         return std::nullopt;
       return gather;
     case EmbeddingExchange::all_gather:
@@ -50,6 +51,10 @@ std::optional<EmbeddingGather> chosen_gather(const Model& model, int world_size,
       if (options.overlap_optimizer)
         throw core::UsageError("the embedding all-gather and the optimizer overlap cannot be combined",
                                "drop --overlap-optimizer or use --embedding-exchange all-reduce");
+      // The gathered part is averaged by the model (scale 1 / world size); a summing test hook would mix the two.
+      if (options.gradient_reduction != comm::ReduceOp::average)
+        throw core::UsageError("the embedding all-gather averages the gradients it gathers; it cannot sum them",
+                               "use --embedding-exchange all-reduce with --internal-gradient-reduction sum");
       if (world_size < 2) return std::nullopt;  // one rank: nothing to gather
       return gather;
   }
@@ -145,7 +150,7 @@ Marker DataParallelEngine::record_marker(BookkeepingCall::Kind kind) {
 }
 
 void DataParallelEngine::issue_forward_backward_join(const AdamWConfig& adamw, StepMarks& m) {
-  if (gather_) start_gather(BookkeepingCall::gather_tokens);  // tiny; done long before backward needs it
+  if (gather_) start_gather(BookkeepingCall::gather_tokens);  // tiny; done long before the scatter-add reads it
   model_.forward();
   m.forward_end = record_marker(BookkeepingCall::forward_end);
   model_.backward([this](std::size_t p) { on_gradient_ready(p); });

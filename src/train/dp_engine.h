@@ -38,7 +38,8 @@ struct StepTiming {
   int all_reduce_count = 0;
   std::uint64_t all_reduce_bytes = 0;
   /// Duration of the step's last all-reduce (the last bucket), seconds: it can start only once the last
-  /// gradients are ready, so it bounds the exposed communication from below.
+  /// gradients are ready, so it bounds the exposed communication from below. With the embedding all-gathered
+  /// the last collective is the gradients' all-gather, not this.
   double last_all_reduce_seconds = 0;
   /// The embedding exchange's all-gathers (EmbeddingExchange::all_gather; 0 otherwise): the tokens at the start
   /// of the step and the embedding-output gradients after backward. Seconds summed, bytes one rank sent.
@@ -86,8 +87,9 @@ struct EngineOptions {
   /// Eager steps only: not with a StepReplay (--cuda-graph).
   bool overlap_optimizer = false;
   /// The tied embedding's exchange. `automatic` decides with prefer_embedding_gather (and picks all_reduce
-  /// with overlap_optimizer, whose split of the step assumes the embedding's gradient in the last bucket);
-  /// all_gather on a model without Model::embedding_gather() or with overlap_optimizer is refused.
+  /// with overlap_optimizer, whose split of the step assumes the embedding's gradient in the last bucket, and
+  /// with a gradient_reduction other than average, which the gathered part does not follow); all_gather on a
+  /// model without Model::embedding_gather(), with overlap_optimizer or with sum is refused.
   EmbeddingExchange embedding_exchange = EmbeddingExchange::automatic;
   /// Batch rows per rank, for the automatic choice (0: unknown, all_reduce).
   int rows_per_rank = 0;
@@ -145,7 +147,7 @@ class DataParallelEngine {
     double host_stage, host_issue;  // steady-clock seconds (StepTiming's fields of the same names)
   };
   /// What a replayed step repeats, in capture order: the timeline markers after staging, the all-reduce starts
-  /// (by bucket) and the join. The timing events they name are bound to the record's event nodes in this order.
+  /// (by bucket), the embedding exchange's all-gathers and the join. The timing events they name are bound to the record's event nodes in this order.
   struct BookkeepingCall {
     enum Kind { forward_end, backward_end, comm_end, all_reduce, join, gather_tokens, gather_row_gradients } kind;
     std::size_t bucket = 0;

@@ -217,6 +217,9 @@ void TrainJobConfig::validate() const {
     throw core::UsageError(fmt::format("--embedding-exchange all-gather needs a GPT model (a tied token embedding); {} "
                                        "is an MLP", model.name),
                            "drop --embedding-exchange or pick a GPT preset (--model gpt2-124m)");
+  if (engine.embedding_exchange == EmbeddingExchange::all_gather && engine.gradient_reduction != comm::ReduceOp::average)
+    throw core::UsageError("--embedding-exchange all-gather averages the gradients it gathers; it cannot sum them",
+                           "use --embedding-exchange all-reduce with --internal-gradient-reduction sum");
   if (engine.embedding_exchange == EmbeddingExchange::all_gather && engine.overlap_optimizer)
     throw core::UsageError("--embedding-exchange all-gather and --overlap-optimizer cannot be combined: the optimizer's "
                            "early part would update the token embedding before its gathered part is added",
@@ -590,7 +593,8 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
 void check_cpu_memory(const TrainJobConfig& config) {
   if (config.backend != BackendKind::cpu) return;
   const double physical = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  const double need = config.model.memory_per_rank_bytes(config.rows_per_rank(), false) * config.world_size;
+  const double need =
+      config.model.memory_per_rank_bytes(config.rows_per_rank(), false, config.world_size) * config.world_size;
   if (physical > 0 && need > physical)
     throw core::UsageError(
         fmt::format("{} CPU rank{} of this model and batch need{} about {:.1f} GiB of memory; this machine has {:.1f} GiB",

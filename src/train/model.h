@@ -118,7 +118,8 @@ class Model {
   /// Forward pass over the staged batch: mean cross-entropy (nats per predicted token) is kept on the
   /// device and returned later by take_losses().
   virtual void forward() = 0;
-  /// Backward pass. Overwrites (does not accumulate) every parameter's gradient. Calls
+  /// Backward pass. Overwrites (does not accumulate) every parameter's gradient (with the embedding gathered:
+  /// the token table's head part only, and not the position table's; see gather_embedding_gradient). Calls
   /// `on_gradient_ready(i)` once per parameter i as soon as the work that writes its gradient has been
   /// issued, in backward order (last layer first), so the engine can start that bucket's all-reduce.
   virtual void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) = 0;

@@ -77,8 +77,17 @@ double ModelSpec::flops_per_token() const {
   return family == ModelFamily::mlp ? mlp.flops_per_token() : gpt.flops_per_token();
 }
 
-double ModelSpec::memory_per_rank_bytes(int rows, bool gpu) const {
-  if (family == ModelFamily::gpt) return (gpu ? gpt.memory_per_rank(rows) : gpt.host_memory_per_rank(rows)).total();
+double ModelSpec::memory_per_rank_bytes(int rows, bool gpu, int world_size) const {
+  if (family == ModelFamily::gpt) {
+    const double model = (gpu ? gpt.memory_per_rank(rows) : gpt.host_memory_per_rank(rows)).total();
+    if (world_size < 2) return model;
+    const double positions = static_cast<double>(world_size) * rows * gpt.seq;
+    const double gathered = static_cast<double>(world_size) * rows * (gpt.seq + 1) * 4.0 +
+                            positions * gpt.d_model * (gpu ? 2.0 : 4.0);
+    // GPU: four int32 sort arrays, two fp32 partial sums per 32 sorted positions (CUB's workspace is small).
+    const double scratch = gpu ? positions * 16.0 + 2.0 * (positions / 32.0 + 1.0) * gpt.d_model * 4.0 : 0.0;
+    return model + gathered + scratch;
+  }
   // MLP: fp32 weights, gradients, two AdamW moments and a working copy (5 × 4 B per parameter), plus the
   // activations kept for backward (input, every hidden layer before and after GELU, logits) and the batches.
   const double params = static_cast<double>(mlp.parameter_count());

@@ -53,8 +53,10 @@ struct ModelSpec {
   double flops_per_token() const;
   /// Estimated bytes one rank needs for `rows` batch rows: master weights, gradients, AdamW moments, working
   /// copies and activations (GPT: GptConfig::memory_per_rank on a GPU, host_memory_per_rank on a CPU rank;
-  /// MLP: fp32 weights ×5 plus activations on either).
-  double memory_per_rank_bytes(int rows, bool gpu) const;
+  /// MLP: fp32 weights ×5 plus activations on either). A GPT on world_size ≥ 2 ranks also counts the tied
+  /// embedding's all-gather buffers (EmbeddingExchange), as if it were chosen: world_size × rows × (seq + 1)
+  /// tokens and seq × d embedding-output gradients (bf16 on GPU, fp32 on CPU), plus the GPU scatter-add's scratch.
+  double memory_per_rank_bytes(int rows, bool gpu, int world_size = 1) const;
   /// e.g. "gpt2-124m: gpt: 12 layers × d 768 …".
   std::string describe() const;
 };

@@ -530,6 +530,84 @@ TEST_F(GptCudaTest, GatheredEmbeddingBackwardMatchesCpuAndRepeatsBitForBit) {
                std::invalid_argument);
 }
 
+TEST_F(GptCudaTest, GatheredEmbeddingBackwardAtChunkBoundaries) {
+  // Sorted positions are summed in chunks of 32: fewer positions than one chunk, runs that end exactly on chunk
+  // boundaries (the last one covering the last chunk exactly), and a run that crosses one mid-chunk.
+  const int V = 16, d = 16;
+  const float scale = 0.5f;
+  struct Case {
+    int rows, seq;
+    std::vector<std::int32_t> tokens;  // [rows, seq + 1]
+  };
+  const auto rows_of = [](int rows, int seq, const std::vector<int>& runs) {  // runs: (token, count) pairs
+    std::vector<std::int32_t> t;
+    for (std::size_t i = 0; i + 1 < runs.size(); i += 2) t.insert(t.end(), static_cast<std::size_t>(runs[i + 1]), runs[i]);
+    std::vector<std::int32_t> out;
+    for (int r = 0; r < rows; ++r) {
+      out.insert(out.end(), t.begin() + r * seq, t.begin() + (r + 1) * seq);
+      out.push_back(0);  // the target after the row, never read
+    }
+    return out;
+  };
+  const std::vector<Case> cases{{1, 20, random_tokens(1, 21, 3, 41)},
+                                {2, 32, rows_of(2, 32, {5, 32, 9, 32})},
+                                {2, 32, rows_of(2, 32, {9, 40, 5, 24})},
+                                {3, 32, rows_of(3, 32, {7, 64, 2, 1, 11, 31})}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::to_string(c.rows) + " rows of " + std::to_string(c.seq));
+    const std::size_t positions = static_cast<std::size_t>(c.rows) * c.seq;
+    const auto dx = random_bf16_values(positions * d, 0.0, 1.0, 42);
+    const auto head_part = random_values(static_cast<std::size_t>(V) * d, 0.0, 1.0, 43);
+    const std::size_t scratch_bytes = k::gathered_embedding_scratch_bytes(positions, d);
+    Device<unsigned char> scratch(scratch_bytes);
+    Device<bf16> dx_d(dx.size());
+    Device<std::int32_t> tokens_d(c.tokens.size());
+    Device<float> dwte_d(head_part.size()), dwpe_d(static_cast<std::size_t>(c.seq) * d);
+    upload(dx_d, dx);
+    upload(tokens_d, c.tokens);
+    upload(dwte_d, head_part);
+    ASSERT_EQ(cudaMemset(scratch.get(), 0xFF, scratch_bytes), cudaSuccess);  // partials nothing wrote are NaN
+    k::embedding_backward_gathered(stream_, tokens_d.get(), c.rows, c.seq, dx_d.get(), d, V, scale, dwte_d.get(),
+                                   dwpe_d.get(), scratch.get(), scratch_bytes);
+    sync();
+    std::vector<double> dwte = head_part, dwpe(static_cast<std::size_t>(c.seq) * d);
+    gpt_ops::embedding_backward(c.tokens.data(), c.rows, c.seq, dx.data(), d, dwte.data(), dwpe.data(), double{scale});
+    EXPECT_LT(relative_error(download(dwte_d), dwte), 1e-5);
+    EXPECT_LT(relative_error(download(dwpe_d), dwpe), 1e-5);
+  }
+}
+
+TEST_F(GptCudaTest, GatheredBuffersFollowALargerBatch) {
+  // A batch larger than the first one reallocates the gather buffers with the activations.
+  const auto config = GptConfig::sized(1, 32, 2, 64, 128, 16);
+  GptCuda m(config, stream_);
+  m.gather_embedding_gradient(3);
+  std::vector<std::size_t> offsets;
+  std::size_t total = 0;
+  for (const auto& p : config.parameter_layout()) {
+    offsets.push_back(total);
+    total += p.numel;
+  }
+  m.allocate_gradients(offsets, total);
+  for (int rows : {1, 4}) {
+    const auto tokens = random_tokens(rows, config.seq + 1, config.vocab, 44);
+    m.stage_batch({rows, config.seq + 1, tokens.data()});
+    m.forward();
+    m.backward([](std::size_t) {});
+    const EmbeddingGatherBuffers b = m.embedding_gather_buffers();
+    ASSERT_EQ(b.row_gradient_bytes, static_cast<std::size_t>(rows) * 16 * 32 * 2);
+    for (int r = 0; r < 3; ++r) {  // three equal ranks
+      ASSERT_EQ(cudaMemcpyAsync(static_cast<unsigned char*>(b.gathered_tokens) + r * b.token_bytes, b.tokens,
+                                b.token_bytes, cudaMemcpyDeviceToDevice, stream_), cudaSuccess);
+      ASSERT_EQ(cudaMemcpyAsync(static_cast<unsigned char*>(b.gathered_row_gradients) + r * b.row_gradient_bytes,
+                                b.row_gradients, b.row_gradient_bytes, cudaMemcpyDeviceToDevice, stream_), cudaSuccess);
+    }
+    m.apply_gathered_embedding_gradient();
+    const auto g = m.gradients_to_host();
+    EXPECT_TRUE(std::all_of(g.begin(), g.end(), [](float x) { return std::isfinite(x); })) << rows << " rows";
+  }
+}
+
 TEST_F(GptCudaTest, GatheredEmbeddingGradientEqualsTheWholeOneOverTwoEqualRanks) {
   // Two ranks with the same batch: the head part's average is the head part, and the gathered scatter-add of
   // both ranks' rows at scale 1/2 is one rank's. So the model with the all-gather exchange (its all-gathers done

@@ -74,5 +74,55 @@ TEST(TrainReport, ResultFilesKeepTheOptimizerOverlapAndOlderOnesLoad) {
   EXPECT_FALSE(j.get<train::TrainResult>().config.engine.overlap_optimizer);
 }
 
+TEST(TrainReport, SaysHowTheTiedEmbeddingWasExchanged) {
+  train::TrainResult r = graph_result(0);
+  r.config.cuda_graph = false;
+  r.config.world_size = 2;
+  r.bucket_bytes = {154'533'888, 1u << 20};
+  r.embedding_all_gathered = true;
+  r.phases.all_gather_count = 2;
+  r.phases.all_gather_bytes = 25'231'360;
+  r.phases.all_gather_seconds = 0.00016;
+  const std::string gathered = report::render_train_result(r);
+  EXPECT_NE(gathered.find(", tied embedding all-gathered"), std::string::npos) << gathered;
+  EXPECT_NE(gathered.find("all-gathered: 2 per step, 25.2 MB sent per rank, 0.16 ms"), std::string::npos) << gathered;
+  r.embedding_all_gathered = false;
+  r.phases.all_gather_count = 0;
+  const std::string reduced = report::render_train_result(r);
+  EXPECT_NE(reduced.find(", tied embedding all-reduced"), std::string::npos) << reduced;
+  EXPECT_EQ(reduced.find("all-gathered:"), std::string::npos) << reduced;
+  r.config.world_size = 1;  // nothing is exchanged at one rank
+  EXPECT_EQ(report::render_train_result(r).find("tied embedding"), std::string::npos);
+  r.config.model = train::ModelSpec::from_preset("mlp-1m", {});
+  r.config.world_size = 2;
+  EXPECT_EQ(report::render_train_result(r).find("tied embedding"), std::string::npos) << "an MLP ties nothing";
+}
+
+TEST(TrainReport, ResultFilesKeepTheEmbeddingExchangeAndOlderOnesLoad) {
+  train::TrainResult r = graph_result(0);
+  r.config.engine.embedding_exchange = train::EmbeddingExchange::automatic;
+  r.embedding_all_gathered = true;
+  r.phases.all_gather_seconds = 0.00017;
+  r.phases.all_gather_count = 2;
+  r.phases.all_gather_bytes = 25'231'360;
+  nlohmann::json j = r;
+  EXPECT_EQ(j.at("config").at("embedding_exchange"), "auto");
+  const auto back = j.get<train::TrainResult>();
+  EXPECT_EQ(back.config.engine.embedding_exchange, train::EmbeddingExchange::automatic);
+  EXPECT_TRUE(back.embedding_all_gathered);
+  EXPECT_DOUBLE_EQ(back.phases.all_gather_seconds, 0.00017);
+  EXPECT_EQ(back.phases.all_gather_count, 2);
+  EXPECT_EQ(back.phases.all_gather_bytes, 25'231'360u);
+  // Written before the option: the embedding was all-reduced whole, no all-gathers.
+  j.at("config").erase("embedding_exchange");
+  j.erase("embedding_all_gathered");
+  for (auto key : {"all_gather_s", "all_gather_count", "all_gather_bytes"}) j.at("phases").erase(key);
+  const auto old = j.get<train::TrainResult>();
+  EXPECT_EQ(old.config.engine.embedding_exchange, train::EmbeddingExchange::all_reduce);
+  EXPECT_FALSE(old.embedding_all_gathered);
+  EXPECT_EQ(old.phases.all_gather_count, 0);
+  EXPECT_DOUBLE_EQ(old.phases.all_gather_seconds, 0.0);
+}
+
 }  // namespace
 }  // namespace scalescope

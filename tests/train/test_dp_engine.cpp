@@ -352,7 +352,7 @@ class EmbeddingGatherEngineTest : public EngineReplayTest {
     o.rows_per_rank = 2;
     return o;
   }
-  LoggingModel tied_{log_, true, true};
+  LoggingModel tied_{log_, true, true};  // one engine per test: gathering switches the model for good
 };
 
 TEST_F(EmbeddingGatherEngineTest, HeadPartFirstPositionTableUnbucketedGathersAroundTheStep) {
@@ -392,20 +392,33 @@ TEST_F(EmbeddingGatherEngineTest, ReplayRepeatsTheGathers) {
 }
 
 TEST_F(EmbeddingGatherEngineTest, AutomaticAndRefusals) {
+  // An engine that gathers switches its model over for good: each engine below gets a fresh model.
+  const auto gathers = [&](const EngineOptions& o) {
+    LoggingModel tied(log_, true, true);
+    DataParallelEngine engine(tied, comm_, timeline_, o);
+    if (engine.gathers_embedding()) step(engine);  // the switched model reports as the plan expects
+    return engine.gathers_embedding();
+  };
   EngineOptions automatic = gather_options(EmbeddingExchange::automatic);
-  EXPECT_TRUE(DataParallelEngine(tied_, comm_, timeline_, automatic).gathers_embedding());  // 200 B < 12 KB
+  EXPECT_TRUE(gathers(automatic));  // 200 B < 12 KB
   automatic.rows_per_rank = 0;
-  EXPECT_FALSE(DataParallelEngine(tied_, comm_, timeline_, automatic).gathers_embedding());
+  EXPECT_FALSE(gathers(automatic));
   automatic.rows_per_rank = 2;
   automatic.overlap_optimizer = true;  // its split assumes the embedding in the last bucket
-  EXPECT_FALSE(DataParallelEngine(tied_, comm_, timeline_, automatic).gathers_embedding());
+  EXPECT_FALSE(gathers(automatic));
+  automatic.overlap_optimizer = false;
+  automatic.gradient_reduction = comm::ReduceOp::sum;  // the gathered part is averaged by the model
+  EXPECT_FALSE(gathers(automatic));
   EXPECT_FALSE(DataParallelEngine(model_, comm_, timeline_, gather_options(EmbeddingExchange::automatic)).gathers_embedding());
-  EXPECT_FALSE(DataParallelEngine(tied_, comm_, timeline_, gather_options(EmbeddingExchange::all_reduce)).gathers_embedding());
+  EXPECT_FALSE(gathers(gather_options(EmbeddingExchange::all_reduce)));
 
   EXPECT_THROW(DataParallelEngine(model_, comm_, timeline_, gather_options()), core::UsageError);  // nothing tied
   EngineOptions both = gather_options();
   both.overlap_optimizer = true;
-  EXPECT_THROW(DataParallelEngine(tied_, comm_, timeline_, both), core::UsageError);
+  EXPECT_THROW(gathers(both), core::UsageError);
+  EngineOptions summed = gather_options();
+  summed.gradient_reduction = comm::ReduceOp::sum;
+  EXPECT_THROW(gathers(summed), core::UsageError);
 }
 
 TEST(EmbeddingExchangeNames, RoundTripAndRefuseOthers) {

@@ -37,9 +37,11 @@ namespace scalescope::train {
 ///   backward recomputes the probabilities (from q, k and each row's kept log-sum-exp) and the GELU output
 ///   (from the kept pre-activation) unless GptConfig::recompute_activations is false, which keeps both per layer;
 ///   weight gradients fp32 from the GEMM; bias and LayerNorm gradients fp32 column sums (deterministic);
-///   the tied embedding's gradient = head GEMM (fp32) + fp32 atomic scatter-add of the input gradient.
+///   the tied embedding's gradient = head GEMM (fp32) + fp32 atomic scatter-add of the input gradient, or, once
+///   gather_embedding_gradient() was called, + the deterministic scatter-add of every rank's gathered rows.
 ///
-/// Backward order (on_gradient_ready): the reverse of parameters(), as GptCpu (wte last). Each call comes
+/// Backward order (on_gradient_ready): the reverse of parameters(), as GptCpu (wte last); with the embedding
+/// gathered, wte first (its head part) and wpe never. Each call comes
 /// right after the kernels writing that gradient were enqueued (not completed): record an event on the
 /// compute stream to wait for it.
 ///
@@ -97,7 +99,7 @@ class GptCuda final : public Model {
   /// input embedding's backward reads, so nothing is rounded on the way).
   std::optional<EmbeddingGather> embedding_gather() const override;
   /// Allocates world_size × the staged rows' receive buffers (tokens, gradients) and the deterministic
-  /// scatter-add's scratch (k::embedding_backward_gathered): 50 MB more for gpt2-124m at 16 rows on 2 ranks.
+  /// scatter-add's scratch (k::embedding_backward_gathered): 57 MB more for gpt2-124m at 16 rows on 2 ranks.
   /// Throws std::invalid_argument for world_size < 2.
   void gather_embedding_gradient(int world_size) override;
   /// Device memory; std::logic_error before gather_embedding_gradient or stage_batch.
