@@ -103,15 +103,17 @@ std::string render_train_result(const train::TrainResult& r) {
   if (c.world_size > 1) {
     out += fmt::format(
         "gradient all-reduce: {} per step, {:.1f} MB, {} ms in total (algbw {:.2f} GB/s, busbw {:.2f} GB/s), "
-        "exposed {} ms ({} hidden behind compute)\n",
+        "exposed {} ms ({} of the {} time hidden behind compute)\n",
         p.all_reduce_count, p.all_reduce_bytes / 1e6, ms(p.all_reduce_seconds), r.all_reduce_algbw_gbps(),
         r.all_reduce_busbw_gbps(), ms(p.exposed_comm),
         p.all_reduce_seconds > 0 ? pct(std::max(0.0, 1.0 - p.exposed_comm / (p.all_reduce_seconds + p.all_gather_seconds)))
-                                 : std::string("n/a"));
+                                 : std::string("n/a"),
+        p.all_gather_count > 0 ? "all-reduce and all-gather" : "all-reduce");
     if (p.all_gather_count > 0)
       out += fmt::format(
           "tied embedding: its head part all-reduced with the buckets; tokens (beside forward) and embedding-output "
-          "gradients (after backward, in the exposed time) all-gathered: {} per step, {:.3g} MB sent per rank, {} ms\n",
+          "gradients (after backward) all-gathered: {} per step, {:.3g} MB from each rank, {} ms per step; the "
+          "exposed time includes the second and the scatter-add of every rank's rows after it\n",
           p.all_gather_count, p.all_gather_bytes / 1e6, ms(p.all_gather_seconds));
   } else {
     out += fmt::format("gradient all-reduce: {} per step over {:.1f} MB; at world size 1 it is a local operation "
@@ -120,9 +122,12 @@ std::string render_train_result(const train::TrainResult& r) {
   }
   if (r.ranks.size() > 1) {
     out += "\n";
-    TextTable ranks({"rank", "compute ms", "all-reduce ms", "exposed ms", "data wait ms", "wall step ms"});
+    // With the embedding all-gathered, the exposed time holds all-gathers too: count them beside the all-reduces.
+    const bool gathered = p.all_gather_count > 0;
+    TextTable ranks({"rank", "compute ms", gathered ? "all-reduce + all-gather ms" : "all-reduce ms", "exposed ms",
+                     "data wait ms", "wall step ms"});
     for (const auto& k : r.ranks)
-      ranks.add_row({std::to_string(k.rank), ms(k.mean.compute()), ms(k.mean.all_reduce_seconds),
+      ranks.add_row({std::to_string(k.rank), ms(k.mean.compute()), ms(k.mean.all_reduce_seconds + k.mean.all_gather_seconds),
                      ms(k.mean.exposed_comm), ms(k.mean.data_wait), ms(k.wall_step_seconds)});
     out += ranks.render();
     if (r.min_rank_compute > 0)
@@ -147,24 +152,35 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
     out += workload_line(first, true) + "\n";
     out += fmt::format("data: {}; device per rank: {}; timing: {}\n\n", first.data_description, first.device,
                        first.timing_source);
-    TextTable t({"world size", "step ms", "tokens/s", "speedup", "efficiency", "comm ratio", "all-reduce ms",
-                 "exposed comm ms", "overlap"});
+    // Where a point all-gathered the tied embedding, its all-gathers count as gradient communication
+    // (TrainResult::scaling_sample): the column and the footnote say so.
+    std::string gathered_at;
+    for (const auto& p : d.points)
+      if (p.result.embedding_all_gathered)
+        gathered_at += (gathered_at.empty() ? "" : ",") + std::to_string(p.result.config.world_size);
+    const bool gathered = !gathered_at.empty();
+    TextTable t({"world size", "step ms", "tokens/s", "speedup", "efficiency", "comm ratio",
+                 gathered ? "all-reduce + all-gather ms" : "all-reduce ms", "exposed comm ms", "overlap"});
     for (const auto& p : d.points) {
       const auto& r = p.result;
       t.add_row({std::to_string(r.config.world_size), ms(r.step_seconds.trimmed_mean), si(p.metrics.tokens_per_second),
                  fmt::format("{:.2f}", p.metrics.speedup), pct(p.metrics.efficiency),
                  // At one rank the "all-reduce" is local (no communication, no kernel on NCCL): not judged.
                  r.config.world_size > 1 ? pct(p.metrics.comm_ratio) : std::string("-"),
-                 ms(r.phases.all_reduce_seconds), ms(r.phases.exposed_comm),
+                 ms(r.phases.all_reduce_seconds + r.phases.all_gather_seconds), ms(r.phases.exposed_comm),
                  r.config.world_size > 1 ? pct(p.metrics.overlap_fraction) : std::string("-")});
     }
     out += t.render();
     const int rounds = first.config.protocol.timed_rounds;
-    out += fmt::format("step ms: {} of {} timed round{} (slowest rank); comm ratio: all-reduce time per step / 1-rank "
-                       "compute time; overlap: share of all-reduce time hidden behind backward{}\n",
+    const char* comm = gathered ? "all-reduce and all-gather" : "all-reduce";
+    out += fmt::format("step ms: {} of {} timed round{} (slowest rank); comm ratio: {} time per step / 1-rank "
+                       "compute time; overlap: share of {} time hidden behind backward{}\n",
                        rounds >= 3 ? fmt::format("mean of the middle {}", rounds - 2) : std::string("mean"), rounds,
-                       rounds == 1 ? "" : "s",
+                       rounds == 1 ? "" : "s", comm, comm,
                        first.config.engine.overlap_optimizer ? " and AdamW (--overlap-optimizer)" : "");
+    if (gathered)
+      out += fmt::format("tied embedding all-gathered at N={} (--embedding-exchange {}), all-reduced whole elsewhere\n",
+                         gathered_at, train::to_string(first.config.engine.embedding_exchange));
   }
   bool header = false;
   for (const auto& p : d.points) {

@@ -109,3 +109,27 @@ TEST(DoctorReportText, KernelBreakdownLineNamesKernelsAndIdleTime) {
             std::string::npos)
       << text;
 }
+
+TEST(DoctorReportText, SaysWhereTheTiedEmbeddingWasAllGatheredAndCountsItsTime) {
+  doctor::DoctorReport d;
+  d.backend = "gpu";
+  doctor::DoctorPoint one, two;
+  one.result.config.world_size = 1;
+  two.result.config.world_size = 2;
+  two.result.config.model = train::ModelSpec::from_preset("gpt2-124m", {});
+  one.result.config.model = two.result.config.model;
+  two.result.embedding_all_gathered = true;
+  two.result.phases.all_reduce_seconds = 0.00406;
+  two.result.phases.all_gather_seconds = 0.00016;
+  two.result.phases.all_gather_count = 2;
+  d.points = {one, two};
+  std::string text = report::render_doctor_report(d);
+  EXPECT_NE(text.find("all-reduce + all-gather ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("4.22"), std::string::npos) << text;
+  EXPECT_NE(text.find("comm ratio: all-reduce and all-gather time per step"), std::string::npos) << text;
+  EXPECT_NE(text.find("tied embedding all-gathered at N=2 (--embedding-exchange auto)"), std::string::npos) << text;
+  d.points[1].result.embedding_all_gathered = false;
+  d.points[1].result.phases.all_gather_seconds = 0;
+  text = report::render_doctor_report(d);
+  EXPECT_EQ(text.find("all-gather"), std::string::npos) << text;
+}
