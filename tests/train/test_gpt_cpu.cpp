@@ -18,6 +18,7 @@
 #include "train/cpu/gpt_cpu.h"
 #include "train/cpu/gpt_ops.h"
 #include "train/gpt.h"
+#include "train/model_spec.h"
 
 using scalescope::core::Error;
 using scalescope::core::UsageError;
@@ -163,6 +164,24 @@ TEST(GptConfig, HostMemoryEstimateFollowsTheCpuReferenceBuffers) {
   // The GPU estimate of the same batch is a different buffer set (bf16, recomputed activations).
   EXPECT_NE(c.memory_per_rank(3).total(), m.total());
   EXPECT_THROW(c.host_memory_per_rank(0), UsageError);
+}
+
+TEST(ModelSpecMemory, CountsTheEmbeddingAllGatherBuffersFromTwoRanks) {
+  // gpt2-124m, 16 rows: each rank receives world × 16 rows of (1025 int32 tokens + 1024 × 768 gradients), bf16 on
+  // GPU and fp32 on CPU; the GPU scatter-add adds 4 int32 sort arrays per position and 2 fp32 partials per 32.
+  const auto spec = ModelSpec::from_preset("gpt2-124m", {});
+  for (const bool gpu : {true, false}) {
+    SCOPED_TRACE(gpu ? "GPU" : "CPU");
+    const double one = spec.memory_per_rank_bytes(16, gpu, 1);
+    EXPECT_DOUBLE_EQ(one, spec.memory_per_rank_bytes(16, gpu));
+    const double positions = 4.0 * 16 * 1024;
+    const double gathered = 4.0 * 16 * 1025 * 4 + positions * 768 * (gpu ? 2 : 4);
+    const double scratch = gpu ? positions * 16 + 2 * (positions / 32 + 1) * 768 * 4 : 0.0;
+    EXPECT_DOUBLE_EQ(spec.memory_per_rank_bytes(16, gpu, 4) - one, gathered + scratch);
+  }
+  // An MLP ties nothing.
+  const auto mlp = ModelSpec::from_preset("mlp-1m", {});
+  EXPECT_DOUBLE_EQ(mlp.memory_per_rank_bytes(64, false, 4), mlp.memory_per_rank_bytes(64, false));
 }
 
 TEST(GptConfig, ValidateNamesTheBadField) {
