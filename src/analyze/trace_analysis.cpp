@@ -198,6 +198,9 @@ struct RankData {
   std::vector<Step> steps;
   std::optional<std::int64_t> base_time_ns;
   std::int64_t offset_ns = 0;  // added to local times for the common axis
+
+  /// names[i], or `missing` for an index beyond them (names[0] is "": no name).
+  std::string name_at(std::uint32_t i, const char* missing) const { return i < names.size() ? names[i] : missing; }
 };
 
 std::optional<int> rank_from_file_name(const std::string& path) {
@@ -854,8 +857,7 @@ KernelDurations durations_without_comm(const RankData& d) {
     if (op.cls != GpuClass::compute || op.name == 0 || op.end <= op.start || !inside(steps, op.start) ||
         overlap_with(d.comm, op.start, op.end) > 0)
       continue;
-    out[{op.name < d.names.size() ? d.names[op.name] : "?", op.launch < d.names.size() ? d.names[op.launch] : ""}]
-        .push_back(op.end - op.start);
+    out[{d.name_at(op.name, "?"), d.name_at(op.launch, "")}].push_back(op.end - op.start);
   }
   return out;
 }
@@ -867,7 +869,7 @@ std::optional<std::int64_t> reference_duration(std::vector<std::int64_t> duratio
   std::sort(durations.begin(), durations.end());
   const std::size_t n = durations.size();
   const auto at = [&](double q) { return durations[static_cast<std::size_t>(std::lround(q * static_cast<double>(n - 1)))]; };
-  const std::int64_t med = n % 2 == 1 ? durations[n / 2] : durations[n / 2 - 1] + (durations[n / 2] - durations[n / 2 - 1]) / 2;
+  const std::int64_t med = median(durations);
   if (med <= 0 || static_cast<double>(at(0.9) - at(0.1)) > CommInterference::kMaxReferenceSpread * static_cast<double>(med))
     return std::nullopt;
   return med;
@@ -915,8 +917,8 @@ std::optional<CommInterference> measure_interference(const RankData& d, const Ra
     }
     if (count == 0) continue;
     KernelInterference k;
-    k.name = key.first < d.names.size() ? d.names[key.first] : "?";
-    k.launch = key.second > 0 && key.second < d.names.size() ? d.names[key.second] : "";
+    k.name = d.name_at(key.first, "?");
+    k.launch = d.name_at(key.second, "");
     std::optional<std::int64_t> reference = reference_duration(std::move(alone));
     k.reference = "rank";
     if (!reference) {  // the baseline's calls of the same launch configuration, or by name when one trace has none
@@ -1050,7 +1052,7 @@ void finish_rank(RankData& d) {
       auto [it, fresh] = by_name.emplace(op.name, out.kernels.size());
       if (fresh) {
         KernelGroup g;
-        g.name = op.name < d.names.size() ? d.names[op.name] : "?";
+        g.name = d.name_at(op.name, "?");
         g.comm = op.cls == GpuClass::comm;
         out.kernels.push_back(g);
         ns.push_back(0);
