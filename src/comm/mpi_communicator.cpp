@@ -146,35 +146,34 @@ void MpiCommunicator::start_all_reduce(float* data, std::size_t count, ReduceOp 
   if (count > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw core::Error(fmt::format("all-reduce of {} elements exceeds MPI's int count", count), "use smaller buckets");
   const int world = info_.world_size;
-  submit(
-      [this, data, count, op, world] {
-        auto t0 = std::chrono::steady_clock::now();
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-                  "MPI_Allreduce");
-        if (op == ReduceOp::average && world > 1) {
-          const float scale = 1.0f / static_cast<float>(world);
-          for (std::size_t i = 0; i < count; ++i) data[i] *= scale;
-        }
-        auto t1 = std::chrono::steady_clock::now();
-        std::lock_guard lock(mutex_);
-        timings_.push_back({count * sizeof(float), std::chrono::duration<double>(t1 - t0).count()});
-      },
-      false);
+  submit_timed(count * sizeof(float), CollectiveKind::all_reduce, [data, count, op, world] {
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    if (op == ReduceOp::average && world > 1) {
+      const float scale = 1.0f / static_cast<float>(world);
+      for (std::size_t i = 0; i < count; ++i) data[i] *= scale;
+    }
+  });
 }
 
 void MpiCommunicator::start_all_gather(const void* send, void* received, std::size_t bytes_per_rank) {
   if (bytes_per_rank > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw core::Error(fmt::format("all-gather of {} bytes per rank exceeds MPI's int count", bytes_per_rank),
                       "use fewer rows per rank");
+  submit_timed(bytes_per_rank, CollectiveKind::all_gather, [send, received, bytes_per_rank] {
+    const int n = static_cast<int>(bytes_per_rank);
+    check_mpi(MPI_Allgather(send, n, MPI_BYTE, received, n, MPI_BYTE, MPI_COMM_WORLD), "MPI_Allgather");
+  });
+}
+
+void MpiCommunicator::submit_timed(std::size_t bytes, CollectiveKind kind, std::function<void()> collective) {
   submit(
-      [this, send, received, bytes_per_rank] {
-        auto t0 = std::chrono::steady_clock::now();
-        const int n = static_cast<int>(bytes_per_rank);
-        check_mpi(MPI_Allgather(send, n, MPI_BYTE, received, n, MPI_BYTE, MPI_COMM_WORLD), "MPI_Allgather");
-        auto t1 = std::chrono::steady_clock::now();
+      [this, bytes, kind, collective = std::move(collective)] {
+        const auto t0 = std::chrono::steady_clock::now();
+        collective();
+        const auto t1 = std::chrono::steady_clock::now();
         std::lock_guard lock(mutex_);
-        timings_.push_back(
-            {bytes_per_rank, std::chrono::duration<double>(t1 - t0).count(), CollectiveKind::all_gather});
+        timings_.push_back({bytes, std::chrono::duration<double>(t1 - t0).count(), kind});
       },
       false);
 }

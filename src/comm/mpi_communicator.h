@@ -56,6 +56,9 @@ class MpiCommunicator final : public Communicator {
   void run();
   /// Queues `task` on the progress thread and, if `wait`, blocks until it ran; rethrows its error.
   void submit(std::function<void()> task, bool wait);
+  /// Queues `collective` without waiting, timed on the progress thread (steady clock) into timings_ as a
+  /// collective of `kind` and `bytes`.
+  void submit_timed(std::size_t bytes, CollectiveKind kind, std::function<void()> collective);
   void rethrow_if_failed();
 
   RankInfo info_;

@@ -20,7 +20,7 @@ std::vector<int> default_world_sizes(int devices) {
 std::optional<std::string> overlap_note(const train::TrainResult& r) {
   const auto& p = r.phases;
   // With the tied embedding all-gathered, its two all-gathers are part of the gradient communication.
-  const double comm = p.all_reduce_seconds + p.all_gather_seconds;
+  const double comm = p.gradient_comm();
   const char* what = p.all_gather_count > 0 ? "all-reduce + all-gather" : "all-reduce";
   if (r.config.world_size < 2 || comm <= 0 || p.backward < 2.0 * comm) return std::nullopt;
   const double exposed_share = p.exposed_comm / comm;

@@ -106,7 +106,7 @@ std::string render_train_result(const train::TrainResult& r) {
         "exposed {} ms ({} of the {} time hidden behind compute)\n",
         p.all_reduce_count, p.all_reduce_bytes / 1e6, ms(p.all_reduce_seconds), r.all_reduce_algbw_gbps(),
         r.all_reduce_busbw_gbps(), ms(p.exposed_comm),
-        p.all_reduce_seconds > 0 ? pct(std::max(0.0, 1.0 - p.exposed_comm / (p.all_reduce_seconds + p.all_gather_seconds)))
+        p.all_reduce_seconds > 0 ? pct(std::max(0.0, 1.0 - p.exposed_comm / p.gradient_comm()))
                                  : std::string("n/a"),
         p.all_gather_count > 0 ? "all-reduce and all-gather" : "all-reduce");
     if (p.all_gather_count > 0)
@@ -127,7 +127,7 @@ std::string render_train_result(const train::TrainResult& r) {
     TextTable ranks({"rank", "compute ms", gathered ? "all-reduce + all-gather ms" : "all-reduce ms", "exposed ms",
                      "data wait ms", "wall step ms"});
     for (const auto& k : r.ranks)
-      ranks.add_row({std::to_string(k.rank), ms(k.mean.compute()), ms(k.mean.all_reduce_seconds + k.mean.all_gather_seconds),
+      ranks.add_row({std::to_string(k.rank), ms(k.mean.compute()), ms(k.mean.gradient_comm()),
                      ms(k.mean.exposed_comm), ms(k.mean.data_wait), ms(k.wall_step_seconds)});
     out += ranks.render();
     if (r.min_rank_compute > 0)
@@ -167,7 +167,7 @@ std::string render_doctor_report(const doctor::DoctorReport& d) {
                  fmt::format("{:.2f}", p.metrics.speedup), pct(p.metrics.efficiency),
                  // At one rank the "all-reduce" is local (no communication, no kernel on NCCL): not judged.
                  r.config.world_size > 1 ? pct(p.metrics.comm_ratio) : std::string("-"),
-                 ms(r.phases.all_reduce_seconds + r.phases.all_gather_seconds), ms(r.phases.exposed_comm),
+                 ms(r.phases.gradient_comm()), ms(r.phases.exposed_comm),
                  r.config.world_size > 1 ? pct(p.metrics.overlap_fraction) : std::string("-")});
     }
     out += t.render();

@@ -55,6 +55,9 @@ struct StepTiming {
   double host_issue = 0;
   /// Compute time: forward + backward + optimizer (the seed's "compute time" in the comm ratio).
   double compute() const { return forward + backward + optimizer; }
+  /// Gradient communication: the all-reduces plus the tied embedding's all-gathers, seconds (what the comm ratio
+  /// and the overlap count).
+  double gradient_comm() const { return all_reduce_seconds + all_gather_seconds; }
 };
 
 /// How a tied token embedding's gradient is exchanged (Model::embedding_gather): all-reduced whole once backward

@@ -208,6 +208,17 @@ void check_gpt_batch(const GptConfig& config, const TokenBatchView& batch) {
                     "build batches with the data loader of this model (rows of seq + 1 tokens)");
 }
 
+EmbeddingGather gpt_embedding_gather(const GptConfig& config, std::size_t gradient_element_bytes) {
+  const auto layout = config.parameter_layout();
+  const auto T = static_cast<std::size_t>(config.seq), d = static_cast<std::size_t>(config.d_model);
+  EmbeddingGather g;
+  g.token_table = 0;
+  g.position_table = 1;
+  g.gather_bytes_per_row = (T + 1) * sizeof(std::int32_t) + T * d * gradient_element_bytes;
+  g.table_gradient_bytes = (layout[0].numel + layout[1].numel) * sizeof(float);
+  return g;
+}
+
 bool gpt_decays(const std::string& name) {
   return name.ends_with("qkv.weight") || name.ends_with("proj.weight") || name.ends_with("fc.weight");
 }

@@ -122,6 +122,11 @@ std::vector<float> gpt_initial_parameters(const GptConfig& config);
 /// in [0, vocab). Throws core::Error naming the first problem.
 void check_gpt_batch(const GptConfig& config, const TokenBatchView& batch);
 
+/// The GPT's tied embedding as Model::embedding_gather describes it: wte (parameter 0) and wpe (1); per batch
+/// row, (seq + 1) int32 tokens and seq × d embedding-output gradients of `gradient_element_bytes` bytes each (2:
+/// GptCuda's bf16, 4: GptCpu's fp32); the two tables' fp32 gradient bytes.
+EmbeddingGather gpt_embedding_gather(const GptConfig& config, std::size_t gradient_element_bytes);
+
 /// Whether AdamW's decoupled weight decay applies to parameter `name`: the 2-D matrices (attn.qkv, attn.proj,
 /// mlp.fc, mlp.proj weights); not embeddings, biases or LayerNorm parameters (as nanoGPT's and GPT-3's
 /// practice and AdamWConfig's rule "weight matrices only").

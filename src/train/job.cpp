@@ -320,7 +320,7 @@ core::ScalingSample TrainResult::scaling_sample() const {
   s.step_seconds = step_seconds.trimmed_mean;
   s.compute_seconds = phases.compute();
   // The embedding's all-gathers are gradient communication too: the comm ratio and overlap count them.
-  s.all_reduce_seconds = phases.all_reduce_seconds + phases.all_gather_seconds;
+  s.all_reduce_seconds = phases.gradient_comm();
   s.all_reduce_count = phases.all_reduce_count + phases.all_gather_count;
   s.exposed_comm_seconds = phases.exposed_comm;
   s.tokens_per_step = static_cast<double>(tokens_per_step);

@@ -82,8 +82,8 @@ double ModelSpec::memory_per_rank_bytes(int rows, bool gpu, int world_size) cons
     const double model = (gpu ? gpt.memory_per_rank(rows) : gpt.host_memory_per_rank(rows)).total();
     if (world_size < 2) return model;
     const double positions = static_cast<double>(world_size) * rows * gpt.seq;
-    const double gathered = static_cast<double>(world_size) * rows * (gpt.seq + 1) * 4.0 +
-                            positions * gpt.d_model * (gpu ? 2.0 : 4.0);
+    const double gathered = static_cast<double>(world_size) * rows *
+                            static_cast<double>(gpt_embedding_gather(gpt, gpu ? 2 : 4).gather_bytes_per_row);
     // GPU: four int32 sort arrays, two fp32 partial sums per 32 sorted positions (CUB's workspace is small).
     const double scratch = gpu ? positions * 16.0 + 2.0 * (positions / 32.0 + 1.0) * gpt.d_model * 4.0 : 0.0;
     return model + gathered + scratch;

@@ -582,12 +582,8 @@ TEST_F(GptCudaTest, GatheredBuffersFollowALargerBatch) {
   const auto config = GptConfig::sized(1, 32, 2, 64, 128, 16);
   GptCuda m(config, stream_);
   m.gather_embedding_gradient(3);
-  std::vector<std::size_t> offsets;
-  std::size_t total = 0;
-  for (const auto& p : config.parameter_layout()) {
-    offsets.push_back(total);
-    total += p.numel;
-  }
+  const std::vector<std::size_t> offsets = forward_offsets(config.parameter_layout());
+  const std::size_t total = config.parameter_count();
   m.allocate_gradients(offsets, total);
   for (int rows : {1, 4}) {
     const auto tokens = random_tokens(rows, config.seq + 1, config.vocab, 44);
@@ -615,12 +611,8 @@ TEST_F(GptCudaTest, GatheredEmbeddingGradientEqualsTheWholeOneOverTwoEqualRanks)
   const auto config = GptConfig::sized(2, 64, 4, 128, 256, 32);
   const int rows = 3;
   const auto tokens = random_tokens(rows, config.seq + 1, config.vocab, 36);
-  std::vector<std::size_t> offsets;
-  std::size_t total = 0;
-  for (const auto& p : config.parameter_layout()) {
-    offsets.push_back(total);
-    total += p.numel;
-  }
+  const std::vector<std::size_t> offsets = forward_offsets(config.parameter_layout());
+  const std::size_t total = config.parameter_count();
   // The same GEMM algorithms in both models (autotuning may pick differently in two instances).
   const char* tune = std::getenv("SCALESCOPE_GEMM_AUTOTUNE");
   const std::optional<std::string> saved = tune ? std::optional<std::string>(tune) : std::nullopt;

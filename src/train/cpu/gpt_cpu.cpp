@@ -64,7 +64,7 @@ void embedding_backward(const std::int32_t* tokens, int batch, int seq, const T*
       T* e = dwte + z(tokens[z(b) * z(seq + 1) + z(i)]) * z(d);
       T* p = dwpe + z(i) * z(d);
       for (int c = 0; c < d; ++c) {
-        const T v = scale == T(1) ? g[c] : scale * g[c];
+        const T v = scale * g[c];  // exact for scale 1
         e[c] += v;
         p[c] += v;
       }
@@ -456,15 +456,7 @@ void GptCpu::backward_math(const float* params, const std::vector<float*>& grads
   math_->backward(params, grads, ready, gather_world_ > 1);
 }
 
-std::optional<EmbeddingGather> GptCpu::embedding_gather() const {
-  const std::size_t T = z(config_.seq), d = z(config_.d_model);
-  EmbeddingGather g;
-  g.token_table = 0;
-  g.position_table = 1;
-  g.gather_bytes_per_row = (T + 1) * sizeof(std::int32_t) + T * d * sizeof(float);
-  g.table_gradient_bytes = (parameters()[0].numel + parameters()[1].numel) * sizeof(float);
-  return g;
-}
+std::optional<EmbeddingGather> GptCpu::embedding_gather() const { return gpt_embedding_gather(config_, sizeof(float)); }
 
 void GptCpu::gather_embedding_gradient(int world_size) {
   if (world_size < 2) throw std::invalid_argument("GptCpu::gather_embedding_gradient needs at least 2 ranks");

@@ -499,14 +499,7 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
 }
 
 std::optional<EmbeddingGather> GptCuda::embedding_gather() const {
-  const State& s = *s_;
-  const std::size_t T = z(s.config.seq), d = z(s.config.d_model);
-  EmbeddingGather g;
-  g.token_table = 0;
-  g.position_table = 1;
-  g.gather_bytes_per_row = (T + 1) * sizeof(std::int32_t) + T * d * sizeof(bf16);
-  g.table_gradient_bytes = (s.layout[0].numel + s.layout[1].numel) * sizeof(float);
-  return g;
+  return gpt_embedding_gather(s_->config, sizeof(bf16));
 }
 
 void GptCuda::gather_embedding_gradient(int world_size) {
