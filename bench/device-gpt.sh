@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (issue #5): build the GPT targets, run the GPT tests (CPU reference and every CUDA
 # kernel against it), then time our CUDA GPT and the PyTorch peer back to back on one GPU for tiny-14m
-# (batch 64), gpt2-124m (batch 16) and gpt-1.3b (batch 8) — ours both with its default (attention probabilities
-# and GELU outputs recomputed in backward) and with --keep-activations — and print the comparison table last.
-# Results go to $OUT (default ./out): gpt-speed.json (every measurement), gpt-speed.txt (the table),
-# tests.txt (test summary) and logs.tar.gz (everything else). Meant to finish in under 8 minutes.
+# (batch 64), gpt2-124m (batch 16) and gpt-1.3b (batch 8) — ours with its default (flash attention where the
+# head width allows, GELU outputs recomputed in backward), with --attention gemm and with --keep-activations —
+# and print the comparison table last. Before that, bench_attention_speed times one layer's attention through
+# both paths. Results go to $OUT (default ./out): gpt-speed.json (every measurement), gpt-speed.txt (the table),
+# attention.txt, tests.txt (test summary) and logs.tar.gz (everything else). Meant to finish in under 8 minutes.
 #
 #   bench/device-gpt.sh            # on the GPU machine, from the repository root
+#   GPT_PRESETS="gpt2-124m:16 gpt-1.3b:8" GPT_TESTS="test_gpt_cuda" bench/device-gpt.sh   # fewer presets/tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -26,7 +28,7 @@ cat "$LOGS/machine.txt"
 log "build (GPT targets only)"
 BUILD=build-device
 if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$LOGS/build.log" 2>&1 &&
-       timeout 360 cmake --build "$BUILD" -j "$(nproc)" --target test_gpt_cpu test_gpt_cuda bench_gpt_speed \
+       timeout 360 cmake --build "$BUILD" -j "$(nproc)" --target test_gpt_cpu test_gpt_cuda bench_gpt_speed bench_attention_speed \
          >> "$LOGS/build.log" 2>&1; }; then
   tail -60 "$LOGS/build.log"
   tar -czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$LOGS"
@@ -34,12 +36,14 @@ if ! { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$LOG
 fi
 grep -iE "warning" "$LOGS/build.log" | grep -E "gpt|lt_matmul|gpt_speed" | head -20
 # The MLP's GPU test links the whole CUDA library (NCCL code included); its failure to build is reported, not fatal.
-timeout 240 cmake --build "$BUILD" -j "$(nproc)" --target test_mlp_lm_cuda > "$LOGS/build-mlp.log" 2>&1 ||
-  { echo "test_mlp_lm_cuda did not build:"; grep -E "error" "$LOGS/build-mlp.log" | head -5; }
+case " ${GPT_TESTS:-test_mlp_lm_cuda} " in *" test_mlp_lm_cuda "*)
+  timeout 240 cmake --build "$BUILD" -j "$(nproc)" --target test_mlp_lm_cuda > "$LOGS/build-mlp.log" 2>&1 ||
+    { echo "test_mlp_lm_cuda did not build:"; grep -E "error" "$LOGS/build-mlp.log" | head -5; } ;;
+esac
 
 log "tests"
 : > "$OUT/tests.txt"
-for t in test_gpt_cuda test_gpt_cpu test_mlp_lm_cuda; do
+for t in ${GPT_TESTS:-test_gpt_cuda test_gpt_cpu test_mlp_lm_cuda}; do
   [ -x "$BUILD/tests/$t" ] || { echo "$t: not built" | tee -a "$OUT/tests.txt"; continue; }
   timeout 300 "$BUILD/tests/$t" > "$LOGS/$t.log" 2>&1
   rc=$?
@@ -47,14 +51,20 @@ for t in test_gpt_cuda test_gpt_cpu test_mlp_lm_cuda; do
     | tee -a "$OUT/tests.txt"
 done
 
+log "attention alone: flash vs GEMM path"
+timeout 120 "$BUILD/bench/bench_attention_speed" --json "$LOGS/attention.json" 2>&1 | tee "$OUT/attention.txt"
+
 log "speed: ours vs PyTorch, one GPU"
-for spec in tiny-14m:64 gpt2-124m:16 gpt-1.3b:8; do
+for spec in ${GPT_PRESETS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
   model=${spec%%:*}
   batch=${spec##*:}
   log "$model batch $batch: ours"
   timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --json "$LOGS/ours-$model.json" 2>&1 \
     | tee "$LOGS/ours-$model.txt"
-  log "$model batch $batch: ours, --keep-activations"
+  log "$model batch $batch: ours, --attention gemm"
+  timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --attention gemm \
+    --json "$LOGS/gemm-$model.json" 2>&1 | tee "$LOGS/gemm-$model.txt" | tail -1
+  [ "${GPT_KEEP:-1}" = 1 ] && log "$model batch $batch: ours, --keep-activations" &&
   timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --keep-activations \
     --json "$LOGS/keep-$model.json" 2>&1 | tee "$LOGS/keep-$model.txt" | tail -1
   log "$model batch $batch: pytorch"
@@ -75,8 +85,10 @@ for model in ("tiny-14m", "gpt2-124m", "gpt-1.3b"):
                 return json.load(f)
         except (OSError, ValueError):
             return None
-    ours, torch_, keep = load("ours"), load("torch"), load("keep")
-    everything[model] = {"ours": ours, "ours_keep_activations": keep, "pytorch": torch_}
+    ours, torch_, keep, gemm = load("ours"), load("torch"), load("keep"), load("gemm")
+    if not (ours or torch_):
+        continue
+    everything[model] = {"ours": ours, "ours_gemm_attention": gemm, "ours_keep_activations": keep, "pytorch": torch_}
     def fmt(x, spec):
         return format(x, spec) if x is not None else "-"
     o_tps = ours["tokens_per_s"] if ours else None
@@ -90,10 +102,12 @@ for model in ("tiny-14m", "gpt2-124m", "gpt-1.3b"):
                  fmt(ours["memory"]["device_used_bytes"] / gib if ours else None, ".2f"),
                  fmt(torch_["memory"]["max_allocated_bytes"] / gib if torch_ else None, ".2f"),
                  fmt(torch_["memory"]["max_reserved_bytes"] / gib if torch_ else None, ".2f"),
+                 fmt(gemm["tokens_per_s"] / t_tps if gemm and t_tps else None, ".2f"),
+                 fmt(gemm["step_ms"] if gemm else None, ".2f"),
                  fmt(keep["tokens_per_s"] / t_tps if keep and t_tps else None, ".2f"),
                  fmt(keep["memory"]["model_bytes"] / gib if keep else None, ".2f")))
 head = ("preset", "batch", "ours ktok/s", "torch ktok/s", "ratio", "ours MFU %", "ours ms", "torch ms",
-        "ours GiB", "ours dev GiB", "torch alloc GiB", "torch rsv GiB", "keep ratio", "keep GiB")
+        "ours GiB", "ours dev GiB", "torch alloc GiB", "torch rsv GiB", "gemm ratio", "gemm ms", "keep ratio", "keep GiB")
 widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
 print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
 print("  ".join("-" * w for w in widths))
@@ -104,7 +118,8 @@ if gemm:
     print(f"MFU = model FLOPs (6N + 12LTd per token) x tokens/s / measured cuBLASLt bf16 8192^3 GEMM rate "
           f"({gemm / 1e12:.0f} TFLOP/s). ours GiB = GptCuda::device_bytes (live buffers, compare with torch alloc = "
           f"max_memory_allocated); ours dev GiB = drop in cudaMemGetInfo (compare with torch rsv = max_memory_reserved); "
-          f"keep = ours with --keep-activations (probabilities and GELU outputs kept, not recomputed).")
+          f"gemm = ours with --attention gemm (cuBLASLt attention GEMMs, the default before flash attention); "
+          f"keep = ours with --keep-activations (GELU outputs kept, not recomputed).")
 with open(os.path.join(out, "gpt-speed.json"), "w") as f:
     json.dump(everything, f, indent=2)
 EOF

@@ -93,6 +93,7 @@ struct Options {
   int batch = 16;
   int layers = 0;  // 0: the preset's
   bool keep_activations = false;
+  std::string attention = "flash";
   int warmup_rounds = 3, rounds = 5, steps_per_round = 10;
   int gemm_size = 8192;
   std::string json;
@@ -102,6 +103,7 @@ nlohmann::json run(const Options& o) {
   GptConfig config = GptConfig::preset(o.model);
   if (o.layers > 0) config.layers = o.layers;
   config.recompute_activations = !o.keep_activations;
+  config.flash_attention = o.attention == "flash";
   config.validate();
   if (o.batch < 1) throw core::UsageError("--batch must be ≥ 1");
   if (o.rounds < 3) throw core::UsageError("--rounds must be ≥ 3 (the middle rounds are averaged)");
@@ -193,6 +195,7 @@ nlohmann::json run(const Options& o) {
   j["describe"] = model.describe();
   j["layers"] = config.layers;
   j["recompute_activations"] = config.recompute_activations;
+  j["flash_attention"] = config.uses_flash_attention();
   j["batch"] = o.batch;
   j["seq"] = config.seq;
   j["parameters"] = config.parameter_count();
@@ -222,7 +225,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "rows per step (each seq + 1 tokens)");
   app.add_option("--layers", o.layers, "override the preset's layer count (0: keep)");
   app.add_flag("--keep-activations", o.keep_activations,
-               "keep attention probabilities and GELU outputs for backward (default: recompute them)");
+               "keep GELU outputs (and, with --attention gemm, attention probabilities) for backward (default: "
+               "recompute them)");
+  app.add_option("--attention", o.attention, "flash (fused kernels where the head width allows) or gemm")
+      ->check(CLI::IsMember({"flash", "gemm"}));
   app.add_option("--warmup-rounds", o.warmup_rounds, "discarded rounds");
   app.add_option("--rounds", o.rounds, "timed rounds (the middle ones are averaged)");
   app.add_option("--steps-per-round", o.steps_per_round, "steps per round");

@@ -119,14 +119,20 @@ GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
                                  + R * f)         // MLP pre-activation
                            + fp * (R * 4          // LN1/LN2 mean and rstd
                                    + B * H * T);  // attention log-sum-exp
-  const double kept_or_recomputed = bf * (scores + R * f);  // attention probabilities, GELU output
   const double global = bf * (R * d * 2 + R * vp) + fp * (R * 3) + 4 * B * (T + 1);  // x0, LNf, logits; stats, losses; tokens
-  const double scratch = bf * (R * 3 * d          // qkv GEMM output / its gradient
-                               + heads_elems      // attention output in head layout / its gradient
-                               + scores           // dP, then dS
-                               + 3 * heads_elems  // dq, dk, dv
-                               + R * d * 2        // residual gradient, LayerNorm input gradient
-                               + R * f);          // MLP hidden gradient
+  const double common_scratch = bf * (R * 3 * d   // qkv GEMM output / its gradient
+                                      + R * d * 2  // residual gradient, LayerNorm input gradient
+                                      + R * f);    // MLP hidden gradient
+  if (uses_flash_attention()) {
+    // q, k, v stay in the qkv GEMM's row layout (hd % 8 == 0: no padding); nothing of size T² exists.
+    const double scratch = common_scratch + fp * (R * d + std::ceil(B * H * T / 64.0) * 64.0);  // dq, row dots
+    m.activations = L * per_layer + global + scratch + (recompute_activations ? 0.0 : L * bf * R * f);  // GELU output
+    return m;
+  }
+  const double kept_or_recomputed = bf * (scores + R * f);  // attention probabilities, GELU output
+  const double scratch = common_scratch + bf * (heads_elems      // attention output in head layout / its gradient
+                                                + scores         // dP, then dS
+                                                + 3 * heads_elems);  // dq, dk, dv
   // Kept: one copy per layer. Recomputed: one shared buffer each (the GELU output shares the hidden gradient's).
   m.activations = L * per_layer + global + scratch + (recompute_activations ? bf * scores : L * kept_or_recomputed);
   return m;
@@ -164,9 +170,13 @@ void GptConfig::validate() const {
 }
 
 std::string GptConfig::describe() const {
-  return fmt::format("gpt: {} layer{} × d {} ({} heads × {}, ffn {}), vocab {}, seq {}{}", layers, layers == 1 ? "" : "s",
-                     d_model, heads, head_dim(), ffn, vocab, seq,
-                     recompute_activations ? "" : ", attention probabilities and GELU outputs kept for backward");
+  const char* kept = !recompute_activations
+                         ? (uses_flash_attention() ? ", GELU outputs kept for backward"
+                                                   : ", attention probabilities and GELU outputs kept for backward")
+                         : "";
+  return fmt::format("gpt: {} layer{} × d {} ({} heads × {}, ffn {}), vocab {}, seq {}{}{}", layers, layers == 1 ? "" : "s",
+                     d_model, heads, head_dim(), ffn, vocab, seq, kept,
+                     flash_attention ? "" : ", attention by GEMMs (flash attention off)");
 }
 
 GptConfig GptConfig::preset(std::string_view name) {

@@ -52,8 +52,15 @@ struct GptConfig {
   /// layer for one more score GEMM and two memory-bound passes per layer (on one H200, gpt-1.3b at 8 rows:
   /// 32.8 instead of 41.5 GiB, bench/RESULTS.md). The CPU reference ignores it.
   bool recompute_activations = true;
+  /// GptCuda: causal attention through the fused flash-attention kernels (cuda/flash_attention.h: no [B, H, T, T]
+  /// tensor in device memory) where the head width allows it (uses_flash_attention), instead of cuBLASLt batched
+  /// GEMMs around a softmax kernel. The CPU reference ignores it.
+  bool flash_attention = true;
 
   int head_dim() const { return d_model / heads; }
+  /// Whether GptCuda runs the fused attention: flash_attention set and a head width of 64 or 128 (the widths the
+  /// kernels are built for; tiny-14m's 26 takes the GEMM path).
+  bool uses_flash_attention() const { return flash_attention && (head_dim() == 64 || head_dim() == 128); }
 
   /// A config of these sizes (the fields of the same names), the defaults for the rest (seed, recomputation).
   /// Nothing is checked here: validate() does.
@@ -82,10 +89,12 @@ struct GptConfig {
   /// per layer and token the saved activations are 2 residual-stream tensors, 2 LayerNorm outputs, q/k/v,
   /// the attention output (bf16 d each, q/k/v head dims padded to a multiple of 8), the MLP pre-activation
   /// (bf16 ffn), LayerNorm statistics and the attention log-sum-exp (fp32 H), and, unless
-  /// recompute_activations, the attention probabilities (bf16 H·T) and the GELU output (bf16 ffn). Plus the
-  /// embedding output, final LayerNorm, bf16 logits over V rounded up to a multiple of 8, and shared scratch
-  /// (qkv, the score gradient [B, H, T, T] and, when recomputing, the recomputed probabilities [B, H, T, T],
-  /// the MLP hidden gradient, gradients of one layer). Excludes the CUDA context and library workspaces.
+  /// recompute_activations, the GELU output (bf16 ffn) and, without flash attention, the attention
+  /// probabilities (bf16 H·T). Plus the embedding output, final LayerNorm, bf16 logits over V rounded up to a
+  /// multiple of 8, and shared scratch: the qkv GEMM output or its gradient, the MLP hidden gradient, the
+  /// residual and LayerNorm gradients; with flash attention its fp32 workspace (dq, B·T·d, and B·H·T row
+  /// dots); without it the head-layout buffers, the score gradient [B, H, T, T] and, when recomputing, the
+  /// recomputed probabilities [B, H, T, T]. Excludes the CUDA context and library workspaces.
   /// Throws core::UsageError for rows < 1.
   GptMemoryEstimate memory_per_rank(int rows) const;
   /// The same for the fp32 CPU reference (GptCpu's buffers): fp32 weights, gradients and moments (no bf16

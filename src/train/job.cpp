@@ -230,6 +230,9 @@ void TrainJobConfig::validate() const {
   if (backend == BackendKind::cpu && model.family == ModelFamily::gpt && !model.gpt.recompute_activations)
     throw core::UsageError("--keep-activations needs GPU ranks: the CPU reference keeps every activation anyway",
                            "drop --keep-activations or use --backend gpu");
+  if (backend == BackendKind::cpu && model.family == ModelFamily::gpt && !model.gpt.flash_attention)
+    throw core::UsageError("--attention gemm needs GPU ranks: the CPU reference has one attention of its own",
+                           "drop --attention or use --backend gpu");
   parse_fault(fault);
 }
 

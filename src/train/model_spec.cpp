@@ -39,6 +39,9 @@ ModelSpec ModelSpec::from_preset(std::string_view name, const ModelOverrides& o)
     if (o.keep_activations)
       throw core::UsageError("--keep-activations applies to GPT presets: the MLP keeps all its activations anyway",
                              "drop --keep-activations, or use a GPT preset such as --model gpt2-124m");
+    if (o.gemm_attention)
+      throw core::UsageError("--attention applies to GPT presets: the MLP has no attention",
+                             "drop --attention, or use a GPT preset such as --model gpt2-124m");
     if (o.layers) spec.mlp.layers = o.layers;
     if (o.context) spec.mlp.context = o.context;
     if (o.embed) spec.mlp.embed = o.embed;
@@ -52,6 +55,7 @@ ModelSpec ModelSpec::from_preset(std::string_view name, const ModelOverrides& o)
     if (o.layers) spec.gpt.layers = o.layers;
     if (o.seq) spec.gpt.seq = o.seq;
     if (o.keep_activations) spec.gpt.recompute_activations = false;
+    if (o.gemm_attention) spec.gpt.flash_attention = false;
   } else {
     throw core::UsageError(fmt::format("unknown model '{}'", name),
                            fmt::format("choose one of: {}", fmt::join(preset_names(), ", ")));
@@ -109,7 +113,7 @@ void to_json(nlohmann::json& j, const ModelSpec& m) {
   else
     j["gpt"] = {{"layers", m.gpt.layers}, {"d_model", m.gpt.d_model}, {"heads", m.gpt.heads}, {"ffn", m.gpt.ffn},
                 {"vocab", m.gpt.vocab}, {"seq", m.gpt.seq}, {"seed", m.gpt.seed},
-                {"recompute_activations", m.gpt.recompute_activations}};
+                {"recompute_activations", m.gpt.recompute_activations}, {"flash_attention", m.gpt.flash_attention}};
 }
 
 void from_json(const nlohmann::json& j, ModelSpec& m) {
@@ -126,6 +130,8 @@ void from_json(const nlohmann::json& j, ModelSpec& m) {
     m.gpt.layers = c.at("layers"); m.gpt.d_model = c.at("d_model"); m.gpt.heads = c.at("heads");
     m.gpt.ffn = c.at("ffn"); m.gpt.vocab = c.at("vocab"); m.gpt.seq = c.at("seq"); m.gpt.seed = c.at("seed");
     m.gpt.recompute_activations = c.at("recompute_activations");
+    // Descriptions written before the fused kernels existed ran attention through GEMMs.
+    m.gpt.flash_attention = c.value("flash_attention", false);
   } else {
     throw core::Error("unknown model family '" + family + "' in a job description");
   }

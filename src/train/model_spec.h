@@ -26,6 +26,7 @@ struct ModelOverrides {
   int hidden = 0;   ///< MLP: hidden width
   int seq = 0;      ///< GPT: context length T
   bool keep_activations = false;  ///< GPT: GptConfig::recompute_activations = false
+  bool gemm_attention = false;    ///< GPT: GptConfig::flash_attention = false (attention by cuBLASLt GEMMs)
 };
 
 struct ModelSpec {

@@ -33,6 +33,7 @@
 #include "train/cpu/gpt_cpu.h"
 #include "train/cpu/gpt_ops.h"
 #include "train/cuda/device_buffer.h"
+#include "train/cuda/flash_attention.h"
 #include "train/cuda/gpt_cuda.h"
 #include "train/cuda/gpt_kernels.h"
 #include "train/cuda/lt_matmul.h"
@@ -380,6 +381,96 @@ TEST_F(GptCudaTest, AttentionForwardAndBackwardMatchCpu) {
   }
 }
 
+namespace {
+
+/// lse[b, h, i] = ln Σ_{j ≤ i} exp(q_i·k_j/√hd) in double, from qkv [B, T, 3d] (the fused forward's second output).
+std::vector<double> attention_lse(const std::vector<double>& qkv, int B, int T, int d, int H) {
+  const int hd = d / H;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  std::vector<double> lse(static_cast<std::size_t>(B) * H * T);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < T; ++i) {
+        const double* q = &qkv[(static_cast<std::size_t>(b) * T + i) * 3 * d + h * hd];
+        std::vector<double> s(static_cast<std::size_t>(i) + 1);
+        for (int j = 0; j <= i; ++j) {
+          const double* kj = &qkv[(static_cast<std::size_t>(b) * T + j) * 3 * d + d + h * hd];
+          double dot = 0;
+          for (int e = 0; e < hd; ++e) dot += q[e] * kj[e];
+          s[j] = dot * scale;
+        }
+        const double m = *std::max_element(s.begin(), s.end());
+        double sum = 0;
+        for (const double v : s) sum += std::exp(v - m);
+        lse[(static_cast<std::size_t>(b) * H + h) * T + i] = m + std::log(sum);
+      }
+  return lse;
+}
+
+}  // namespace
+
+TEST_F(GptCudaTest, FlashAttentionMatchesCpu) {
+  struct Case {
+    int B, T, H, hd;
+  };
+  // Both head widths; T a multiple of the 64-row tiles, below one tile, and ragged (partial last tiles, and for
+  // hd 128 the backward's 32-query steps); scale 1.5 makes the softmax peaked enough that a wrong mask shows.
+  for (const Case c : {Case{2, 128, 2, 64}, Case{1, 37, 3, 64}, Case{2, 200, 2, 64}, Case{1, 64, 2, 128},
+                       Case{2, 150, 1, 128}, Case{1, 9, 2, 128}}) {
+    const int d = c.H * c.hd;
+    const std::string what = "B " + std::to_string(c.B) + " T " + std::to_string(c.T) + " H " + std::to_string(c.H) +
+                             " hd " + std::to_string(c.hd);
+    const k::FlashAttentionShape shape{c.B, c.T, c.H, c.hd};
+    const std::size_t R = static_cast<std::size_t>(c.B) * c.T;
+    const auto qkv = random_bf16_values(R * 3 * d, 0.0, 1.5, 21 + static_cast<unsigned>(c.T));
+    const auto dy = random_bf16_values(R * d, 0.0, 1.0, 22 + static_cast<unsigned>(c.T));
+    Device<bf16> qkv_d(qkv.size()), y_d(R * d), dy_d(dy.size()), dqkv_d(qkv.size());
+    Device<float> lse_d(R * c.H), work_d(k::flash_attention_workspace_floats(shape));
+    upload(qkv_d, qkv);
+    upload(dy_d, dy);
+    // NaN over every output and the workspace: an element left unwritten, or a read of stale scratch, fails.
+    for (void* p : {static_cast<void*>(y_d.get()), static_cast<void*>(dqkv_d.get())})
+      ASSERT_EQ(cudaMemset(p, 0xFF, (p == y_d.get() ? y_d.size() : dqkv_d.size()) * sizeof(bf16)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(lse_d.get(), 0xFF, lse_d.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(work_d.get(), 0xFF, work_d.size() * sizeof(float)), cudaSuccess);
+    k::flash_attention_forward(stream_, qkv_d.get(), shape, y_d.get(), lse_d.get());
+    k::flash_attention_backward(stream_, dy_d.get(), qkv_d.get(), y_d.get(), lse_d.get(), shape, work_d.get(),
+                                work_d.size(), dqkv_d.get());
+    sync();
+    std::vector<double> probs(R * c.H * c.T), y(R * d), dqkv(qkv.size());
+    gpt_ops::attention_forward(qkv.data(), c.B, c.T, d, c.H, probs.data(), y.data());
+    gpt_ops::attention_backward(dy.data(), qkv.data(), probs.data(), c.B, c.T, d, c.H, dqkv.data());
+    EXPECT_LT(relative_error(download(y_d), y), 2e-2) << what;
+    EXPECT_LT(relative_error(download(lse_d), attention_lse(qkv, c.B, c.T, d, c.H)), 1e-4) << what;
+    const auto got = download(dqkv_d);
+    for (int part = 0; part < 3; ++part) {  // q, k and v gradients apart: each has its own kernel path
+      std::vector<double> g, w;
+      for (std::size_t r = 0; r < R; ++r)
+        for (int e = 0; e < d; ++e) {
+          g.push_back(got[r * 3 * d + part * d + e]);
+          w.push_back(dqkv[r * 3 * d + part * d + e]);
+        }
+      EXPECT_LT(relative_error(g, w), 5e-2) << what << " d" << "qkv"[part];
+    }
+  }
+}
+
+TEST_F(GptCudaTest, FlashAttentionRefusesOtherHeadWidthsAndSmallWorkspaces) {
+  EXPECT_FALSE(k::flash_attention_supported(32));
+  for (int hd = 1; hd <= 256; ++hd) {  // the config's rule and the kernels' agree
+    GptConfig c = GptConfig::sized(1, hd * 2, 2, 8, 16, 8);
+    EXPECT_EQ(c.uses_flash_attention(), k::flash_attention_supported(hd)) << hd;
+    c.flash_attention = false;
+    EXPECT_FALSE(c.uses_flash_attention());
+  }
+  Device<bf16> buf(3 * 2 * 16 * 96);
+  Device<float> lse(2 * 16), work(1);
+  EXPECT_THROW(k::flash_attention_forward(stream_, buf.get(), {1, 16, 2, 48}, buf.get(), lse.get()), std::invalid_argument);
+  EXPECT_THROW(k::flash_attention_backward(stream_, buf.get(), buf.get(), buf.get(), lse.get(), {1, 16, 1, 64}, work.get(),
+                                           work.size(), buf.get()),
+               std::invalid_argument);
+}
+
 TEST_F(GptCudaTest, AutotunedGemmsComputeTheSameProducts) {
   // SCALESCOPE_GEMM_AUTOTUNE=1 times several algorithms on the call's own operands. D = A·B must match the
   // untuned product, and an in-place accumulation D += A·B (C = D) must add A·B once, not once per trial.
@@ -691,6 +782,16 @@ TEST_F(GptCudaTest, OddShapesAndUnalignedGradientRangesMatchCpu) {
 TEST_F(GptCudaTest, LongSequencesUseQueryChunksAndMatchCpu) {
   // T = 320 > 256: the model's attention runs in query chunks [0, 256) and [256, 320).
   compare_step(GptConfig::sized(2, 32, 2, 64, 128, 320), 2, 64);
+}
+
+TEST_F(GptCudaTest, FlashAttentionModelsMatchCpu) {
+  // Head widths 64 and 128 take the fused kernels (T = 96 and 80: partial last tiles); the same 64-wide model with
+  // flash attention off takes the GEMM path, as a control.
+  compare_step(GptConfig::sized(2, 128, 2, 256, 256, 96), 2, 64);
+  compare_step(GptConfig::sized(1, 256, 2, 512, 200, 80), 2, 3);
+  GptConfig gemm = GptConfig::sized(2, 128, 2, 256, 256, 96);
+  gemm.flash_attention = false;
+  compare_step(gemm, 2, 64);
 }
 
 TEST_F(GptCudaTest, AdamWMatchesCpuForTheSameGradients) {

@@ -113,6 +113,7 @@ TEST(GptConfig, LayoutIsInForwardOrder) {
 
 TEST(GptConfig, MemoryEstimateCountsStateAndActivations) {
   const auto c = GptConfig::preset("gpt2-124m");
+  ASSERT_TRUE(c.uses_flash_attention());  // head width 64
   const auto m = c.memory_per_rank(16);
   const double n = 124'475'904.0;
   EXPECT_DOUBLE_EQ(m.parameters, 4 * n);
@@ -120,29 +121,46 @@ TEST(GptConfig, MemoryEstimateCountsStateAndActivations) {
   EXPECT_DOUBLE_EQ(m.optimizer, 8 * n);
   EXPECT_DOUBLE_EQ(m.weight_copies, 2 * n);
   // Per layer and token: 8 bf16 tensors of d (x', x, LN1, LN2, q, k, v, attention output) and the MLP
-  // pre-activation (ffn), 16 bytes of LayerNorm statistics and the fp32 log-sum-exp of each head; the attention
-  // probabilities and the GELU output are recomputed in backward, so they are not kept per layer.
+  // pre-activation (ffn), 16 bytes of LayerNorm statistics and the fp32 log-sum-exp of each head; the GELU output
+  // is recomputed in backward, and flash attention never stores probabilities.
   const double per_layer = 2.0 * (8 * 768 + 3072) + 16 + 4.0 * 12;
   // Once per token: embedding output and final LayerNorm (bf16 d each), bf16 logits (vocab 50304, already a
   // multiple of 8), 12 bytes of final-LayerNorm statistics and loss.
   const double global = 2.0 * (2 * 768 + 50304) + 12;
-  // Shared scratch per token: qkv (3d), attention output in head layout (d), two score buffers (2·H·T),
-  // dq/dk/dv (3d), residual and LayerNorm-input gradients (2d), GELU output / its gradient (ffn).
-  const double scratch = 2.0 * (9 * 768 + 2 * 12 * 1024 + 3072);
+  // Shared scratch per token: qkv or its gradient (3d), residual and LayerNorm-input gradients (2d), GELU output /
+  // its gradient (ffn), and flash attention's fp32 dq (d) and row dots (one per head).
+  const double scratch = 2.0 * (5 * 768 + 3072) + 4.0 * (768 + 12);
   const double tokens = 16.0 * 1024;
   const double want = tokens * (12 * per_layer + global + scratch) + 4.0 * 16 * 1025;  // + the int32 tokens
   EXPECT_NEAR(m.activations, want, 1e-9 * want);
-  // Keeping them instead: per layer the probabilities (bf16 H·T) and GELU output (ffn), less the one shared
-  // buffer the recomputed probabilities used.
+  // Keeping activations with flash attention keeps only the GELU output (bf16 ffn) per layer.
   auto keep = c;
   keep.recompute_activations = false;
-  const double kept = tokens * (12 * 2.0 * (12 * 1024 + 3072) - 2.0 * 12 * 1024);
+  const double kept = tokens * 12 * 2.0 * 3072;
   EXPECT_NEAR(keep.memory_per_rank(16).activations - m.activations, kept, 1e-9 * kept);
-  EXPECT_NE(keep.describe().find("kept for backward"), std::string::npos) << keep.describe();
+  EXPECT_NE(keep.describe().find("GELU outputs kept for backward"), std::string::npos) << keep.describe();
   EXPECT_EQ(c.describe().find("kept"), std::string::npos) << c.describe();
   EXPECT_DOUBLE_EQ(m.total(), m.parameters + m.gradients + m.optimizer + m.weight_copies + m.activations);
   EXPECT_LT(c.memory_per_rank(8).activations, m.activations);
   EXPECT_THROW(c.memory_per_rank(0), UsageError);
+
+  // The GEMM path (flash attention off): shared scratch per token adds the attention output in head layout (d),
+  // two score buffers (2·H·T) and dq/dk/dv in head layout (3d), and loses flash attention's fp32 workspace.
+  auto gemm = c;
+  gemm.flash_attention = false;
+  ASSERT_FALSE(gemm.uses_flash_attention());
+  const double gemm_scratch = 2.0 * (9 * 768 + 2 * 12 * 1024 + 3072);
+  const double gemm_want = tokens * (12 * per_layer + global + gemm_scratch) + 4.0 * 16 * 1025;
+  EXPECT_NEAR(gemm.memory_per_rank(16).activations, gemm_want, 1e-9 * gemm_want);
+  EXPECT_NE(gemm.describe().find("flash attention off"), std::string::npos) << gemm.describe();
+  // Keeping them there: per layer the probabilities (bf16 H·T) and GELU output (ffn), less the one shared
+  // buffer the recomputed probabilities used.
+  auto gemm_keep = gemm;
+  gemm_keep.recompute_activations = false;
+  const double gemm_kept = tokens * (12 * 2.0 * (12 * 1024 + 3072) - 2.0 * 12 * 1024);
+  EXPECT_NEAR(gemm_keep.memory_per_rank(16).activations - gemm.memory_per_rank(16).activations, gemm_kept,
+              1e-9 * gemm_kept);
+  EXPECT_NE(gemm_keep.describe().find("attention probabilities and GELU outputs kept"), std::string::npos);
 }
 
 TEST(GptConfig, HostMemoryEstimateFollowsTheCpuReferenceBuffers) {

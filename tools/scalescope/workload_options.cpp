@@ -84,8 +84,13 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
       ->check(number_check(false));
   app.add_option("--seq", f.seq, "override (GPT): context length in tokens")->check(number_check(false));
   app.add_flag("--keep-activations", f.keep_activations,
-               "GPT on GPU: keep each layer's attention probabilities and GELU output for backward instead of "
-               "recomputing them (faster step, more memory: gpt-1.3b at 8 rows 41.6 instead of 32.8 GiB)");
+               "GPT on GPU: keep each layer's GELU output (and, with --attention gemm, its attention probabilities) "
+               "for backward instead of recomputing them (a faster step for more memory)");
+  app.add_option("--attention", f.attention,
+                 "GPT on GPU: flash (fused flash-attention kernels for head widths 64 and 128, no T×T tensor in "
+                 "memory; other widths use the GEMMs) or gemm (cuBLASLt batched GEMMs around a softmax kernel)")
+      ->check(CLI::IsMember({"flash", "gemm"}))
+      ->capture_default_str();
   app.add_option("--batch", f.batch,
                  "batch rows: per rank (weak scaling) or global (--strong); default: the preset's (MLP 64 on CPU, "
                  "8192 on GPU; GPT on GPU tiny-14m 64, gpt2-124m 16, gpt-1.3b 8 …; GPT on CPU 2)")
@@ -167,6 +172,7 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   overrides.hidden = hidden;
   overrides.seq = seq;
   overrides.keep_activations = keep_activations;
+  overrides.gemm_attention = attention == "gemm";
   c.model = train::ModelSpec::from_preset(model == "auto" ? (gpu ? "mlp-100m" : "mlp-10m") : model, overrides);
   c.batch = batch ? batch : default_batch(c.model, gpu);
   c.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;

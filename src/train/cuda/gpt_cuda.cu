@@ -11,6 +11,7 @@
 #include "gpu/cuda_check.h"
 #include "train/adamw.h"
 #include "train/cuda/device_buffer.h"
+#include "train/cuda/flash_attention.h"
 #include "train/cuda/gpt_kernels.h"
 #include "train/cuda/lt_matmul.h"
 
@@ -43,6 +44,7 @@ const GptConfig& validated(const GptConfig& config) {
 /// Activations of one transformer block kept for backward (pointers into the arena). With
 /// GptConfig::recompute_activations, `probs` and `act` point at shared scratch and are recomputed in backward:
 /// the attention probabilities from q, k and lse (B·H·T² bf16 per layer), the GELU output from pre (R·ffn).
+/// With flash attention `qkvh` is the qkv GEMM's output in row layout [R, 3d] and `probs` is null.
 struct LayerActivations {
   bf16 *ln1 = nullptr, *qkvh = nullptr, *att = nullptr, *mid = nullptr, *ln2 = nullptr, *pre = nullptr, *out = nullptr;
   bf16 *probs = nullptr, *act = nullptr;  // [B, H, T, T] attention probabilities, [R, ffn] GELU output
@@ -76,6 +78,7 @@ struct GptCuda::State {
         layout(c.parameter_layout()),
         stream(s),
         hdp(round_up(c.head_dim(), 8)),
+        flash(c.uses_flash_attention()),
         vocab_padded(round_up(c.vocab, 8)) {}
   ~State() {
     cudaStreamSynchronize(stream);  // queued kernels may still use the buffers freed below
@@ -149,7 +152,9 @@ struct GptCuda::State {
   std::vector<ParameterInfo> layout;
   cudaStream_t stream;
   int hdp;           // head width padded to a multiple of 8
-  k::AttentionShape attention;  // of the staged batch
+  bool flash;        // config.uses_flash_attention(): fused kernels, q/k/v in row layout, no T² buffers
+  k::AttentionShape attention;  // of the staged batch (GEMM path)
+  k::FlashAttentionShape flash_shape;  // of the staged batch (flash path)
   int vocab_padded;  // logits leading dimension
   std::vector<std::size_t> param_offsets, shadow_offsets, grad_offsets;
 
@@ -177,10 +182,12 @@ struct GptCuda::State {
   float* position_losses = nullptr;  // [R]
   // Scratch shared by all layers.
   bf16* qkv = nullptr;       // [R, 3d]: qkv GEMM output; backward: d qkv
-  bf16* heads = nullptr;     // [B, H, T, hdp]: attention output; backward: its gradient
-  bf16* scores = nullptr;    // recomputing only: [B, H, T, T] scores, then P (forward, and again in backward)
-  bf16* dscores = nullptr;   // [B, H, T, T]: dP, then dS
-  bf16* dqkvh = nullptr;     // [3, B, H, T, hdp]
+  bf16* heads = nullptr;     // GEMM path: [B, H, T, hdp]: attention output; backward: its gradient
+  bf16* scores = nullptr;    // GEMM path, recomputing: [B, H, T, T] scores, then P (forward, and again in backward)
+  bf16* dscores = nullptr;   // GEMM path: [B, H, T, T]: dP, then dS
+  bf16* dqkvh = nullptr;     // GEMM path: [3, B, H, T, hdp]
+  float* flash_workspace = nullptr;  // flash path: fp32 dq accumulator and row dots (flash_attention_workspace_floats)
+  std::size_t flash_workspace_floats = 0;
   bf16* dres = nullptr;      // [R, d] residual-stream gradient
   bf16* dln = nullptr;       // [R, d] LayerNorm-output (or attention-output) gradient
   bf16* mlp_hidden = nullptr;  // [R, ffn]: MLP hidden gradient; recomputing: the GELU output before it
@@ -207,6 +214,7 @@ void GptCuda::State::ensure_rows(int needed) {
   const GptConfig& c = config;
   const std::size_t B = z(needed), T = z(c.seq), d = z(c.d_model), f = z(c.ffn), H = z(c.heads);
   const std::size_t R = B * T, head_elems = B * H * T * z(hdp), scores_elems = B * H * T * T;
+  flash_workspace_floats = flash ? k::flash_attention_workspace_floats({needed, c.seq, c.heads, c.head_dim()}) : 0;
   workspace_floats = std::max({k::column_workspace_floats(R, c.d_model, 3), k::column_workspace_floats(R, 3 * c.d_model, 1),
                                k::column_workspace_floats(R, c.ffn, 1)});
 
@@ -217,14 +225,14 @@ void GptCuda::State::ensure_rows(int needed) {
     acts.assign(z(c.layers), LayerActivations{});
     for (auto& l : acts) {
       l.ln1 = a.take<bf16>(R * d);
-      l.qkvh = a.take<bf16>(3 * head_elems);
+      l.qkvh = a.take<bf16>(flash ? R * 3 * d : 3 * head_elems);
       l.lse = a.take<float>(B * H * T);
       l.att = a.take<bf16>(R * d);
       l.mid = a.take<bf16>(R * d);
       l.ln2 = a.take<bf16>(R * d);
       l.pre = a.take<bf16>(R * f);
       if (!c.recompute_activations) {
-        l.probs = a.take<bf16>(scores_elems);
+        if (!flash) l.probs = a.take<bf16>(scores_elems);
         l.act = a.take<bf16>(R * f);
       }
       l.out = a.take<bf16>(R * d);
@@ -239,17 +247,21 @@ void GptCuda::State::ensure_rows(int needed) {
     logits = a.take<bf16>(R * z(vocab_padded));
     position_losses = a.take<float>(R);
     qkv = a.take<bf16>(R * 3 * d);
-    heads = a.take<bf16>(head_elems);
-    scores = c.recompute_activations ? a.take<bf16>(scores_elems) : nullptr;
-    dscores = a.take<bf16>(scores_elems);
-    dqkvh = a.take<bf16>(3 * head_elems);
+    if (flash) {
+      flash_workspace = a.take<float>(flash_workspace_floats);
+    } else {
+      heads = a.take<bf16>(head_elems);
+      scores = c.recompute_activations ? a.take<bf16>(scores_elems) : nullptr;
+      dscores = a.take<bf16>(scores_elems);
+      dqkvh = a.take<bf16>(3 * head_elems);
+    }
     dres = a.take<bf16>(R * d);
     dln = a.take<bf16>(R * d);
     mlp_hidden = a.take<bf16>(R * f);
     workspace = a.take<float>(workspace_floats);
     if (c.recompute_activations)
       for (auto& l : acts) {
-        l.probs = scores;
+        l.probs = scores;  // null with flash attention
         l.act = mlp_hidden;
       }
   };
@@ -357,6 +369,7 @@ void GptCuda::stage_batch(const TokenBatchView& batch) {
   s.rows = batch.rows;
   s.attention = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim(), s.hdp,
                  s.config.seq > kQueryChunk ? kQueryChunk : s.config.seq};
+  s.flash_shape = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim()};
   s.forward_done = false;
 }
 
@@ -380,8 +393,13 @@ void GptCuda::forward() {
     const bf16* x = s.x_in(l);
     // Attention: mid = x + Attn(LN1(x))·W_proj + b_proj.
     k::layernorm_forward(s.stream, x, s.master(base + State::kLn1W), s.master(base + State::kLn1B), z(R), d, a.ln1, a.mean1, a.rstd1);
-    s.linear(a.ln1, R, d, 3 * d, base + State::kQkvW, s.qkv, nullptr);
-    k::attention_forward(s.stream, s.gemm, s.qkv, s.attention, a.qkvh, a.probs, a.lse, s.heads, a.att);
+    if (s.flash) {  // q, k, v kept as the GEMM wrote them
+      s.linear(a.ln1, R, d, 3 * d, base + State::kQkvW, a.qkvh, nullptr);
+      k::flash_attention_forward(s.stream, a.qkvh, s.flash_shape, a.att, a.lse);
+    } else {
+      s.linear(a.ln1, R, d, 3 * d, base + State::kQkvW, s.qkv, nullptr);
+      k::attention_forward(s.stream, s.gemm, s.qkv, s.attention, a.qkvh, a.probs, a.lse, s.heads, a.att);
+    }
     s.linear(a.att, R, d, d, base + State::kProjW, a.mid, x);
     // MLP: out = mid + GELU(LN2(mid)·W_fc + b_fc)·W_fp + b_fp.
     k::layernorm_forward(s.stream, a.mid, s.master(base + State::kLn2W), s.master(base + State::kLn2B), z(R), d, a.ln2, a.mean2, a.rstd2);
@@ -477,8 +495,12 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
     s.linear_weight_grad(a.att, s.dres, R, d, d, base + State::kProjW);
     ready(base + State::kProjW);
     s.linear_input_grad(s.dres, R, d, d, base + State::kProjW, s.dln);  // d attention output
-    k::attention_backward(s.stream, s.gemm, s.dln, a.qkvh, c.recompute_activations ? a.lse : nullptr, s.attention,
-                          a.probs, s.heads, s.dscores, s.dqkvh, s.qkv);
+    if (s.flash)
+      k::flash_attention_backward(s.stream, s.dln, a.qkvh, a.att, a.lse, s.flash_shape, s.flash_workspace,
+                                  s.flash_workspace_floats, s.qkv);
+    else
+      k::attention_backward(s.stream, s.gemm, s.dln, a.qkvh, c.recompute_activations ? a.lse : nullptr, s.attention,
+                            a.probs, s.heads, s.dscores, s.dqkvh, s.qkv);
     k::column_sum(s.stream, s.qkv, z(R), 3 * d, s.grad(base + State::kQkvB), s.workspace, s.workspace_floats);
     ready(base + State::kQkvB);
     s.linear_weight_grad(a.ln1, s.qkv, R, d, 3 * d, base + State::kQkvW);

@@ -1,0 +1,169 @@
+// bench_attention_speed: one layer's causal attention, forward and backward, through the fused flash-attention
+// kernels and through the GEMM path (cuBLASLt batched GEMMs around the softmax kernels, probabilities recomputed
+// in backward) on the same random inputs, one GPU. Shapes default to the GPT presets' at their bench batches:
+// gpt2-124m (16 rows × 1024 tokens, 12 heads × 64) and gpt-1.3b (8 × 1024, 16 heads × 128).
+//
+//   bench_attention_speed [--shape B,T,H,hd]… [--runs 20] [--json FILE]
+//
+// Each timing is the median over `runs` calls of CUDA-event time after 3 warm-up calls. FLOPs are the causal
+// products actually needed (a query sees T(T+1)/2 keys per head on average over the rows): forward 2 products
+// (q·kᵀ and P·v), backward 5 (q·kᵀ again, dP = dy·vᵀ, dv, dk, dq), 2·hd FLOPs per (query, key) pair each —
+// 4·B·H·hd·T(T+1)/2 forward and 10·B·H·hd·T(T+1)/2 backward. The GEMM path computes more than that (its query
+// chunks cover up to 5/8 of T×T at T = 1024 instead of ~1/2); the rate is always against the causal count.
+// Fewest bytes: forward reads q, k, v and writes y and lse; backward reads q, k, v, y, dy, lse and writes dqkv.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+#include "train/cuda/flash_attention.h"
+#include "train/cuda/gpt_kernels.h"
+#include "train/cuda/lt_matmul.h"
+
+namespace {
+
+using namespace scalescope;
+namespace k = train::gpt_kernels;
+using bf16 = __nv_bfloat16;
+
+template <typename T>
+T* device_alloc(std::size_t n) {
+  T* p = nullptr;
+  SCALESCOPE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)));
+  return p;
+}
+
+/// Median CUDA-event time (seconds) of `body` over `runs` calls after 3 warm-up calls.
+template <class Body>
+double median_seconds(cudaStream_t stream, int runs, Body body) {
+  for (int i = 0; i < 3; ++i) body();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  SCALESCOPE_CUDA_CHECK(cudaEventCreate(&start));
+  SCALESCOPE_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
+    body();
+    SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
+    SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    t.push_back(ms / 1e3);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Shape {
+  int batch, seq, heads, head_dim;
+};
+
+nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
+  const int d = s.heads * s.head_dim, hdp = (s.head_dim + 7) / 8 * 8;
+  const std::size_t R = static_cast<std::size_t>(s.batch) * s.seq;
+  const k::AttentionShape gemm_shape{s.batch, s.seq, s.heads, s.head_dim, hdp, s.seq > 256 ? 256 : s.seq};
+  const k::FlashAttentionShape flash_shape{s.batch, s.seq, s.heads, s.head_dim};
+  // Inputs ~ N(0, 1) in bf16, so the scores have the spread of a trained model's (σ ≈ 1 after the 1/√hd).
+  std::vector<bf16> host(R * 3 * d);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto& x : host) x = __float2bfloat16(normal(rng));
+  bf16 *qkv = device_alloc<bf16>(R * 3 * d), *dy = device_alloc<bf16>(R * d), *y = device_alloc<bf16>(R * d);
+  bf16* dqkv = device_alloc<bf16>(R * 3 * d);
+  float* lse = device_alloc<float>(R * s.heads);
+  SCALESCOPE_CUDA_CHECK(cudaMemcpy(qkv, host.data(), host.size() * sizeof(bf16), cudaMemcpyHostToDevice));
+  SCALESCOPE_CUDA_CHECK(cudaMemcpy(dy, host.data(), R * d * sizeof(bf16), cudaMemcpyHostToDevice));
+  nlohmann::json j = {{"batch", s.batch}, {"seq", s.seq}, {"heads", s.heads}, {"head_dim", s.head_dim}};
+  const double pairs = static_cast<double>(s.batch) * s.heads * s.seq * (s.seq + 1.0) / 2.0;
+  const double fwd_flops = 4.0 * s.head_dim * pairs, bwd_flops = 10.0 * s.head_dim * pairs;
+  const double fwd_bytes = 2.0 * R * (3 * d + d) + 4.0 * R * s.heads;
+  const double bwd_bytes = 2.0 * R * (3 * d + 2 * d + 3 * d) + 4.0 * R * s.heads;
+  const auto record = [&](const char* name, double fwd, double bwd) {
+    j[name] = {{"forward_ms", fwd * 1e3}, {"backward_ms", bwd * 1e3},
+               {"forward_tflops", fwd_flops / fwd / 1e12}, {"backward_tflops", bwd_flops / bwd / 1e12},
+               {"forward_gbps_floor", fwd_bytes / fwd / 1e9}, {"backward_gbps_floor", bwd_bytes / bwd / 1e9}};
+    fmt::print("  {:<6} forward {:7.3f} ms ({:5.1f} TFLOP/s)  backward {:7.3f} ms ({:5.1f} TFLOP/s)\n", name, fwd * 1e3,
+               fwd_flops / fwd / 1e12, bwd * 1e3, bwd_flops / bwd / 1e12);
+  };
+  fmt::print("B {} T {} H {} hd {}: causal forward {:.1f} GFLOP, backward {:.1f} GFLOP\n", s.batch, s.seq, s.heads,
+             s.head_dim, fwd_flops / 1e9, bwd_flops / 1e9);
+  if (k::flash_attention_supported(s.head_dim)) {
+    float* work = device_alloc<float>(k::flash_attention_workspace_floats(flash_shape));
+    const std::size_t work_floats = k::flash_attention_workspace_floats(flash_shape);
+    const double fwd = median_seconds(stream, runs, [&] { k::flash_attention_forward(stream, qkv, flash_shape, y, lse); });
+    const double bwd = median_seconds(stream, runs, [&] {
+      k::flash_attention_backward(stream, dy, qkv, y, lse, flash_shape, work, work_floats, dqkv);
+    });
+    record("flash", fwd, bwd);
+    SCALESCOPE_CUDA_CHECK(cudaFree(work));
+  }
+  {
+    train::cuda::LtMatmul gemm;
+    bf16 *qkvh = device_alloc<bf16>(3 * gemm_shape.head_elements()), *heads = device_alloc<bf16>(gemm_shape.head_elements());
+    bf16 *scores = device_alloc<bf16>(gemm_shape.score_elements()), *dscores = device_alloc<bf16>(gemm_shape.score_elements());
+    bf16* dqkvh = device_alloc<bf16>(3 * gemm_shape.head_elements());
+    const double fwd = median_seconds(stream, runs, [&] {
+      k::attention_forward(stream, gemm, qkv, gemm_shape, qkvh, scores, lse, heads, y);
+    });
+    const double bwd = median_seconds(stream, runs, [&] {
+      k::attention_backward(stream, gemm, dy, qkvh, lse, gemm_shape, scores, heads, dscores, dqkvh, dqkv);
+    });
+    record("gemm", fwd, bwd);
+    for (void* p : {static_cast<void*>(qkvh), static_cast<void*>(heads), static_cast<void*>(scores),
+                    static_cast<void*>(dscores), static_cast<void*>(dqkvh)})
+      SCALESCOPE_CUDA_CHECK(cudaFree(p));
+  }
+  for (void* p : {static_cast<void*>(qkv), static_cast<void*>(dy), static_cast<void*>(y), static_cast<void*>(dqkv),
+                  static_cast<void*>(lse)})
+    SCALESCOPE_CUDA_CHECK(cudaFree(p));
+  return j;
+}
+
+Shape parse_shape(const std::string& text) {
+  Shape s{};
+  if (std::sscanf(text.c_str(), "%d,%d,%d,%d", &s.batch, &s.seq, &s.heads, &s.head_dim) != 4 || s.batch < 1 ||
+      s.seq < 1 || s.heads < 1 || s.head_dim < 1)
+    throw core::UsageError("--shape '" + text + "' is not B,T,H,hd with positive integers", "e.g. --shape 16,1024,12,64");
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_attention_speed: fused flash attention vs the GEMM path, one layer, forward and backward"};
+  std::vector<std::string> shapes{"16,1024,12,64", "8,1024,16,128"};
+  int runs = 20;
+  std::string json;
+  app.add_option("--shape", shapes, "B,T,H,hd (repeatable; default: gpt2-124m at 16 rows and gpt-1.3b at 8)");
+  app.add_option("--runs", runs, "timed calls per measurement (median)")->check(CLI::Range(1, 100000));
+  app.add_option("--json", json, "write the results as JSON to this file");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    cudaStream_t stream = nullptr;
+    SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& text : shapes) all.push_back(measure(stream, parse_shape(text), runs));
+    if (!json.empty()) {
+      std::ofstream out(json);
+      out << all.dump(2) << "\n";
+      if (!out) throw core::Error("could not write " + json);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench_attention_speed: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
