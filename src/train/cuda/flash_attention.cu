@@ -307,10 +307,18 @@ constexpr int backward_shared_bytes() {
          4 * bq * static_cast<int>(sizeof(float));  // k, v; q ×2, dy ×2; dSᵀ; lse ×2, D ×2
 }
 
+/// Blocks per SM the backward kernel is compiled for (__launch_bounds__, which caps its registers): 3 for hd 64
+/// (168 registers, 32 bytes spilled: 0.489 instead of 0.532 ms for gpt2-124m's layer on an H200), 1 for hd 128
+/// (255 registers; capped to 168 it spills 440 bytes and slows from 0.66 to 0.82 ms). bench/RESULTS.md, 2026-12-01.
 template <int HD>
-__global__ void __launch_bounds__(kThreads) flash_backward_kernel(const bf16* qkv, const bf16* dy, const float* lse,
-                                                                  const float* row_dot, int seq, int heads, float scale,
-                                                                  float* dq, bf16* dqkv) {
+constexpr int backward_min_blocks() {
+  return HD == 64 ? 3 : 1;
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kThreads, backward_min_blocks<HD>())
+    flash_backward_kernel(const bf16* qkv, const bf16* dy, const float* lse, const float* row_dot, int seq, int heads,
+                          float scale, float* dq, bf16* dqkv) {
   constexpr int BQ = backward_query_tile<HD>();
   constexpr int kDqColumns = HD * (BQ / 16) / kWarps;  // each warp's slice of a dq tile: 16 rows × this
   static_assert(kDqColumns == 64, "dq slices of 64 columns (8 accumulator tiles)");
@@ -475,11 +483,20 @@ void check_shape(const FlashAttentionShape& s) {
 
 float softmax_scale(const FlashAttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
 
+/// Opts the kernel into `bytes` of dynamic shared memory and the largest shared-memory carveout, so that shared
+/// memory does not cap the blocks per SM below what the registers allow.
+template <class Kernel>
+void allow_shared_memory(Kernel kernel, int bytes) {
+  SCALESCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  SCALESCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxShared));
+}
+
 template <int HD>
 void forward(cudaStream_t stream, const bf16* qkv, const FlashAttentionShape& s, bf16* y, float* lse) {
   constexpr int bytes = forward_shared_bytes<HD>();
-  SCALESCOPE_CUDA_CHECK(cudaFuncSetAttribute(flash_forward_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   const dim3 grid((s.seq + kQueryTile - 1) / kQueryTile, static_cast<unsigned>(s.batch * s.heads));
+  allow_shared_memory(flash_forward_kernel<HD>, bytes);
   flash_forward_kernel<HD><<<grid, kThreads, bytes, stream>>>(qkv, s.seq, s.heads, softmax_scale(s), y, lse);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
@@ -493,8 +510,8 @@ void backward(cudaStream_t stream, const bf16* dy, const bf16* qkv, const bf16* 
                                                                                            row_dot);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
   constexpr int bytes = backward_shared_bytes<HD>();
-  SCALESCOPE_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   const dim3 grid((s.seq + kKeyTile - 1) / kKeyTile, static_cast<unsigned>(s.batch * s.heads));
+  allow_shared_memory(flash_backward_kernel<HD>, bytes);
   flash_backward_kernel<HD><<<grid, kThreads, bytes, stream>>>(qkv, dy, lse, row_dot, s.seq, s.heads, softmax_scale(s),
                                                                dq, dqkv);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
