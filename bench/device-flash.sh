@@ -7,8 +7,8 @@
 #
 #   bench/device-flash.sh                       # from the repository root on the GPU machine
 #   FLASH_NCU=0 FLASH_TRAIN=0 bench/device-flash.sh   # tests and the attention benchmark only
-#   FLASH_VARIANTS="1,1 4,3" FLASH_GPT="gpt2-124m:16" bench/device-flash.sh
-#       # the attention benchmark (and bench_gpt_speed for each preset:rows) under each SCALESCOPE_FLASH_MIN_BLOCKS
+#   FLASH_REPS=2 FLASH_GPT="gpt2-124m:16" bench/device-flash.sh
+#       # the attention benchmark twice, and bench_gpt_speed for each preset:rows as many times
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -25,17 +25,15 @@ log "tests"
 OUT=$LOGS run_gpu_tests $TESTS | tee "$OUT/flash.txt"
 grep -hE "Failure|Expected|Which is|actual" "$LOGS"/test_*.txt | head -20
 
-for v in ${FLASH_VARIANTS:-1,1}; do
-  log "attention alone, SCALESCOPE_FLASH_MIN_BLOCKS=$v"
-  echo "-- min blocks $v" >> "$OUT/flash.txt"
-  SCALESCOPE_FLASH_MIN_BLOCKS=$v build-device/bench/bench_attention_speed --runs 30 --json "$LOGS/attention-$v.json" 2>&1 |
-    tee -a "$OUT/flash.txt"
+for rep in $(seq "${FLASH_REPS:-1}"); do
+  log "attention alone, repetition $rep"
+  build-device/bench/bench_attention_speed --runs 30 --json "$LOGS/attention-$rep.json" 2>&1 | tee -a "$OUT/flash.txt"
 done
 for spec in ${FLASH_GPT:-}; do
-  for v in ${FLASH_VARIANTS:-1,1}; do
-    log "bench_gpt_speed $spec, min blocks $v"
-    SCALESCOPE_FLASH_MIN_BLOCKS=$v timeout 150 build-device/bench/bench_gpt_speed --model "${spec%%:*}" --batch "${spec##*:}" \
-      --json "$LOGS/gpt-${spec%%:*}-$v.json" 2>&1 | tail -1 | sed "s/^/[$v] /" | tee -a "$OUT/flash.txt"
+  for rep in $(seq "${FLASH_REPS:-1}"); do
+    log "bench_gpt_speed $spec, repetition $rep"
+    timeout 150 build-device/bench/bench_gpt_speed --model "${spec%%:*}" --batch "${spec##*:}" \
+      --json "$LOGS/gpt-${spec%%:*}-$rep.json" 2>&1 | tail -1 | tee -a "$OUT/flash.txt"
   done
 done
 
