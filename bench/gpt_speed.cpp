@@ -109,9 +109,9 @@ nlohmann::json run(const Options& o) {
   if (o.rounds < 3) throw core::UsageError("--rounds must be ≥ 3 (the middle rounds are averaged)");
 
   const auto memory = config.memory_per_rank(o.batch);
-  fmt::print("{}: {:.2f} M parameters, {:.3f} GFLOP per token (6N + 12LTd), memory per rank at batch {}: {:.2f} GiB "
+  fmt::print("{}; {}: {:.2f} M parameters, {:.3f} GFLOP per token (6N + 12LTd), memory per rank at batch {}: {:.2f} GiB "
              "(weights, gradients, AdamW, bf16 copies {:.2f} GiB; activations {:.2f} GiB)\n",
-             config.describe(), static_cast<double>(config.parameter_count()) / 1e6, config.flops_per_token() / 1e9,
+             config.describe(), config.gpu_attention(), static_cast<double>(config.parameter_count()) / 1e6, config.flops_per_token() / 1e9,
              o.batch, gib(memory.total()), gib(memory.total() - memory.activations), gib(memory.activations));
   cudaDeviceProp prop{};
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));

@@ -174,9 +174,14 @@ std::string GptConfig::describe() const {
                          ? (uses_flash_attention() ? ", GELU outputs kept for backward"
                                                    : ", attention probabilities and GELU outputs kept for backward")
                          : "";
-  return fmt::format("gpt: {} layer{} × d {} ({} heads × {}, ffn {}), vocab {}, seq {}{}{}", layers, layers == 1 ? "" : "s",
-                     d_model, heads, head_dim(), ffn, vocab, seq, kept,
-                     flash_attention ? "" : ", attention by GEMMs (flash attention off)");
+  return fmt::format("gpt: {} layer{} × d {} ({} heads × {}, ffn {}), vocab {}, seq {}{}", layers, layers == 1 ? "" : "s",
+                     d_model, heads, head_dim(), ffn, vocab, seq, kept);
+}
+
+std::string GptConfig::gpu_attention() const {
+  if (uses_flash_attention()) return "flash attention (fused kernels)";
+  if (!flash_attention) return "attention by cuBLASLt GEMMs (--attention gemm)";
+  return fmt::format("attention by cuBLASLt GEMMs (head width {}: the fused kernels take 64 and 128)", head_dim());
 }
 
 GptConfig GptConfig::preset(std::string_view name) {

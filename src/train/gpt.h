@@ -61,6 +61,9 @@ struct GptConfig {
   /// Whether GptCuda runs the fused attention: flash_attention set and a head width of 64 or 128 (the widths the
   /// kernels are built for; tiny-14m's 26 takes the GEMM path).
   bool uses_flash_attention() const { return flash_attention && (head_dim() == 64 || head_dim() == 128); }
+  /// How GptCuda computes attention, for reports: "flash attention (fused kernels)", or "attention by cuBLASLt
+  /// GEMMs" followed by why ("--attention gemm", or the head width the fused kernels do not take).
+  std::string gpu_attention() const;
 
   /// A config of these sizes (the fields of the same names), the defaults for the rest (seed, recomputation).
   /// Nothing is checked here: validate() does.

@@ -152,7 +152,10 @@ TEST(GptConfig, MemoryEstimateCountsStateAndActivations) {
   const double gemm_scratch = 2.0 * (9 * 768 + 2 * 12 * 1024 + 3072);
   const double gemm_want = tokens * (12 * per_layer + global + gemm_scratch) + 4.0 * 16 * 1025;
   EXPECT_NEAR(gemm.memory_per_rank(16).activations, gemm_want, 1e-9 * gemm_want);
-  EXPECT_NE(gemm.describe().find("flash attention off"), std::string::npos) << gemm.describe();
+  EXPECT_EQ(gemm.gpu_attention(), "attention by cuBLASLt GEMMs (--attention gemm)");
+  EXPECT_EQ(c.gpu_attention(), "flash attention (fused kernels)");
+  EXPECT_EQ(GptConfig::preset("tiny-14m").gpu_attention(),
+            "attention by cuBLASLt GEMMs (head width 26: the fused kernels take 64 and 128)");
   // Keeping them there: per layer the probabilities (bf16 H·T) and GELU output (ffn), less the one shared
   // buffer the recomputed probabilities used.
   auto gemm_keep = gemm;

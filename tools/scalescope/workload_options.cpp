@@ -152,11 +152,12 @@ int default_batch(const train::ModelSpec& model, bool gpu) {
 }
 
 std::string model_summary(const train::TrainJobConfig& c) {
-  return fmt::format("model {}: {:.2f} M parameters, {:.3f} GFLOP per token, about {:.2f} GiB per rank at {} rows",
+  const bool gpu = c.backend == train::BackendKind::gpu;
+  return fmt::format("model {}: {:.2f} M parameters, {:.3f} GFLOP per token, about {:.2f} GiB per rank at {} rows{}",
                      c.model.describe(), c.model.parameter_count() / 1e6, c.model.flops_per_token() / 1e9,
-                     c.model.memory_per_rank_bytes(c.rows_per_rank(), c.backend == train::BackendKind::gpu, c.world_size) /
-                         (1u << 30),
-                     c.rows_per_rank());
+                     c.model.memory_per_rank_bytes(c.rows_per_rank(), gpu, c.world_size) / (1u << 30),
+                     c.rows_per_rank(),
+                     gpu && c.model.family == train::ModelFamily::gpt ? "; " + c.model.gpt.gpu_attention() : "");
 }
 
 train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
