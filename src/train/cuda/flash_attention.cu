@@ -71,6 +71,14 @@ __device__ __forceinline__ void mma(float (&c)[4], const unsigned (&a)[4], unsig
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/// 2^x by the special-function unit alone (ex2.approx.ftz: relative error ~2^-22, results below 2^-126 flushed to
+/// 0, 2^-∞ = 0), as flash attention's kernels do; exp2f adds range handling around the same instruction.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const unsigned*>(&v);
@@ -154,7 +162,8 @@ __device__ __forceinline__ void zero(float (&c)[N][4]) {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Forward. Block = (query tile, b·H + h), heaviest tiles (most keys) first. Thread (warp w, lane: g = lane/4,
+// Forward. Block = (b·H + h on x — up to 2³¹ − 1 —, query tile on y), heaviest tiles (most keys) first: blocks
+// start in linear order, x fastest, so every head's last tile runs before any head's first. Thread (warp w, lane: g = lane/4,
 // t = lane%4) owns query rows q0 + 16w + g and + 8, and in each 8-column accumulator tile columns 2t, 2t + 1.
 
 template <int HD>
@@ -169,8 +178,8 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const bf16* qkv
   bf16* sq = reinterpret_cast<bf16*>(shared_raw);
   bf16* sk = sq + kQueryTile * HD;  // two stages
   bf16* sv = sk + 2 * kKeyTile * HD;
-  const int d = heads * HD, tile = static_cast<int>(gridDim.x - 1 - blockIdx.x);
-  const int b = static_cast<int>(blockIdx.y) / heads, h = static_cast<int>(blockIdx.y) % heads;
+  const int d = heads * HD, tile = static_cast<int>(gridDim.y - 1 - blockIdx.y);
+  const int bh = static_cast<int>(blockIdx.x), b = bh / heads, h = bh % heads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
   const std::size_t ld = 3 * static_cast<std::size_t>(d);
   const bf16* q_src = qkv + static_cast<std::size_t>(b) * seq * ld + h * HD;
@@ -224,7 +233,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const bf16* qkv
         top[r] = fmaxf(top[r], __shfl_xor_sync(0xffffffffu, top[r], 2));
         // Key 0 is in every row's first tile, so top is finite; the guard keeps a fully masked row at P = 0.
         shift[r] = top[r] == -CUDART_INF_F ? 0.0f : top[r] * scale_log2;
-        rescale[r] = exp2f(m[r] * scale_log2 - shift[r]);  // 0 on the first tile (m = −∞)
+        rescale[r] = fast_exp2(m[r] * scale_log2 - shift[r]);  // 0 on the first tile (m = −∞)
         m[r] = top[r];
         l[r] *= rescale[r];
       }
@@ -232,7 +241,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const bf16* qkv
       for (int n = 0; n < kKeyTile / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[n][e] = exp2f(fmaf(s[n][e], scale_log2, -shift[e >> 1]));
+          s[n][e] = fast_exp2(fmaf(s[n][e], scale_log2, -shift[e >> 1]));
           l[e >> 1] += s[n][e];
         }
 #pragma unroll
@@ -259,15 +268,16 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const bf16* qkv
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n)
       *reinterpret_cast<__nv_bfloat162*>(out + n * 8 + 2 * t) = __floats2bfloat162_rn(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
-    if (t == 0) lse[static_cast<std::size_t>(blockIdx.y) * seq + i] = m[r] * scale + logf(l[r]);
+    if (t == 0) lse[static_cast<std::size_t>(bh) * seq + i] = m[r] * scale + logf(l[r]);
   }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Backward. First D = rowsum(dy ⊙ y) per (b, h, query) — the Σ_j P·dP of the softmax backward (Dao et al. 2022,
-// eq. 4) — then one block per (key tile, b·H + h): warp w owns keys k0 + 16w … + 15 (rows g, g + 8 of its
-// accumulators), streams the query tiles [k0, T) of q, dy, lse and D, and keeps dk and dv for its keys. After
-// each query tile the block's dSᵀ goes through shared memory so that each warp can add a slice of dS·k to dq.
+// eq. 4) — then one block per (b·H + h on x, key tile on y), the first key tiles (which most queries see) first:
+// warp w owns keys k0 + 16w … + 15 (rows g, g + 8 of its accumulators), streams the query tiles [k0, T) of q, dy,
+// lse and D, and keeps dk and dv for its keys. After each query tile the block's dSᵀ goes through shared memory so
+// that each warp can add a slice of dS·k to dq.
 
 template <int HD>
 __global__ void softmax_row_dot_kernel(const bf16* dy, const bf16* y, int seq, int heads, std::size_t rows, float* dot) {
@@ -331,8 +341,8 @@ __global__ void __launch_bounds__(kThreads, backward_min_blocks<HD>())
   float* slse = reinterpret_cast<float*>(sds + kKeyTile * BQ);  // two stages, pre-multiplied by log2 e
   float* sdot = slse + 2 * BQ;
 
-  const int d = heads * HD, tile = static_cast<int>(gridDim.x - 1 - blockIdx.x);
-  const int bh = static_cast<int>(blockIdx.y), b = bh / heads, h = bh % heads;
+  const int d = heads * HD, tile = static_cast<int>(blockIdx.y);  // key tile 0 sees every query: first
+  const int bh = static_cast<int>(blockIdx.x), b = bh / heads, h = bh % heads;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
   const std::size_t ld = 3 * static_cast<std::size_t>(d);
   const bf16* q_src = qkv + static_cast<std::size_t>(b) * seq * ld + h * HD;
@@ -378,15 +388,22 @@ __global__ void __launch_bounds__(kThreads, backward_min_blocks<HD>())
         load_a<HD>(ka, sk, warp * 16, lane);
         mma_a_bt<BQ, HD>(p, ka, q_tile, lane);
       }
-      const bool mask = qt0 < key_first + 15 || qt0 + BQ > seq;
+      // Each thread's columns in accumulator tile n are n·8 + 2t and + 1: their lse and D as one float2 each.
 #pragma unroll
-      for (int n = 0; n < BQ / 8; ++n)
+      for (int n = 0; n < BQ / 8; ++n) {
+        const float2 l = *reinterpret_cast<const float2*>(lse_tile + n * 8 + 2 * t);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = n * 8 + 2 * t + (e & 1), qi = qt0 + c;
-          const float v = exp2f(fmaf(p[n][e], scale_log2, -lse_tile[c]));
-          p[n][e] = mask && (key + (e >> 1) * 8 > qi || qi >= seq) ? 0.0f : v;
-        }
+        for (int e = 0; e < 4; ++e) p[n][e] = fast_exp2(fmaf(p[n][e], scale_log2, -((e & 1) ? l.y : l.x)));
+      }
+      if (qt0 < key_first + 15 || qt0 + BQ > seq) {  // some query before some key of the warp, or past T
+#pragma unroll
+        for (int n = 0; n < BQ / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int qi = qt0 + n * 8 + 2 * t + (e & 1);
+            if (key + (e >> 1) * 8 > qi || qi >= seq) p[n][e] = 0.0f;
+          }
+      }
       unsigned pa[BQ / 16][4];
       accumulator_to_a<BQ>(pa, p);
       mma_a_b<HD, BQ, HD>(dv, pa, dy_tile, 0, lane);  // dv += Pᵀ·dy
@@ -399,9 +416,11 @@ __global__ void __launch_bounds__(kThreads, backward_min_blocks<HD>())
         mma_a_bt<BQ, HD>(dp, va, dy_tile, lane);
       }
 #pragma unroll
-      for (int n = 0; n < BQ / 8; ++n)
+      for (int n = 0; n < BQ / 8; ++n) {
+        const float2 dot = *reinterpret_cast<const float2*>(dot_tile + n * 8 + 2 * t);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) p[n][e] *= dp[n][e] - dot_tile[n * 8 + 2 * t + (e & 1)];
+        for (int e = 0; e < 4; ++e) p[n][e] *= dp[n][e] - ((e & 1) ? dot.y : dot.x);
+      }
       unsigned dsa[BQ / 16][4];
       accumulator_to_a<BQ>(dsa, p);
       mma_a_b<HD, BQ, HD>(dk, dsa, q_tile, 0, lane);  // dk += dSᵀ·q (scaled at the end)
@@ -479,6 +498,8 @@ void require_aligned(const void* p, const char* name) {
 void check_shape(const FlashAttentionShape& s) {
   require(flash_attention_supported(s.head_dim), "head width " + std::to_string(s.head_dim) + " (supported: 64, 128)");
   require(s.batch >= 1 && s.seq >= 1 && s.heads >= 1, "batch, sequence and heads must be ≥ 1");
+  require(static_cast<long long>(s.batch) * s.heads <= 0x7fffffff && s.seq <= 65535LL * kQueryTile,
+          "batch × heads must be < 2³¹ and T ≤ 4194240 (the launch grid's limits)");
 }
 
 float softmax_scale(const FlashAttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
@@ -495,7 +516,7 @@ void allow_shared_memory(Kernel kernel, int bytes) {
 template <int HD>
 void forward(cudaStream_t stream, const bf16* qkv, const FlashAttentionShape& s, bf16* y, float* lse) {
   constexpr int bytes = forward_shared_bytes<HD>();
-  const dim3 grid((s.seq + kQueryTile - 1) / kQueryTile, static_cast<unsigned>(s.batch * s.heads));
+  const dim3 grid(static_cast<unsigned>(s.batch * s.heads), (s.seq + kQueryTile - 1) / kQueryTile);
   allow_shared_memory(flash_forward_kernel<HD>, bytes);
   flash_forward_kernel<HD><<<grid, kThreads, bytes, stream>>>(qkv, s.seq, s.heads, softmax_scale(s), y, lse);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
@@ -510,7 +531,7 @@ void backward(cudaStream_t stream, const bf16* dy, const bf16* qkv, const bf16* 
                                                                                            row_dot);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
   constexpr int bytes = backward_shared_bytes<HD>();
-  const dim3 grid((s.seq + kKeyTile - 1) / kKeyTile, static_cast<unsigned>(s.batch * s.heads));
+  const dim3 grid(static_cast<unsigned>(s.batch * s.heads), (s.seq + kKeyTile - 1) / kKeyTile);
   allow_shared_memory(flash_backward_kernel<HD>, bytes);
   flash_backward_kernel<HD><<<grid, kThreads, bytes, stream>>>(qkv, dy, lse, row_dot, s.seq, s.heads, softmax_scale(s),
                                                                dq, dqkv);
