@@ -16,7 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "train/cuda/flash_attention.h"
@@ -134,8 +135,9 @@ nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
 
 Shape parse_shape(const std::string& text) {
   Shape s{};
-  if (std::sscanf(text.c_str(), "%d,%d,%d,%d", &s.batch, &s.seq, &s.heads, &s.head_dim) != 4 || s.batch < 1 ||
-      s.seq < 1 || s.heads < 1 || s.head_dim < 1)
+  int used = 0;
+  if (std::sscanf(text.c_str(), "%d,%d,%d,%d%n", &s.batch, &s.seq, &s.heads, &s.head_dim, &used) != 4 ||
+      used != static_cast<int>(text.size()) || s.batch < 1 || s.seq < 1 || s.heads < 1 || s.head_dim < 1)
     throw core::UsageError("--shape '" + text + "' is not B,T,H,hd with positive integers", "e.g. --shape 16,1024,12,64");
   return s;
 }
@@ -152,15 +154,14 @@ int main(int argc, char** argv) {
   app.add_option("--json", json, "write the results as JSON to this file");
   CLI11_PARSE(app, argc, argv);
   try {
+    std::vector<Shape> parsed;  // every shape checked before the first is timed
+    for (const auto& text : shapes) parsed.push_back(parse_shape(text));
+    if (!json.empty()) core::check_output_path_writable(json);
     cudaStream_t stream = nullptr;
     SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     nlohmann::json all = nlohmann::json::array();
-    for (const auto& text : shapes) all.push_back(measure(stream, parse_shape(text), runs));
-    if (!json.empty()) {
-      std::ofstream out(json);
-      out << all.dump(2) << "\n";
-      if (!out) throw core::Error("could not write " + json);
-    }
+    for (const Shape& s : parsed) all.push_back(measure(stream, s, runs));
+    if (!json.empty()) core::write_file_atomically(json, all.dump(2) + "\n");
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_attention_speed: {}\n", e.what());
     return 1;

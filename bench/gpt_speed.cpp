@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", o.batch, "rows per step (each seq + 1 tokens)");
   app.add_option("--layers", o.layers, "override the preset's layer count (0: keep)");
   app.add_flag("--keep-activations", o.keep_activations,
-               "keep GELU outputs (and, with --attention gemm, attention probabilities) for backward (default: "
+               "keep GELU outputs (and, on the GEMM attention path, attention probabilities) for backward (default: "
                "recompute them)");
   app.add_option("--attention", o.attention, "flash (fused kernels where the head width allows) or gemm")
       ->check(CLI::IsMember({"flash", "gemm"}));

@@ -46,11 +46,13 @@ struct GptConfig {
   int vocab = 30522;          ///< token ids in [0, vocab)
   int seq = 128;              ///< context length T: a batch row holds T + 1 tokens
   std::uint64_t seed = 1234;  ///< initialisation seed (same on every rank)
-  /// GptCuda: recompute the attention probabilities (from q, k and each row's log-sum-exp, as flash attention,
-  /// Dao et al. 2022) and the GELU output (from the pre-activation) in backward instead of keeping them per
-  /// layer — the selective recomputation of Korthikanti et al. 2022. Saves B·H·T² + R·ffn bf16 elements per
-  /// layer for one more score GEMM and two memory-bound passes per layer (on one H200, gpt-1.3b at 8 rows:
-  /// 32.8 instead of 41.5 GiB, bench/RESULTS.md). The CPU reference ignores it.
+  /// GptCuda: recompute the GELU output (from the pre-activation) and, on the GEMM attention path, the attention
+  /// probabilities (from q, k and each row's log-sum-exp, as flash attention, Dao et al. 2022) in backward
+  /// instead of keeping them per layer — the selective recomputation of Korthikanti et al. 2022. Saves R·ffn
+  /// bf16 elements per layer (+ B·H·T² on the GEMM path) for a memory-bound GELU pass (+ one more score GEMM);
+  /// flash attention never stores the probabilities. On one H200, gpt-1.3b at 8 rows: 32.25 instead of 35.25
+  /// GiB with flash attention, 32.8 instead of 41.5 on the GEMM path (bench/RESULTS.md). The CPU reference
+  /// ignores it.
   bool recompute_activations = true;
   /// GptCuda: causal attention through the fused flash-attention kernels (cuda/flash_attention.h: no [B, H, T, T]
   /// tensor in device memory) where the head width allows it (uses_flash_attention), instead of cuBLASLt batched

@@ -231,7 +231,8 @@ void TrainJobConfig::validate() const {
     throw core::UsageError("--keep-activations needs GPU ranks: the CPU reference keeps every activation anyway",
                            "drop --keep-activations or use --backend gpu");
   if (backend == BackendKind::cpu && model.family == ModelFamily::gpt && !model.gpt.flash_attention)
-    throw core::UsageError("--attention gemm needs GPU ranks: the CPU reference has one attention of its own",
+    throw core::UsageError("--attention gemm needs GPU ranks: this job runs on CPU ranks (--backend cpu, or auto "
+                           "found no GPU), whose fp32 reference has one attention of its own",
                            "drop --attention or use --backend gpu");
   parse_fault(fault);
 }
@@ -241,6 +242,18 @@ std::string TrainJobConfig::data_label() const {
   if (data == "synthetic") return "synthetic (uniformly random bytes)";
   return fmt::format("text ({})", data);
 }
+
+namespace {
+
+/// What computed attention, as run (not as asked): "flash" or "gemm" for a GPT on GPU ranks (GptCuda's path for
+/// this config), "cpu-reference" on CPU ranks, "none" for an MLP.
+std::string attention_label(const TrainJobConfig& c) {
+  if (c.model.family != ModelFamily::gpt) return "none";
+  if (c.backend == BackendKind::cpu) return "cpu-reference";
+  return c.model.gpt.uses_flash_attention() ? "flash" : "gemm";
+}
+
+}  // namespace
 
 void to_json(nlohmann::json& j, const TrainJobConfig& c) {
   j = {{"backend", to_string(c.backend)},
@@ -258,6 +271,7 @@ void to_json(nlohmann::json& j, const TrainJobConfig& c) {
        {"gradient_reduction", c.engine.gradient_reduction == comm::ReduceOp::average ? "average" : "sum"},
        {"stream_priority", to_string(c.stream_priority)},
        {"cuda_graph", c.cuda_graph},
+       {"attention", attention_label(c)},
        {"data", c.data},
        {"data_seed", c.data_seed},
        {"protocol", {{"warmup_rounds", c.protocol.warmup_rounds}, {"timed_rounds", c.protocol.timed_rounds},

@@ -39,8 +39,8 @@ ModelSpec ModelSpec::from_preset(std::string_view name, const ModelOverrides& o)
     if (o.keep_activations)
       throw core::UsageError("--keep-activations applies to GPT presets: the MLP keeps all its activations anyway",
                              "drop --keep-activations, or use a GPT preset such as --model gpt2-124m");
-    if (o.gemm_attention)
-      throw core::UsageError("--attention applies to GPT presets: the MLP has no attention",
+    if (!o.attention.empty())
+      throw core::UsageError(fmt::format("--attention applies to GPT presets: {} is an MLP, which has no attention", name),
                              "drop --attention, or use a GPT preset such as --model gpt2-124m");
     if (o.layers) spec.mlp.layers = o.layers;
     if (o.context) spec.mlp.context = o.context;
@@ -55,7 +55,10 @@ ModelSpec ModelSpec::from_preset(std::string_view name, const ModelOverrides& o)
     if (o.layers) spec.gpt.layers = o.layers;
     if (o.seq) spec.gpt.seq = o.seq;
     if (o.keep_activations) spec.gpt.recompute_activations = false;
-    if (o.gemm_attention) spec.gpt.flash_attention = false;
+    if (!o.attention.empty() && o.attention != "flash" && o.attention != "gemm")
+      throw core::UsageError(fmt::format("--attention '{}' is neither flash nor gemm", o.attention),
+                             "use --attention flash (the default) or --attention gemm");
+    if (o.attention == "gemm") spec.gpt.flash_attention = false;
   } else {
     throw core::UsageError(fmt::format("unknown model '{}'", name),
                            fmt::format("choose one of: {}", fmt::join(preset_names(), ", ")));
@@ -130,8 +133,9 @@ void from_json(const nlohmann::json& j, ModelSpec& m) {
     m.gpt.layers = c.at("layers"); m.gpt.d_model = c.at("d_model"); m.gpt.heads = c.at("heads");
     m.gpt.ffn = c.at("ffn"); m.gpt.vocab = c.at("vocab"); m.gpt.seq = c.at("seq"); m.gpt.seed = c.at("seed");
     m.gpt.recompute_activations = c.at("recompute_activations");
-    // Descriptions written before the fused kernels existed ran attention through GEMMs.
-    m.gpt.flash_attention = c.value("flash_attention", false);
+    // Absent in descriptions older than the option: today's default. (Results older than 2026-12-01 ran the GEMM
+    // path; what a GPU job ran is its config's "attention" key, TrainJobConfig's to_json.)
+    m.gpt.flash_attention = c.value("flash_attention", true);
   } else {
     throw core::Error("unknown model family '" + family + "' in a job description");
   }

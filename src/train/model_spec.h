@@ -26,7 +26,8 @@ struct ModelOverrides {
   int hidden = 0;   ///< MLP: hidden width
   int seq = 0;      ///< GPT: context length T
   bool keep_activations = false;  ///< GPT: GptConfig::recompute_activations = false
-  bool gemm_attention = false;    ///< GPT: GptConfig::flash_attention = false (attention by cuBLASLt GEMMs)
+  /// GPT: "flash" or "gemm" (GptConfig::flash_attention); empty keeps the default (flash). Given for an MLP, refused.
+  std::string attention;
 };
 
 struct ModelSpec {

@@ -66,6 +66,18 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   r = run_cli("train --keep-activations" + kQuick);  // the MLP has nothing to recompute
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "applies to GPT presets");
+  r = run_cli("train --backend cpu --model tiny-14m --attention gemm --rounds 1 -q");  // a GptCuda setting
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "--attention gemm needs GPU ranks");
+  r = run_cli("doctor --attention gemm" + kQuick);  // mlp-1m: no attention to choose
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "mlp-1m is an MLP");
+  r = run_cli("train --attention flash" + kQuick);  // given explicitly for an MLP: refused as gemm is
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "mlp-1m is an MLP");
+  r = run_cli("train --attention sdpa" + kQuick);
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "flash");
   const auto dir = scratch_dir("kernel_trace_cpu");
   r = run_cli("train --kernel-trace " + (dir / "traces").string() + kQuick);  // CUPTI records GPU kernels
   EXPECT_EQ(r.status, 2) << r.output;

@@ -124,5 +124,35 @@ TEST(TrainReport, ResultFilesKeepTheEmbeddingExchangeAndOlderOnesLoad) {
   EXPECT_DOUBLE_EQ(old.phases.all_gather_seconds, 0.0);
 }
 
+TEST(TrainReport, ResultFilesSayWhichAttentionRanAndOlderOnesLoad) {
+  train::TrainResult r = graph_result(0);  // tiny-14m on GPU ranks: head width 26 takes the GEMM path
+  EXPECT_EQ(nlohmann::json(r).at("config").at("attention"), "gemm");
+  r.config.model = train::ModelSpec::from_preset("gpt2-124m", {});
+  nlohmann::json j = r;
+  EXPECT_EQ(j.at("config").at("attention"), "flash");
+  EXPECT_EQ(j.at("config").at("model").at("gpt").at("flash_attention"), true);
+  train::ModelOverrides gemm;
+  gemm.attention = "gemm";
+  r.config.model = train::ModelSpec::from_preset("gpt2-124m", gemm);
+  j = r;
+  EXPECT_EQ(j.at("config").at("attention"), "gemm");
+  EXPECT_FALSE(j.get<train::TrainResult>().config.model.gpt.flash_attention) << "the request survives a round trip";
+  r.config.backend = train::BackendKind::cpu;
+  r.config.model = train::ModelSpec::from_preset("gpt2-124m", {});
+  EXPECT_EQ(nlohmann::json(r).at("config").at("attention"), "cpu-reference");
+  r.config.model = train::ModelSpec::from_preset("mlp-1m", {});
+  EXPECT_EQ(nlohmann::json(r).at("config").at("attention"), "none");
+  // A description written before the option loads with today's default, so a CPU job read back is not refused
+  // for an --attention gemm nobody asked for.
+  r.config.model = train::ModelSpec::from_preset("tiny-14m", {});
+  r.config.cuda_graph = false;  // graph_result's; CPU ranks refuse it
+  j = r;
+  j.at("config").at("model").at("gpt").erase("flash_attention");
+  j.at("config").erase("attention");
+  const auto old = j.get<train::TrainResult>();
+  EXPECT_TRUE(old.config.model.gpt.flash_attention);
+  EXPECT_NO_THROW(old.config.validate());
+}
+
 }  // namespace
 }  // namespace scalescope

@@ -84,13 +84,14 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
       ->check(number_check(false));
   app.add_option("--seq", f.seq, "override (GPT): context length in tokens")->check(number_check(false));
   app.add_flag("--keep-activations", f.keep_activations,
-               "GPT on GPU: keep each layer's GELU output (and, with --attention gemm, its attention probabilities) "
-               "for backward instead of recomputing them (a faster step for more memory)");
+               "GPT on GPU: keep each layer's GELU output (and, on the GEMM attention path: --attention gemm, or a "
+               "head width other than 64 and 128 such as tiny-14m's, its attention probabilities) for backward "
+               "instead of recomputing them (a faster step for more memory)");
   app.add_option("--attention", f.attention,
                  "GPT on GPU: flash (fused flash-attention kernels for head widths 64 and 128, no T×T tensor in "
-                 "memory; other widths use the GEMMs) or gemm (cuBLASLt batched GEMMs around a softmax kernel)")
-      ->check(CLI::IsMember({"flash", "gemm"}))
-      ->capture_default_str();
+                 "memory; other widths use the GEMMs) or gemm (cuBLASLt batched GEMMs around a softmax kernel); "
+                 "default flash")
+      ->check(CLI::IsMember({"flash", "gemm"}));
   app.add_option("--batch", f.batch,
                  "batch rows: per rank (weak scaling) or global (--strong); default: the preset's (MLP 64 on CPU, "
                  "8192 on GPU; GPT on GPU tiny-14m 64, gpt2-124m 16, gpt-1.3b 8 …; GPT on CPU 2)")
@@ -173,7 +174,7 @@ train::TrainJobConfig WorkloadFlags::resolve(int world_size) const {
   overrides.hidden = hidden;
   overrides.seq = seq;
   overrides.keep_activations = keep_activations;
-  overrides.gemm_attention = attention == "gemm";
+  overrides.attention = attention;
   c.model = train::ModelSpec::from_preset(model == "auto" ? (gpu ? "mlp-100m" : "mlp-10m") : model, overrides);
   c.batch = batch ? batch : default_batch(c.model, gpu);
   c.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;

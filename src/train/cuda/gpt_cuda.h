@@ -29,13 +29,16 @@ namespace scalescope::train {
 ///   x_0 = bf16(wte[t] + wpe[i]) from the fp32 tables; the residual stream is stored in bf16;
 ///   LayerNorm in fp32 with fp32 weight/bias, output bf16;
 ///   linear layers y = bf16(x·W + b [+ residual]) with bf16 W and b (cuBLASLt BIAS epilogue, fp32 accumulate);
-///   attention per head through strided-batched GEMMs: scores bf16 (scaled by 1/√hd in the GEMM), causal
-///   softmax in fp32 into bf16 probabilities, y = P·V; padded head width hdp (multiple of 8); for T > 256
-///   queries go in chunks of 256 so the GEMMs skip score blocks above the diagonal (not flash attention: the
-///   probabilities are materialised, in one scratch buffer);
+///   attention, where GptConfig::uses_flash_attention() (head width 64 or 128, the default): the fused kernels of
+///   cuda/flash_attention.h on q, k, v in the qkv GEMM's row layout (scores fp32 in registers, P bf16 into the
+///   P·V product, nothing of size T² in memory; backward recomputes P per key tile from the kept log-sum-exp);
+///   otherwise (--attention gemm, or another head width) strided-batched GEMMs: scores bf16 (scaled by 1/√hd in
+///   the GEMM), causal softmax in fp32 into bf16 probabilities, y = P·V; padded head width hdp (multiple of 8);
+///   for T > 256 queries go in chunks of 256 so the GEMMs skip score blocks above the diagonal; the
+///   probabilities are materialised in one scratch buffer and recomputed in backward (from q, k and each row's
+///   kept log-sum-exp) unless GptConfig::recompute_activations is false, which keeps them per layer;
 ///   GELU in fp32 on the bf16 pre-activation; logits bf16 [R, V]; loss and d logits from one fused fp32 pass;
-///   backward recomputes the probabilities (from q, k and each row's kept log-sum-exp) and the GELU output
-///   (from the kept pre-activation) unless GptConfig::recompute_activations is false, which keeps both per layer;
+///   backward recomputes the GELU output (from the kept pre-activation) unless recompute_activations is false;
 ///   weight gradients fp32 from the GEMM; bias and LayerNorm gradients fp32 column sums (deterministic);
 ///   the tied embedding's gradient = head GEMM (fp32) + fp32 atomic scatter-add of the input gradient, or, once
 ///   gather_embedding_gradient() was called, + the deterministic scatter-add of every rank's gathered rows.
