@@ -12,8 +12,9 @@
 // Layouts are GptCuda's row layouts, so no relayout kernels are needed: qkv [B, T, 3d] (q, k, v columns [0, d),
 // [d, 2d), [2d, 3d); head h owns columns h·hd … h·hd + hd − 1 of each), y and dy [B, T, d], dqkv [B, T, 3d],
 // lse [B, H, T] fp32 (natural log of the scaled scores' row sum: lse = m + ln Σ_j exp(s_j − m), s = q·k/√hd).
-// Head widths 64 and 128 only (flash_attention_supported); any T ≥ 1. Pointers 16-byte aligned. Errors:
-// std::invalid_argument for an unsupported shape or a misaligned pointer, core::Error for a failed launch.
+// Head widths 64 and 128 only (flash_attention_supported); 1 ≤ T ≤ 4 194 240, B·H < 2³¹ (the launch grid).
+// Pointers 16-byte aligned. Errors: std::invalid_argument for an unsupported shape or a misaligned pointer,
+// core::Error for a failed launch.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
