@@ -102,8 +102,8 @@ nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
   fmt::print("B {} T {} H {} hd {}: causal forward {:.1f} GFLOP, backward {:.1f} GFLOP\n", s.batch, s.seq, s.heads,
              s.head_dim, fwd_flops / 1e9, bwd_flops / 1e9);
   if (k::flash_attention_supported(s.head_dim)) {
-    float* work = device_alloc<float>(k::flash_attention_workspace_floats(flash_shape));
     const std::size_t work_floats = k::flash_attention_workspace_floats(flash_shape);
+    float* work = device_alloc<float>(work_floats);
     const double fwd = median_seconds(stream, runs, [&] { k::flash_attention_forward(stream, qkv, flash_shape, y, lse); });
     const double bwd = median_seconds(stream, runs, [&] {
       k::flash_attention_backward(stream, dy, qkv, y, lse, flash_shape, work, work_floats, dqkv);

@@ -4,17 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "gpu/cuda_check.h"
+#include "train/cuda/kernel_support.cuh"
 
 namespace scalescope::train::gpt_kernels {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using support::pack_bf16;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
@@ -77,11 +77,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
-}
-
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&v);
 }
 
 /// Copies rows [row0, row0 + ROWS) × W columns of a global matrix (row stride ld elements) into a swizzled
@@ -159,6 +154,16 @@ template <int N>
 __device__ __forceinline__ void zero(float (&c)[N][4]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) c[i][0] = c[i][1] = c[i][2] = c[i][3] = 0.0f;
+}
+
+/// c[16 × N] = rows [row0, row0 + 16) of the shared tile `a_tile` [·, K] times `b_tile`ᵀ (b_tile [N, K] shared).
+template <int N, int K>
+__device__ __forceinline__ void rows_times_transpose(float (&c)[N / 8][4], const bf16* a_tile, int row0,
+                                                     const bf16* b_tile, int lane) {
+  zero(c);
+  unsigned a[K / 16][4];
+  load_a<K>(a, a_tile, row0, lane);
+  mma_a_bt<N, K>(c, a, b_tile, lane);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -382,12 +387,7 @@ __global__ void __launch_bounds__(kThreads, backward_min_blocks<HD>())
     if (qt0 + BQ - 1 >= key_first) {  // else no query of the tile sees this warp's keys: dS = 0
       // Sᵀ = k·qᵀ for the warp's 16 keys × BQ queries, then Pᵀ.
       float p[BQ / 8][4];
-      zero(p);
-      {
-        unsigned ka[HD / 16][4];
-        load_a<HD>(ka, sk, warp * 16, lane);
-        mma_a_bt<BQ, HD>(p, ka, q_tile, lane);
-      }
+      rows_times_transpose<BQ, HD>(p, sk, warp * 16, q_tile, lane);
       // Each thread's columns in accumulator tile n are n·8 + 2t and + 1: their lse and D as one float2 each.
 #pragma unroll
       for (int n = 0; n < BQ / 8; ++n) {
@@ -409,12 +409,7 @@ __global__ void __launch_bounds__(kThreads, backward_min_blocks<HD>())
       mma_a_b<HD, BQ, HD>(dv, pa, dy_tile, 0, lane);  // dv += Pᵀ·dy
       // dPᵀ = v·dyᵀ, then dSᵀ = Pᵀ ⊙ (dPᵀ − D).
       float dp[BQ / 8][4];
-      zero(dp);
-      {
-        unsigned va[HD / 16][4];
-        load_a<HD>(va, sv, warp * 16, lane);
-        mma_a_bt<BQ, HD>(dp, va, dy_tile, lane);
-      }
+      rows_times_transpose<BQ, HD>(dp, sv, warp * 16, dy_tile, lane);
 #pragma unroll
       for (int n = 0; n < BQ / 8; ++n) {
         const float2 dot = *reinterpret_cast<const float2*>(dot_tile + n * 8 + 2 * t);
@@ -487,13 +482,8 @@ __global__ void store_dq_kernel(const float* dq, std::size_t rows, int d, float 
   }
 }
 
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument("flash attention: " + what);
-}
-
-void require_aligned(const void* p, const char* name) {
-  require(reinterpret_cast<std::uintptr_t>(p) % 16 == 0, std::string(name) + " is not 16-byte aligned");
-}
+void require(bool ok, const std::string& what) { support::require(ok, "flash attention", what); }
+void require_aligned(const void* p, const char* name) { support::require_aligned(p, "flash attention", name); }
 
 void check_shape(const FlashAttentionShape& s) {
   require(flash_attention_supported(s.head_dim), "head width " + std::to_string(s.head_dim) + " (supported: 64, 128)");

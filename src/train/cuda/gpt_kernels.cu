@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <string>
 
 #include "gpu/cuda_check.h"
+#include "train/cuda/kernel_support.cuh"
 #include "train/cuda/lt_matmul.h"
 
 namespace scalescope::train::gpt_kernels {
@@ -32,13 +32,8 @@ unsigned blocks_for(std::size_t n, int threads = kThreads) {
 
 unsigned warp_row_blocks(std::size_t rows) { return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock); }
 
-void require(bool ok, const std::string& what) {
-  if (!ok) throw std::invalid_argument("gpt_kernels: " + what);
-}
-
-void require_aligned(const void* p, const char* name) {
-  require(reinterpret_cast<std::uintptr_t>(p) % 16 == 0, std::string(name) + " is not 16-byte aligned");
-}
+void require(bool ok, const std::string& what) { support::require(ok, "gpt_kernels", what); }
+void require_aligned(const void* p, const char* name) { support::require_aligned(p, "gpt_kernels", name); }
 
 #define GRID_STRIDE_LOOP(i, n)                                                                        \
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < (n); \
@@ -663,8 +658,7 @@ __global__ void adamw_kernel(const TensorSlot* tensors, const TensorChunk* chunk
       p4[i] = p;
       m4[i] = mi;
       v4[i] = vi;
-      const __nv_bfloat162 lo = __floats2bfloat162_rn(p.x, p.y), hi = __floats2bfloat162_rn(p.z, p.w);
-      s4[i] = make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
+      s4[i] = make_uint2(support::pack_bf16(p.x, p.y), support::pack_bf16(p.z, p.w));
     }
     scalar_from = n4 * 4;
   }
