@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-kernel time of two `scalescope train --kernel-trace` runs side by side (GPU time per step by kernel name).
 
-usage: kernel_diff.py BASE_TRACE.json OTHER_TRACE.json [TOP]
+usage: kernel_diff.py BASE_TRACE.json OTHER_TRACE.json [TOP]   (one trace twice: its kernels by time)
 
 Each trace is one rank's file (DIR/rank<R>.json). For every kernel name: its summed duration per step (the
 steps are the ProfilerStep#N annotations; kernels are counted whole, by the step count), in both runs and the
@@ -80,7 +80,9 @@ def main():
     except ValueError:
         sys.exit(f"kernel_diff.py: TOP must be a whole number, not {sys.argv[3]!r}")
     top = max(top, 0)
-    names = sorted(set(base) | set(other), key=lambda n: -abs(other.get(n, 0) - base.get(n, 0)))
+    # Largest change first; ties (a trace against itself: all zero) by the larger time.
+    names = sorted(set(base) | set(other), key=lambda n: (-abs(other.get(n, 0) - base.get(n, 0)),
+                                                          -max(base.get(n, 0), other.get(n, 0))))
     print(f"{'kernel (ms per step)':<70} {'base':>8} {'other':>8} {'diff':>8}")
     for n in names[:top]:
         b, o = base.get(n, 0.0), other.get(n, 0.0)
