@@ -9,6 +9,7 @@
 #
 #   bench/device-gpt.sh            # on the GPU machine, from the repository root
 #   GPT_PRESETS="gpt2-124m:16 gpt-1.3b:8" GPT_TESTS="test_gpt_cuda" bench/device-gpt.sh   # fewer presets/tests
+#   GPT_GEMM=0 GPT_KEEP=0 bench/device-gpt.sh   # ours with its defaults and PyTorch only
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -63,7 +64,7 @@ for spec in ${GPT_PRESETS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
   log "$model batch $batch: ours"
   timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --json "$LOGS/ours-$model.json" 2>&1 \
     | tee "$LOGS/ours-$model.txt"
-  log "$model batch $batch: ours, --attention gemm"
+  [ "${GPT_GEMM:-1}" = 1 ] && log "$model batch $batch: ours, --attention gemm" &&
   timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --attention gemm \
     --json "$LOGS/gemm-$model.json" 2>&1 | tee "$LOGS/gemm-$model.txt" | tail -1
   [ "${GPT_KEEP:-1}" = 1 ] && log "$model batch $batch: ours, --keep-activations" &&

@@ -144,57 +144,64 @@ class GptCudaTest : public CudaStreamTest {
 
 TEST_F(GptCudaTest, LayerNormForwardMatchesCpu) {
   const std::size_t rows = 1000;
-  const int d = 312;  // 39 packs of 8: lanes do unequal work
-  const auto x = random_bf16_values(rows * d, 0.5, 2.0, 1);
-  const auto w = random_values(d, 1.0, 0.2, 2), b = random_values(d, 0.0, 0.2, 3);
-  Device<bf16> x_d(rows * d), y_d(rows * d);
-  Device<float> w_d(d), b_d(d), mean_d(rows), rstd_d(rows);
-  upload(x_d, x);
-  upload(w_d, w);
-  upload(b_d, b);
-  k::layernorm_forward(stream_, x_d.get(), w_d.get(), b_d.get(), rows, d, y_d.get(), mean_d.get(), rstd_d.get());
-  sync();
-  std::vector<double> y(rows * d), mean(rows), rstd(rows);
-  gpt_ops::layernorm_forward(x.data(), w.data(), b.data(), rows, d, y.data(), mean.data(), rstd.data());
-  EXPECT_LT(relative_error(download(y_d), y), 5e-3);
-  EXPECT_LT(relative_error(download(mean_d), mean), 1e-4);
-  EXPECT_LT(relative_error(download(rstd_d), rstd), 1e-4);
+  // 39 packs of 8 (lanes do unequal work, row held in registers), 2048 (gpt-1.3b, every lane 8 packs), 6152
+  // (past the register-held rows' 5120: the loop kernel)
+  for (const int d : {312, 2048, 6152}) {
+    SCOPED_TRACE("d " + std::to_string(d));
+    const auto x = random_bf16_values(rows * d, 0.5, 2.0, 1);
+    const auto w = random_values(d, 1.0, 0.2, 2), b = random_values(d, 0.0, 0.2, 3);
+    Device<bf16> x_d(rows * d), y_d(rows * d);
+    Device<float> w_d(d), b_d(d), mean_d(rows), rstd_d(rows);
+    upload(x_d, x);
+    upload(w_d, w);
+    upload(b_d, b);
+    k::layernorm_forward(stream_, x_d.get(), w_d.get(), b_d.get(), rows, d, y_d.get(), mean_d.get(), rstd_d.get());
+    sync();
+    std::vector<double> y(rows * d), mean(rows), rstd(rows);
+    gpt_ops::layernorm_forward(x.data(), w.data(), b.data(), rows, d, y.data(), mean.data(), rstd.data());
+    EXPECT_LT(relative_error(download(y_d), y), 5e-3);
+    EXPECT_LT(relative_error(download(mean_d), mean), 1e-4);
+    EXPECT_LT(relative_error(download(rstd_d), rstd), 1e-4);
+  }
 }
 
 TEST_F(GptCudaTest, LayerNormBackwardMatchesCpu) {
   const std::size_t rows = 1000;
-  const int d = 520;  // three column tiles, the last partial
-  const auto x = random_bf16_values(rows * d, 0.5, 2.0, 4);
-  const auto dy = random_bf16_values(rows * d, 0.0, 1.0, 5);
-  const auto residual = random_bf16_values(rows * d, 0.0, 1.0, 6);
-  const auto w = random_values(d, 1.0, 0.2, 7), b = random_values(d, 0.0, 0.2, 8);
-  std::vector<double> y(rows * d), mean(rows), rstd(rows);
-  gpt_ops::layernorm_forward(x.data(), w.data(), b.data(), rows, d, y.data(), mean.data(), rstd.data());
-  for (auto& m : mean) m = static_cast<float>(m);  // the kernel reads fp32 statistics
-  for (auto& r : rstd) r = static_cast<float>(r);
+  // 520: three column tiles, the last partial; 2048: gpt-1.3b; 6152: more packs than lanes·8
+  for (const int d : {520, 2048, 6152}) {
+    SCOPED_TRACE("d " + std::to_string(d));
+    const auto x = random_bf16_values(rows * d, 0.5, 2.0, 4);
+    const auto dy = random_bf16_values(rows * d, 0.0, 1.0, 5);
+    const auto residual = random_bf16_values(rows * d, 0.0, 1.0, 6);
+    const auto w = random_values(d, 1.0, 0.2, 7), b = random_values(d, 0.0, 0.2, 8);
+    std::vector<double> y(rows * d), mean(rows), rstd(rows);
+    gpt_ops::layernorm_forward(x.data(), w.data(), b.data(), rows, d, y.data(), mean.data(), rstd.data());
+    for (auto& m : mean) m = static_cast<float>(m);  // the kernel reads fp32 statistics
+    for (auto& r : rstd) r = static_cast<float>(r);
 
-  Device<bf16> x_d(rows * d), dy_d(rows * d), dx_d(rows * d);
-  Device<float> w_d(d), mean_d(rows), rstd_d(rows), dw_d(d), db_d(d), colsum_d(d);
-  Device<float> ws(k::column_workspace_floats(rows, d, 3));
-  upload(x_d, x);
-  upload(dy_d, dy);
-  upload(w_d, w);
-  upload(mean_d, mean);
-  upload(rstd_d, rstd);
-  for (bool accumulate : {true, false}) {
-    upload(dx_d, residual);
-    k::layernorm_backward(stream_, dy_d.get(), x_d.get(), mean_d.get(), rstd_d.get(), w_d.get(), rows, d, dx_d.get(),
-                          accumulate, dw_d.get(), db_d.get(), colsum_d.get(), ws.get(), ws.size());
-    sync();
-    std::vector<double> dx = accumulate ? residual : std::vector<double>(rows * d, 0.0), dw(d), db(d);
-    gpt_ops::layernorm_backward(dy.data(), x.data(), mean.data(), rstd.data(), w.data(), rows, d, dx.data(), dw.data(),
-                                db.data());
-    const auto dx_gpu = download(dx_d);
-    EXPECT_LT(relative_error(dx_gpu, dx), 5e-3) << "accumulate " << accumulate;
-    EXPECT_LT(relative_error(download(dw_d), dw), 1e-4) << "accumulate " << accumulate;
-    EXPECT_LT(relative_error(download(db_d), db), 1e-4) << "accumulate " << accumulate;
-    // Σ_rows dx is of the bf16 values the kernel wrote (what the next GEMMs see).
-    EXPECT_LT(relative_error(download(colsum_d), column_sums(dx_gpu, rows, d)), 1e-4) << "accumulate " << accumulate;
+    Device<bf16> x_d(rows * d), dy_d(rows * d), dx_d(rows * d);
+    Device<float> w_d(d), mean_d(rows), rstd_d(rows), dw_d(d), db_d(d), colsum_d(d);
+    Device<float> ws(k::column_workspace_floats(rows, d, 3));
+    upload(x_d, x);
+    upload(dy_d, dy);
+    upload(w_d, w);
+    upload(mean_d, mean);
+    upload(rstd_d, rstd);
+    for (bool accumulate : {true, false}) {
+      upload(dx_d, residual);
+      k::layernorm_backward(stream_, dy_d.get(), x_d.get(), mean_d.get(), rstd_d.get(), w_d.get(), rows, d, dx_d.get(),
+                            accumulate, dw_d.get(), db_d.get(), colsum_d.get(), ws.get(), ws.size());
+      sync();
+      std::vector<double> dx = accumulate ? residual : std::vector<double>(rows * d, 0.0), dw(d), db(d);
+      gpt_ops::layernorm_backward(dy.data(), x.data(), mean.data(), rstd.data(), w.data(), rows, d, dx.data(), dw.data(),
+                                  db.data());
+      const auto dx_gpu = download(dx_d);
+      EXPECT_LT(relative_error(dx_gpu, dx), 5e-3) << "accumulate " << accumulate;
+      EXPECT_LT(relative_error(download(dw_d), dw), 1e-4) << "accumulate " << accumulate;
+      EXPECT_LT(relative_error(download(db_d), db), 1e-4) << "accumulate " << accumulate;
+      // Σ_rows dx is of the bf16 values the kernel wrote (what the next GEMMs see).
+      EXPECT_LT(relative_error(download(colsum_d), column_sums(dx_gpu, rows, d)), 1e-4) << "accumulate " << accumulate;
+    }
   }
 }
 

@@ -284,18 +284,18 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const bf16* qkv
 // lse and D, and keeps dk and dv for its keys. After each query tile the block's dSᵀ goes through shared memory so
 // that each warp can add a slice of dS·k to dq.
 
+/// D[b, h, i] = Σ_e dy[b, i, h·hd + e]·y[b, i, h·hd + e]: one thread per 8 values (16 bytes), so that a warp
+/// reads 512 contiguous bytes; the HD/8 threads of a (position, head) add theirs with shuffles. (One thread per
+/// head row, reading 256 bytes alone, took 1.0 ms per gpt-1.3b step for 1.5 GB, this 0.56 ms: bench/RESULTS.md,
+/// 2026-12-01, second session.)
 template <int HD>
 __global__ void softmax_row_dot_kernel(const bf16* dy, const bf16* y, int seq, int heads, std::size_t rows, float* dot) {
-  const std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;  // (b, i, h), h fastest
-  if (r >= rows) return;
-  const int h = static_cast<int>(r % heads);
-  const std::size_t bi = r / heads;
-  const uint4* a = reinterpret_cast<const uint4*>(dy + r * HD);  // [B, T, d] with d = H·hd: row r, head h
-  const uint4* c = reinterpret_cast<const uint4*>(y + r * HD);
+  constexpr int kLanes = HD / 8;  // 8 or 16: a power of two dividing the warp, so groups never straddle warps
+  const std::size_t pack = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t r = pack / kLanes;  // (b, i, h), h fastest
   float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < HD / 8; ++k) {
-    const uint4 av = a[k], cv = c[k];
+  if (r < rows) {  // threads past the end add 0 but still join the shuffles
+    const uint4 av = reinterpret_cast<const uint4*>(dy)[pack], cv = reinterpret_cast<const uint4*>(y)[pack];
     const __nv_bfloat162* ap = reinterpret_cast<const __nv_bfloat162*>(&av);
     const __nv_bfloat162* cp = reinterpret_cast<const __nv_bfloat162*>(&cv);
 #pragma unroll
@@ -304,8 +304,13 @@ __global__ void softmax_row_dot_kernel(const bf16* dy, const bf16* y, int seq, i
       sum = fmaf(x.x, z.x, fmaf(x.y, z.y, sum));
     }
   }
-  const std::size_t b = bi / seq, i = bi % seq;
-  dot[(b * heads + h) * seq + i] = sum;
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (r < rows && pack % kLanes == 0) {
+    const int h = static_cast<int>(r % heads);
+    const std::size_t bi = r / heads, b = bi / seq, i = bi % seq;
+    dot[(b * heads + h) * seq + i] = sum;
+  }
 }
 
 /// Query rows per backward step: 64 for hd 64; 32 for hd 128, which keeps dk, dv and the two score tiles
@@ -517,8 +522,9 @@ void backward(cudaStream_t stream, const bf16* dy, const bf16* qkv, const bf16* 
               const FlashAttentionShape& s, float* dq, float* row_dot, bf16* dqkv) {
   const std::size_t positions = static_cast<std::size_t>(s.batch) * s.seq, rows = positions * s.heads;
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(dq, 0, positions * s.d_model() * sizeof(float), stream));
-  softmax_row_dot_kernel<HD><<<static_cast<unsigned>((rows + 255) / 256), 256, 0, stream>>>(dy, y, s.seq, s.heads, rows,
-                                                                                           row_dot);
+  const std::size_t dot_threads = rows * (HD / 8);
+  softmax_row_dot_kernel<HD><<<static_cast<unsigned>((dot_threads + 255) / 256), 256, 0, stream>>>(dy, y, s.seq, s.heads,
+                                                                                                  rows, row_dot);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
   constexpr int bytes = backward_shared_bytes<HD>();
   const dim3 grid(static_cast<unsigned>(s.batch * s.heads), (s.seq + kKeyTile - 1) / kKeyTile);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "gpu/cuda_check.h"
 #include "train/cuda/kernel_support.cuh"
@@ -83,14 +84,24 @@ __device__ float block_sum(float v) {
   return warp_sum(v);
 }
 
+/// tanh through the SFU's `tanh.approx.f32` (PTX ISA, sm_75+; maximum relative error 2^-10.987): one
+/// instruction instead of tanhf's dozen, with an error below the bf16 rounding (2^-9) that every GELU input and
+/// output here goes through. tanhf made the GELU kernels instruction-bound: 0.147 ms per gpt-1.3b layer each
+/// (1.7 and 2.6 TB/s), bench/RESULTS.md 2026-12-01 (second session).
+__device__ __forceinline__ float fast_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Tanh-approximate GELU (Hendrycks & Gimpel 2016, as GPT-2) and its exact derivative, fp32.
 __device__ __forceinline__ float gelu(float x) {
   const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);  // √(2/π)(x + 0.044715x³)
-  return 0.5f * x * (1.0f + tanhf(u));
+  return 0.5f * x * (1.0f + fast_tanh(u));
 }
 
 __device__ __forceinline__ float gelu_grad(float x) {
-  const float t = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
+  const float t = fast_tanh(0.7978845608028654f * (x + 0.044715f * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
@@ -349,8 +360,26 @@ __global__ void position_gradient_kernel(const bf16* dx, int rows, int seq, int 
   }
 }
 
+/// w[8k … 8k + 7] (w 16-byte aligned) as two 16-byte loads through the read-only path. Volatile, so that a kernel
+/// passing over its row twice reloads them (L1 hits) instead of holding 64 registers for d = 2048 between the
+/// passes. Lanes of a warp read adjacent 32-byte groups: one load instruction per lane and 16 bytes where scalar
+/// loads (w[c] per element) took eight 4-byte ones at a 32-byte stride, which made the LayerNorm kernels
+/// L1-bound (47 µs per gpt-1.3b forward call for 64 MB: bench/RESULTS.md, 2026-12-01, second session).
+struct Floats8 {
+  float v[8];
+};
+__device__ __forceinline__ Floats8 load_floats8(const float* w, int k) {
+  Floats8 r;
+  const float* p = w + 8 * k;
+  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3]) : "l"(p));
+  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4 + 16];"
+               : "=f"(r.v[4]), "=f"(r.v[5]), "=f"(r.v[6]), "=f"(r.v[7]) : "l"(p));
+  return r;
+}
+
 // -------------------------------------------------------------------------------------------------------------
-// LayerNorm: one warp per row; the row is read three times (mean, variance, output) and stays in L1.
+// LayerNorm: one warp per row; the row is read three times (mean, variance, output) and stays in L1 or L2.
 
 __global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(const bf16* x, const float* w, const float* b,
                                                                      std::size_t rows, int d, bf16* y, float* mean,
@@ -362,6 +391,7 @@ __global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(const bf16*
   Pack<8>* out = reinterpret_cast<Pack<8>*>(y + row * d);
   const int packs = d / 8;
   float s = 0.0f;
+#pragma unroll 4  // four 16-byte loads of a lane in flight at once
   for (int k = lane; k < packs; k += kWarp) {
     const Pack<8> p = in[k];
 #pragma unroll
@@ -369,20 +399,20 @@ __global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(const bf16*
   }
   const float mu = warp_sum(s) / static_cast<float>(d);
   float q = 0.0f;
+#pragma unroll 4  // four 16-byte loads of a lane in flight at once
   for (int k = lane; k < packs; k += kWarp) {
     const Pack<8> p = in[k];
 #pragma unroll
     for (int v = 0; v < 8; ++v) q += (to_f(p.v[v]) - mu) * (to_f(p.v[v]) - mu);
   }
   const float rs = rsqrtf(warp_sum(q) / static_cast<float>(d) + kLayerNormEpsilon);
+#pragma unroll 4  // four 16-byte loads of a lane in flight at once
   for (int k = lane; k < packs; k += kWarp) {
     const Pack<8> p = in[k];
+    const Floats8 wk = load_floats8(w, k), bk = load_floats8(b, k);
     Pack<8> o;
 #pragma unroll
-    for (int v = 0; v < 8; ++v) {
-      const int c = k * 8 + v;
-      o.v[v] = __float2bfloat16((to_f(p.v[v]) - mu) * rs * w[c] + b[c]);
-    }
+    for (int v = 0; v < 8; ++v) o.v[v] = __float2bfloat16((to_f(p.v[v]) - mu) * rs * wk.v[v] + bk.v[v]);
     out[k] = o;
   }
   if (lane == 0) {
@@ -404,26 +434,93 @@ __global__ void __launch_bounds__(kThreads) layernorm_backward_dx_kernel(const b
   const float mu = mean[row], rs = rstd[row];
   const int packs = d / 8;
   float sg = 0.0f, sgx = 0.0f;  // Σ g and Σ g·x̂ with g = dy·w
+#pragma unroll 4  // four 16-byte loads of a lane in flight at once
   for (int k = lane; k < packs; k += kWarp) {
     const Pack<8> g = g_in[k], xv = x_in[k];
+    const Floats8 wk = load_floats8(w, k);
 #pragma unroll
     for (int v = 0; v < 8; ++v) {
-      const float gw = to_f(g.v[v]) * w[k * 8 + v];
+      const float gw = to_f(g.v[v]) * wk.v[v];
       sg += gw;
       sgx += gw * (to_f(xv.v[v]) - mu) * rs;
     }
   }
   const float mg = warp_sum(sg) / static_cast<float>(d), mgx = warp_sum(sgx) / static_cast<float>(d);
+#pragma unroll 4  // four 16-byte loads of a lane in flight at once
   for (int k = lane; k < packs; k += kWarp) {
     const Pack<8> g = g_in[k], xv = x_in[k];
+    const Floats8 wk = load_floats8(w, k);
     Pack<8> o = accumulate ? out[k] : Pack<8>{};
 #pragma unroll
     for (int v = 0; v < 8; ++v) {
       const float xhat = (to_f(xv.v[v]) - mu) * rs;
-      const float val = rs * (to_f(g.v[v]) * w[k * 8 + v] - mg - xhat * mgx);
+      const float val = rs * (to_f(g.v[v]) * wk.v[v] - mg - xhat * mgx);
       o.v[v] = __float2bfloat16(accumulate ? to_f(o.v[v]) + val : val);
     }
     out[k] = o;
+  }
+}
+
+// The forward with the row held in registers: P packs of 8 per lane (d ≤ 256·P), all loaded before the first
+// sum and read once. Up to d = 2048 (gpt-1.3b; 8 packs, 95 registers: two blocks of 256 threads per SM); the loop
+// kernel above serves wider rows. The backward keeps its loop kernel: held in registers, dy and x took 245
+// registers at 8 packs (one block per SM) or spilled when capped at 128, and ran slower than the loop (3.67 against
+// 2.68 ms per gpt-1.3b step, bench/RESULTS.md, 2026-12-01, second session).
+constexpr int kMaxCachedPacks = 8;
+
+/// Calls f(std::integral_constant<int, P>{}) for the smallest P in {1, 2, 4, 8} with 32·P ≥ packs, or returns
+/// false when packs > 32·kMaxCachedPacks.
+template <class F>
+bool with_cached_packs(int packs, F&& f) {
+  const int per_lane = (packs + kWarp - 1) / kWarp;
+  if (per_lane <= 1) return f(std::integral_constant<int, 1>{}), true;
+  if (per_lane <= 2) return f(std::integral_constant<int, 2>{}), true;
+  if (per_lane <= 4) return f(std::integral_constant<int, 4>{}), true;
+  if (per_lane <= kMaxCachedPacks) return f(std::integral_constant<int, kMaxCachedPacks>{}), true;
+  return false;
+}
+
+template <int P>
+__global__ void __launch_bounds__(kThreads, 2) layernorm_forward_cached_kernel(const bf16* x, const float* w, const float* b,
+                                                                            std::size_t rows, int d, bf16* y, float* mean,
+                                                                            float* rstd) {
+  const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  if (row >= rows) return;
+  const Pack<8>* in = reinterpret_cast<const Pack<8>*>(x + row * d);
+  Pack<8>* out = reinterpret_cast<Pack<8>*>(y + row * d);
+  const int packs = d / 8;
+  Pack<8> p[P];
+#pragma unroll
+  for (int j = 0; j < P; ++j)
+    if (lane + j * kWarp < packs) p[j] = in[lane + j * kWarp];
+  float s = 0.0f;
+#pragma unroll
+  for (int j = 0; j < P; ++j)
+    if (lane + j * kWarp < packs)
+#pragma unroll
+      for (int v = 0; v < 8; ++v) s += to_f(p[j].v[v]);
+  const float mu = warp_sum(s) / static_cast<float>(d);
+  float q = 0.0f;
+#pragma unroll
+  for (int j = 0; j < P; ++j)
+    if (lane + j * kWarp < packs)
+#pragma unroll
+      for (int v = 0; v < 8; ++v) q += (to_f(p[j].v[v]) - mu) * (to_f(p[j].v[v]) - mu);
+  const float rs = rsqrtf(warp_sum(q) / static_cast<float>(d) + kLayerNormEpsilon);
+#pragma unroll
+  for (int j = 0; j < P; ++j) {
+    const int k = lane + j * kWarp;
+    if (k >= packs) continue;
+    const Floats8 wk = load_floats8(w, k), bk = load_floats8(b, k);
+    Pack<8> o;
+#pragma unroll
+    for (int v = 0; v < 8; ++v) o.v[v] = __float2bfloat16((to_f(p[j].v[v]) - mu) * rs * wk.v[v] + bk.v[v]);
+    out[k] = o;
+  }
+  if (lane == 0) {
+    mean[row] = mu;
+    rstd[row] = rs;
   }
 }
 
@@ -780,7 +877,13 @@ void layernorm_forward(cudaStream_t stream, const bf16* x, const float* w, const
   require(d % 8 == 0, "d_model must be a multiple of 8");
   require_aligned(x, "x");
   require_aligned(y, "y");
-  layernorm_forward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(x, w, b, rows, d, y, mean, rstd);
+  require_aligned(w, "w");
+  require_aligned(b, "b");
+  const bool cached = with_cached_packs(d / 8, [&](auto packs) {
+    layernorm_forward_cached_kernel<decltype(packs)::value>
+        <<<warp_row_blocks(rows), kThreads, 0, stream>>>(x, w, b, rows, d, y, mean, rstd);
+  });
+  if (!cached) layernorm_forward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(x, w, b, rows, d, y, mean, rstd);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
 
@@ -791,6 +894,7 @@ void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, cons
   require_aligned(dy, "dy");
   require_aligned(x, "x");
   require_aligned(dx, "dx");
+  require_aligned(w, "w");
   layernorm_backward_dx_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, dx, accumulate);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
   if (dx_colsum != nullptr)
