@@ -162,6 +162,10 @@ TEST_F(GptCudaTest, LayerNormForwardMatchesCpu) {
     EXPECT_LT(relative_error(download(y_d), y), 5e-3);
     EXPECT_LT(relative_error(download(mean_d), mean), 1e-4);
     EXPECT_LT(relative_error(download(rstd_d), rstd), 1e-4);
+    // The weights are read as 16-byte vectors: a misaligned table is refused, not read across its start.
+    EXPECT_THROW(k::layernorm_forward(stream_, x_d.get(), w_d.get() + 1, b_d.get(), rows, d, y_d.get(), mean_d.get(),
+                                      rstd_d.get()),
+                 std::invalid_argument);
   }
 }
 

@@ -9,7 +9,8 @@
 //   embedding_backward     fp32 scatter-add into the tied table (atomics) and the position-gradient sum over B
 //   embedding_backward_gathered  the same over every rank's all-gathered rows, without atomics (tokens sorted
 //                          with CUB's radix sort), so that every rank computes the same bits
-//   layernorm_forward      mean, variance, normalise, affine; saves mean/rstd (warp per row)
+//   layernorm_forward      mean, variance, normalise, affine; saves mean/rstd (warp per row, held in registers
+//                          up to d 2048)
 //   layernorm_backward     dx (optionally added to the residual gradient in place) + deterministic fp32
 //                          column sums for dweight, dbias and, optionally, Σ_rows dx (the bias gradient of the
 //                          projection that wrote the residual stream)
@@ -82,13 +83,14 @@ void embedding_backward_gathered(cudaStream_t stream, const std::int32_t* tokens
                                  std::size_t scratch_bytes);
 
 /// LayerNorm (Ba et al. 2016), ε = 1e-5: y = (x − μ)·rstd·w + b. x, y [rows, d] bf16; w, b [d] fp32;
-/// mean, rstd [rows] fp32 overwrite.
+/// mean, rstd [rows] fp32 overwrite. x, y, w and b 16-byte aligned (std::invalid_argument otherwise).
 void layernorm_forward(cudaStream_t stream, const bf16* x, const float* w, const float* b, std::size_t rows, int d,
                        bf16* y, float* mean, float* rstd);
 
 /// LayerNorm backward (formula in gpt_ops::layernorm_backward): dx = [dx +] rstd·(g − mean(g) − x̂·mean(g·x̂))
 /// with g = dy·w (`accumulate`: add to dx, the residual gradient, in place); dw = Σ dy·x̂ and db = Σ dy
 /// overwrite (fp32, deterministic); when `dx_colsum` is not null it receives Σ_rows of the final dx.
+/// dy, x, dx and w 16-byte aligned (std::invalid_argument otherwise).
 /// `workspace` holds column_workspace_floats(rows, d, 3) floats (std::invalid_argument if fewer).
 void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, const float* mean, const float* rstd,
                         const float* w, std::size_t rows, int d, bf16* dx, bool accumulate, float* dw, float* db,
