@@ -9,12 +9,14 @@
 #
 #   bench/device-gpt.sh            # on the GPU machine, from the repository root
 #   GPT_PRESETS="gpt2-124m:16 gpt-1.3b:8" GPT_TESTS="test_gpt_cuda" bench/device-gpt.sh   # fewer presets/tests
-#   GPT_GEMM=0 GPT_KEEP=0 bench/device-gpt.sh   # ours with its defaults and PyTorch only
+#   GPT_GEMM=0 GPT_KEEP=0 bench/device-gpt.sh   # ours with its defaults and PyTorch only (1 runs a variant,
+#                                                # anything else skips it)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 LOGS="$OUT/logs"
+rm -rf "$LOGS"  # a run that died before packing them must not lend its results to this table
 mkdir -p "$LOGS"
 source bench/device-env.sh  # carried libraries and data, no NVLink multicast, nvcc on PATH
 SECONDS=0

@@ -143,10 +143,10 @@ class GptCudaTest : public CudaStreamTest {
 // Kernels against the host operations (double, on the same bf16-rounded inputs).
 
 TEST_F(GptCudaTest, LayerNormForwardMatchesCpu) {
-  const std::size_t rows = 1000;
-  // 39 packs of 8 (lanes do unequal work, row held in registers), 2048 (gpt-1.3b, every lane 8 packs), 6152
-  // (past the register-held rows' 5120: the loop kernel)
-  for (const int d : {312, 2048, 6152}) {
+  const std::size_t rows = 1001;  // the last block of 8 rows partly filled
+  // Rows held in registers: 39 packs of 8 (2 per lane, lanes doing unequal work), 768 (gpt2-124m, 3 of 4 packs per
+  // lane) and 2048 (gpt-1.3b, every lane 8); 6152 is past the register-held kernel's 2048: the loop kernel.
+  for (const int d : {312, 768, 2048, 6152}) {
     SCOPED_TRACE("d " + std::to_string(d));
     const auto x = random_bf16_values(rows * d, 0.5, 2.0, 1);
     const auto w = random_values(d, 1.0, 0.2, 2), b = random_values(d, 0.0, 0.2, 3);
@@ -166,11 +166,14 @@ TEST_F(GptCudaTest, LayerNormForwardMatchesCpu) {
     EXPECT_THROW(k::layernorm_forward(stream_, x_d.get(), w_d.get() + 1, b_d.get(), rows, d, y_d.get(), mean_d.get(),
                                       rstd_d.get()),
                  std::invalid_argument);
+    EXPECT_THROW(k::layernorm_forward(stream_, x_d.get(), w_d.get(), b_d.get() + 1, rows, d, y_d.get(), mean_d.get(),
+                                      rstd_d.get()),
+                 std::invalid_argument);
   }
 }
 
 TEST_F(GptCudaTest, LayerNormBackwardMatchesCpu) {
-  const std::size_t rows = 1000;
+  const std::size_t rows = 1001;
   // 520: three column tiles, the last partial; 2048: gpt-1.3b; 6152: more packs than lanes·8
   for (const int d : {520, 2048, 6152}) {
     SCOPED_TRACE("d " + std::to_string(d));
@@ -206,6 +209,9 @@ TEST_F(GptCudaTest, LayerNormBackwardMatchesCpu) {
       // Σ_rows dx is of the bf16 values the kernel wrote (what the next GEMMs see).
       EXPECT_LT(relative_error(download(colsum_d), column_sums(dx_gpu, rows, d)), 1e-4) << "accumulate " << accumulate;
     }
+    EXPECT_THROW(k::layernorm_backward(stream_, dy_d.get(), x_d.get(), mean_d.get(), rstd_d.get(), w_d.get() + 1, rows, d,
+                                       dx_d.get(), true, dw_d.get(), db_d.get(), colsum_d.get(), ws.get(), ws.size()),
+                 std::invalid_argument);
   }
 }
 

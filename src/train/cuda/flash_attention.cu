@@ -17,7 +17,8 @@ using bf16 = __nv_bfloat16;
 using support::pack_bf16;
 
 constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
+constexpr int kWarpLanes = 32;
+constexpr int kThreads = kWarps * kWarpLanes;
 constexpr int kQueryTile = 64;  // forward: queries per block (16 per warp)
 constexpr int kKeyTile = 64;    // keys per tile (forward: per step; backward: per block, 16 per warp)
 constexpr float kLog2e = 1.4426950408889634f;
@@ -291,6 +292,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(const bf16* qkv
 template <int HD>
 __global__ void softmax_row_dot_kernel(const bf16* dy, const bf16* y, int seq, int heads, std::size_t rows, float* dot) {
   constexpr int kLanes = HD / 8;  // 8 or 16: a power of two dividing the warp, so groups never straddle warps
+  static_assert(HD % 8 == 0 && kWarpLanes % kLanes == 0, "a head's lanes must divide the warp");
   const std::size_t pack = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t r = pack / kLanes;  // (b, i, h), h fastest
   float sum = 0.0f;
@@ -523,6 +525,7 @@ void backward(cudaStream_t stream, const bf16* dy, const bf16* qkv, const bf16* 
   const std::size_t positions = static_cast<std::size_t>(s.batch) * s.seq, rows = positions * s.heads;
   SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(dq, 0, positions * s.d_model() * sizeof(float), stream));
   const std::size_t dot_threads = rows * (HD / 8);
+  require((dot_threads + 255) / 256 <= 0x7fffffffu, "batch × T × heads too large for the row-dot grid");
   softmax_row_dot_kernel<HD><<<static_cast<unsigned>((dot_threads + 255) / 256), 256, 0, stream>>>(dy, y, s.seq, s.heads,
                                                                                                   rows, row_dot);
   SCALESCOPE_CUDA_CHECK_LAUNCH();

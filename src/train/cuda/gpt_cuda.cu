@@ -293,6 +293,8 @@ void GptCuda::State::upload_tensor_table() {
 GptCuda::GptCuda(const GptConfig& config, cudaStream_t compute_stream)
     : s_(std::make_unique<State>(config, compute_stream)) {
   State& s = *s_;
+  // Parameters packed in order: every numel is a multiple of 8 floats (d_model and ffn are, validated()), so each
+  // master starts 32-byte aligned, which the LayerNorm kernels' 16-byte weight loads require (they check).
   std::size_t at = 0, shadow_at = 0;
   for (std::size_t i = 0; i < s.layout.size(); ++i) {
     const auto& p = s.layout[i];

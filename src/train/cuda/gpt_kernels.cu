@@ -84,25 +84,29 @@ __device__ float block_sum(float v) {
   return warp_sum(v);
 }
 
-/// tanh through the SFU's `tanh.approx.f32` (PTX ISA, sm_75+; maximum relative error 2^-10.987): one
-/// instruction instead of tanhf's dozen, with an error below the bf16 rounding (2^-9) that every GELU input and
-/// output here goes through. tanhf made the GELU kernels instruction-bound: 0.147 ms per gpt-1.3b layer each
-/// (1.7 and 2.6 TB/s), bench/RESULTS.md 2026-12-01 (second session).
-__device__ __forceinline__ float fast_tanh(float x) {
-  float y;
-  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
+// Tanh-approximate GELU (Hendrycks & Gimpel 2016, as GPT-2) and its exact derivative, fp32, written through the
+// logistic function: 0.5·x·(1 + tanh u) = x·σ(2u) and 1 − tanh²u = 4σ(2u)(1 − σ(2u)), u = √(2/π)(x + 0.044715x³),
+// with one e = exp(−2u) (ex2.approx, relative error ~2^-22) and one approximate reciprocal per element. tanhf
+// took a dozen instructions and made both GELU kernels instruction-bound (74 and 147 µs per gpt-1.3b call for 256
+// and 384 MB); tanh.approx.f32 would be one instruction, but 1 + tanh u cancels for negative x, where its 2^-11
+// relative error grows in the result; σ(2u) has no such cancellation.
+// u ≥ −40 keeps e finite (e^80): below that GELU(x) = x·σ(2u) is below 1e-33 anyway.
+__device__ __forceinline__ float gelu_sigmoid(float x, float& e) {
+  const float u = fmaxf(0.7978845608028654f * (x + 0.044715f * x * x * x), -40.0f);  // √(2/π)(x + 0.044715x³)
+  e = __expf(-2.0f * u);
+  return __fdividef(1.0f, 1.0f + e);  // σ(2u)
 }
 
-// Tanh-approximate GELU (Hendrycks & Gimpel 2016, as GPT-2) and its exact derivative, fp32.
 __device__ __forceinline__ float gelu(float x) {
-  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);  // √(2/π)(x + 0.044715x³)
-  return 0.5f * x * (1.0f + fast_tanh(u));
+  float e;
+  return x * gelu_sigmoid(x, e);
 }
 
 __device__ __forceinline__ float gelu_grad(float x) {
-  const float t = fast_tanh(0.7978845608028654f * (x + 0.044715f * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+  float e;
+  const float s = gelu_sigmoid(x, e);  // σ(2u); 1 − σ(2u) = e·σ(2u)
+  const float du = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+  return s + 2.0f * x * (e * s) * s * du;
 }
 
 // -------------------------------------------------------------------------------------------------------------
@@ -360,11 +364,12 @@ __global__ void position_gradient_kernel(const bf16* dx, int rows, int seq, int 
   }
 }
 
-/// w[8k … 8k + 7] (w 16-byte aligned) as two 16-byte loads through the read-only path. Volatile, so that a kernel
-/// passing over its row twice reloads them (L1 hits) instead of holding 64 registers for d = 2048 between the
-/// passes. Lanes of a warp read adjacent 32-byte groups: one load instruction per lane and 16 bytes where scalar
-/// loads (w[c] per element) took eight 4-byte ones at a 32-byte stride, which made the LayerNorm kernels
-/// L1-bound (47 µs per gpt-1.3b forward call for 64 MB: bench/RESULTS.md, 2026-12-01, second session).
+/// w[8k … 8k + 7] (w 16-byte aligned) as two 16-byte loads through the read-only path: lanes of a warp read
+/// adjacent 32-byte groups, two load instructions per lane and 8 columns where scalar loads (w[c] per element)
+/// took eight, at a 32-byte stride between lanes, which made the LayerNorm kernels L1-bound (50 µs per gpt-1.3b
+/// forward call for 64 MB: bench/RESULTS.md, 2026-12-01, second session). Volatile, so the register-held forward
+/// loads them where they are used rather than ahead of its row's reductions, where they would hold 64–128 more
+/// registers.
 struct Floats8 {
   float v[8];
 };
@@ -381,9 +386,9 @@ __device__ __forceinline__ Floats8 load_floats8(const float* w, int k) {
 // -------------------------------------------------------------------------------------------------------------
 // LayerNorm: one warp per row; the row is read three times (mean, variance, output) and stays in L1 or L2.
 
-__global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(const bf16* x, const float* w, const float* b,
-                                                                     std::size_t rows, int d, bf16* y, float* mean,
-                                                                     float* rstd) {
+__global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(const bf16* __restrict__ x, const float* w,
+                                                                     const float* b, std::size_t rows, int d,
+                                                                     bf16* __restrict__ y, float* mean, float* rstd) {
   const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
@@ -421,9 +426,10 @@ __global__ void __launch_bounds__(kThreads) layernorm_forward_kernel(const bf16*
   }
 }
 
-__global__ void __launch_bounds__(kThreads) layernorm_backward_dx_kernel(const bf16* dy, const bf16* x, const float* mean,
+__global__ void __launch_bounds__(kThreads) layernorm_backward_dx_kernel(const bf16* __restrict__ dy,
+                                                                         const bf16* __restrict__ x, const float* mean,
                                                                          const float* rstd, const float* w,
-                                                                         std::size_t rows, int d, bf16* dx,
+                                                                         std::size_t rows, int d, bf16* __restrict__ dx,
                                                                          bool accumulate) {
   const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
@@ -481,9 +487,9 @@ bool with_cached_packs(int packs, F&& f) {
 }
 
 template <int P>
-__global__ void __launch_bounds__(kThreads, 2) layernorm_forward_cached_kernel(const bf16* x, const float* w, const float* b,
-                                                                            std::size_t rows, int d, bf16* y, float* mean,
-                                                                            float* rstd) {
+__global__ void __launch_bounds__(kThreads, 2)
+    layernorm_forward_cached_kernel(const bf16* __restrict__ x, const float* w, const float* b, std::size_t rows, int d,
+                                    bf16* __restrict__ y, float* mean, float* rstd) {
   const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;

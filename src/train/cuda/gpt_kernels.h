@@ -83,20 +83,21 @@ void embedding_backward_gathered(cudaStream_t stream, const std::int32_t* tokens
                                  std::size_t scratch_bytes);
 
 /// LayerNorm (Ba et al. 2016), ε = 1e-5: y = (x − μ)·rstd·w + b. x, y [rows, d] bf16; w, b [d] fp32;
-/// mean, rstd [rows] fp32 overwrite. x, y, w and b 16-byte aligned (std::invalid_argument otherwise).
+/// mean, rstd [rows] fp32 overwrite. d % 8 == 0; x, y, w and b 16-byte aligned; y must not overlap x
+/// (std::invalid_argument for the first two).
 void layernorm_forward(cudaStream_t stream, const bf16* x, const float* w, const float* b, std::size_t rows, int d,
                        bf16* y, float* mean, float* rstd);
 
 /// LayerNorm backward (formula in gpt_ops::layernorm_backward): dx = [dx +] rstd·(g − mean(g) − x̂·mean(g·x̂))
 /// with g = dy·w (`accumulate`: add to dx, the residual gradient, in place); dw = Σ dy·x̂ and db = Σ dy
 /// overwrite (fp32, deterministic); when `dx_colsum` is not null it receives Σ_rows of the final dx.
-/// dy, x, dx and w 16-byte aligned (std::invalid_argument otherwise).
+/// d % 8 == 0; dy, x, dx and w 16-byte aligned (std::invalid_argument for these); dx must not overlap dy or x.
 /// `workspace` holds column_workspace_floats(rows, d, 3) floats (std::invalid_argument if fewer).
 void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, const float* mean, const float* rstd,
                         const float* w, std::size_t rows, int d, bf16* dx, bool accumulate, float* dw, float* db,
                         float* dx_colsum, float* workspace, std::size_t workspace_floats);
 
-/// out = bf16(GELU(pre)), tanh approximation. n elements, n % 8 == 0.
+/// out = bf16(GELU(pre)), tanh approximation (computed as pre·σ(2u), the same function). n elements, n % 8 == 0.
 void gelu_forward(cudaStream_t stream, const bf16* pre, bf16* out, std::size_t n);
 
 /// In place: grad ← bf16(grad·GELU′(pre)) (d out → d pre), and dbias = Σ_rows of the new grad (fp32,
