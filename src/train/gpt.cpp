@@ -125,7 +125,8 @@ GptMemoryEstimate GptConfig::memory_per_rank(int rows) const {
                                       + R * f);    // MLP hidden gradient
   if (uses_flash_attention()) {
     // q, k, v stay in the qkv GEMM's row layout (hd % 8 == 0: no padding); nothing of size T² exists.
-    const double scratch = common_scratch + fp * (R * d + std::ceil(B * H * T / 64.0) * 64.0);  // dq, row dots
+    const double scratch =  // dq, row dots
+        common_scratch + fp * static_cast<double>(gpt_kernels::flash_attention_workspace_floats({rows, seq, heads, head_dim()}));
     m.activations = L * per_layer + global + scratch + (recompute_activations ? 0.0 : L * bf * R * f);  // GELU output
     return m;
   }

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "train/flash_attention_shape.h"
 #include "train/model.h"
 
 namespace scalescope::train {
@@ -62,7 +63,7 @@ struct GptConfig {
   int head_dim() const { return d_model / heads; }
   /// Whether GptCuda runs the fused attention: flash_attention set and a head width of 64 or 128 (the widths the
   /// kernels are built for; tiny-14m's 26 takes the GEMM path).
-  bool uses_flash_attention() const { return flash_attention && (head_dim() == 64 || head_dim() == 128); }
+  bool uses_flash_attention() const { return flash_attention && gpt_kernels::flash_attention_supported(head_dim()); }
   /// How GptCuda computes attention, for reports: "flash attention (fused kernels)", or "attention by cuBLASLt
   /// GEMMs" followed by why ("--attention gemm", or the head width the fused kernels do not take).
   std::string gpu_attention() const;

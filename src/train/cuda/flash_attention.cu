@@ -543,8 +543,6 @@ void backward(cudaStream_t stream, const bf16* dy, const bf16* qkv, const bf16* 
 
 }  // namespace
 
-bool flash_attention_supported(int head_dim) { return head_dim == 64 || head_dim == 128; }
-
 void flash_attention_forward(cudaStream_t stream, const bf16* qkv, const FlashAttentionShape& shape, bf16* y, float* lse) {
   check_shape(shape);
   require_aligned(qkv, "qkv");
@@ -553,11 +551,6 @@ void flash_attention_forward(cudaStream_t stream, const bf16* qkv, const FlashAt
     forward<64>(stream, qkv, shape, y, lse);
   else
     forward<128>(stream, qkv, shape, y, lse);
-}
-
-std::size_t flash_attention_workspace_floats(const FlashAttentionShape& s) {
-  const std::size_t positions = static_cast<std::size_t>(s.batch) * s.seq;
-  return positions * s.d_model() + ((positions * s.heads + 63) / 64) * 64;
 }
 
 void flash_attention_backward(cudaStream_t stream, const bf16* dy, const bf16* qkv, const bf16* y, const float* lse,

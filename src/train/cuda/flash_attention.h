@@ -21,25 +21,14 @@
 
 #include <cstddef>
 
+#include "train/flash_attention_shape.h"  // FlashAttentionShape, flash_attention_supported, flash_attention_workspace_floats
+
 namespace scalescope::train::gpt_kernels {
-
-/// Sizes of one fused attention call: batch B, sequence T, heads H, head width hd (d = H·hd).
-struct FlashAttentionShape {
-  int batch = 0, seq = 0, heads = 0, head_dim = 0;
-  int d_model() const { return heads * head_dim; }
-};
-
-/// Whether the fused kernels handle this head width (64 or 128: the GPT-2/350m and the 1.3b/Llama presets).
-bool flash_attention_supported(int head_dim);
 
 /// y = softmax(mask(q·kᵀ/√hd))·v per head, causal (key j ≤ query i), and lse as above. qkv [B, T, 3d] bf16;
 /// y [B, T, d] bf16 (overwritten); lse [B, H, T] fp32 (overwritten).
 void flash_attention_forward(cudaStream_t stream, const __nv_bfloat16* qkv, const FlashAttentionShape& shape,
                              __nv_bfloat16* y, float* lse);
-
-/// Floats of workspace flash_attention_backward needs: B·T·d for the fp32 dq accumulator and B·H·T for
-/// D = rowsum(dy ⊙ y).
-std::size_t flash_attention_workspace_floats(const FlashAttentionShape& shape);
 
 /// Backward of flash_attention_forward from its qkv, y and lse: dP = dy·vᵀ, dS = P ⊙ (dP − D) with P recomputed
 /// from the scores and lse, dq = dS·k/√hd, dk = dSᵀ·q/√hd, dv = Pᵀ·dy. dy [B, T, d]; dqkv [B, T, 3d] bf16
