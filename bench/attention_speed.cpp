@@ -28,6 +28,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "train/cuda/device_buffer.h"
 #include "train/cuda/flash_attention.h"
 #include "train/cuda/gpt_kernels.h"
 #include "train/cuda/lt_matmul.h"
@@ -37,13 +38,6 @@ namespace {
 using namespace scalescope;
 namespace k = train::gpt_kernels;
 using bf16 = __nv_bfloat16;
-
-template <typename T>
-T* device_alloc(std::size_t n) {
-  T* p = nullptr;
-  SCALESCOPE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(n, 1) * sizeof(T)));
-  return p;
-}
 
 /// Median CUDA-event time (seconds) of `body` over `runs` calls after 3 warm-up calls.
 template <class Body>
@@ -68,23 +62,23 @@ double median_seconds(cudaStream_t stream, int runs, Body body) {
   return t[t.size() / 2];
 }
 
-struct Shape {
-  int batch, seq, heads, head_dim;
-};
+using Shape = k::FlashAttentionShape;  // B, T, H, hd; also the flash kernels' shape
+template <typename T>
+using DeviceArray = train::cuda::DeviceArray<T>;
 
 nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
   const int d = s.heads * s.head_dim, hdp = (s.head_dim + 7) / 8 * 8;
   const std::size_t R = static_cast<std::size_t>(s.batch) * s.seq;
   const k::AttentionShape gemm_shape{s.batch, s.seq, s.heads, s.head_dim, hdp, s.seq > 256 ? 256 : s.seq};
-  const k::FlashAttentionShape flash_shape{s.batch, s.seq, s.heads, s.head_dim};
   // Inputs ~ N(0, 1) in bf16, so the scores have the spread of a trained model's (σ ≈ 1 after the 1/√hd).
   std::vector<bf16> host(R * 3 * d);
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (auto& x : host) x = __float2bfloat16(normal(rng));
-  bf16 *qkv = device_alloc<bf16>(R * 3 * d), *dy = device_alloc<bf16>(R * d), *y = device_alloc<bf16>(R * d);
-  bf16* dqkv = device_alloc<bf16>(R * 3 * d);
-  float* lse = device_alloc<float>(R * s.heads);
+  DeviceArray<bf16> qkv_buffer(R * 3 * d), dy_buffer(R * d), y_buffer(R * d), dqkv_buffer(R * 3 * d);
+  DeviceArray<float> lse_buffer(R * s.heads);
+  bf16 *qkv = qkv_buffer.get(), *dy = dy_buffer.get(), *y = y_buffer.get(), *dqkv = dqkv_buffer.get();
+  float* lse = lse_buffer.get();
   SCALESCOPE_CUDA_CHECK(cudaMemcpy(qkv, host.data(), host.size() * sizeof(bf16), cudaMemcpyHostToDevice));
   SCALESCOPE_CUDA_CHECK(cudaMemcpy(dy, host.data(), R * d * sizeof(bf16), cudaMemcpyHostToDevice));
   nlohmann::json j = {{"batch", s.batch}, {"seq", s.seq}, {"heads", s.heads}, {"head_dim", s.head_dim}};
@@ -102,20 +96,20 @@ nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
   fmt::print("B {} T {} H {} hd {}: causal forward {:.1f} GFLOP, backward {:.1f} GFLOP\n", s.batch, s.seq, s.heads,
              s.head_dim, fwd_flops / 1e9, bwd_flops / 1e9);
   if (k::flash_attention_supported(s.head_dim)) {
-    const std::size_t work_floats = k::flash_attention_workspace_floats(flash_shape);
-    float* work = device_alloc<float>(work_floats);
-    const double fwd = median_seconds(stream, runs, [&] { k::flash_attention_forward(stream, qkv, flash_shape, y, lse); });
+    DeviceArray<float> work(k::flash_attention_workspace_floats(s));
+    const double fwd = median_seconds(stream, runs, [&] { k::flash_attention_forward(stream, qkv, s, y, lse); });
     const double bwd = median_seconds(stream, runs, [&] {
-      k::flash_attention_backward(stream, dy, qkv, y, lse, flash_shape, work, work_floats, dqkv);
+      k::flash_attention_backward(stream, dy, qkv, y, lse, s, work.get(), work.size(), dqkv);
     });
     record("flash", fwd, bwd);
-    SCALESCOPE_CUDA_CHECK(cudaFree(work));
   }
   {
     train::cuda::LtMatmul gemm;
-    bf16 *qkvh = device_alloc<bf16>(3 * gemm_shape.head_elements()), *heads = device_alloc<bf16>(gemm_shape.head_elements());
-    bf16 *scores = device_alloc<bf16>(gemm_shape.score_elements()), *dscores = device_alloc<bf16>(gemm_shape.score_elements());
-    bf16* dqkvh = device_alloc<bf16>(3 * gemm_shape.head_elements());
+    DeviceArray<bf16> qkvh_buffer(3 * gemm_shape.head_elements()), heads_buffer(gemm_shape.head_elements());
+    DeviceArray<bf16> scores_buffer(gemm_shape.score_elements()), dscores_buffer(gemm_shape.score_elements());
+    DeviceArray<bf16> dqkvh_buffer(3 * gemm_shape.head_elements());
+    bf16 *qkvh = qkvh_buffer.get(), *heads = heads_buffer.get(), *scores = scores_buffer.get();
+    bf16 *dscores = dscores_buffer.get(), *dqkvh = dqkvh_buffer.get();
     const double fwd = median_seconds(stream, runs, [&] {
       k::attention_forward(stream, gemm, qkv, gemm_shape, qkvh, scores, lse, heads, y);
     });
@@ -123,13 +117,7 @@ nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
       k::attention_backward(stream, gemm, dy, qkvh, lse, gemm_shape, scores, heads, dscores, dqkvh, dqkv);
     });
     record("gemm", fwd, bwd);
-    for (void* p : {static_cast<void*>(qkvh), static_cast<void*>(heads), static_cast<void*>(scores),
-                    static_cast<void*>(dscores), static_cast<void*>(dqkvh)})
-      SCALESCOPE_CUDA_CHECK(cudaFree(p));
   }
-  for (void* p : {static_cast<void*>(qkv), static_cast<void*>(dy), static_cast<void*>(y), static_cast<void*>(dqkv),
-                  static_cast<void*>(lse)})
-    SCALESCOPE_CUDA_CHECK(cudaFree(p));
   return j;
 }
 
