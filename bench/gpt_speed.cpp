@@ -1,7 +1,13 @@
 // bench_gpt_speed: training speed of the CUDA GPT (GptCuda) on one GPU, for comparison with the PyTorch peer
 // (bench/peers/gpt_pytorch.py, same architecture, batch, protocol and machine).
 //
-//   bench_gpt_speed --model gpt2-124m --batch 16 [--layers K] [--json FILE]
+//   bench_gpt_speed --model gpt2-124m --batch 16 [--layers K] [--data PATH|synthetic|random] [--json FILE]
+//                   [--kernel-trace FILE]
+//
+// Data (--data, as `scalescope train`): by default real text — byte-level tokens of $SCALESCOPE_DATA, else
+// /usr/share/games/fortunes — in rows drawn by train::BatchSampler, a fresh batch each step; `synthetic` is
+// random bytes, `random` token ids uniform over the whole vocabulary (this benchmark's data until 2026-12-01).
+// The peer takes the same --data, so both sides train on the same kind of tokens.
 //
 // Protocol (the project's): a step is stage_batch + forward + backward + AdamW; 3 warm-up rounds, then 5 timed
 // rounds of 10 steps, each round timed with CUDA events on the compute stream; the step time is the mean of
@@ -23,7 +29,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -33,11 +40,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "gpu/cupti_tracer.h"
 #include "train/cuda/gpt_cuda.h"
 #include "train/cuda/lt_matmul.h"
 #include "train/gpt.h"
+#include "train/kernel_trace.h"
+#include "train/text_data.h"
 
 namespace {
 
@@ -88,6 +99,53 @@ std::size_t free_bytes() {
 
 double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
 
+/// The token rows of each step: `rows` × `row_tokens` int32 ids, a fresh batch per step.
+/// `data`: "random" (ids uniform over [0, vocab), seeded), "synthetic" (random bytes, as `train --data
+/// synthetic`), or a text file, directory or token file read by train::TextCorpus; "" = $SCALESCOPE_DATA, else
+/// train::kDefaultTextDirectory. Throws core::Error when the data cannot be read or holds ids ≥ vocab.
+class StepBatches {
+ public:
+  StepBatches(std::string data, int vocab, int rows, int row_tokens)
+      : rows_(rows), row_tokens_(row_tokens), token_(0, vocab - 1) {
+    if (data.empty()) {
+      const char* env = std::getenv("SCALESCOPE_DATA");
+      data = env != nullptr && *env != '\0' ? env : train::kDefaultTextDirectory;
+    }
+    if (data == "random") {
+      description_ = fmt::format("random: token ids uniform over the vocabulary of {}", vocab);
+      return;
+    }
+    const std::size_t min_tokens = static_cast<std::size_t>(row_tokens);
+    corpus_ = std::make_unique<train::TextCorpus>(
+        data == "synthetic" ? train::TextCorpus::synthetic(std::size_t{4} << 20, 42) : train::TextCorpus::load(data, min_tokens));
+    if (corpus_->max_token() >= vocab)
+      throw core::Error(fmt::format("{} holds token id {}, beyond the vocabulary of {}", data, corpus_->max_token(), vocab),
+                        "give text or a token file of a tokenizer whose vocabulary fits the model");
+    sampler_ = std::make_unique<train::BatchSampler>(*corpus_, row_tokens, 42);
+    description_ = corpus_->description();
+  }
+  /// The batch of step `step` (valid until the next call).
+  const std::vector<std::int32_t>& next(std::int64_t step) {
+    if (sampler_) {
+      sampler_->fill(step, 0, rows_, rows_data_);
+    } else {
+      rows_data_.resize(static_cast<std::size_t>(rows_) * static_cast<std::size_t>(row_tokens_));
+      for (auto& t : rows_data_) t = token_(rng_);
+    }
+    return rows_data_;
+  }
+  const std::string& description() const { return description_; }
+
+ private:
+  int rows_, row_tokens_;
+  std::unique_ptr<train::TextCorpus> corpus_;
+  std::unique_ptr<train::BatchSampler> sampler_;
+  std::mt19937 rng_{42};
+  std::uniform_int_distribution<std::int32_t> token_;
+  std::vector<std::int32_t> rows_data_;
+  std::string description_;
+};
+
 struct Options {
   std::string model = "gpt2-124m";
   int batch = 16;
@@ -96,7 +154,10 @@ struct Options {
   std::string attention = "flash";
   int warmup_rounds = 3, rounds = 5, steps_per_round = 10;
   int gemm_size = 8192;
+  std::string data;  // "" = the default text
   std::string json;
+  std::string kernel_trace;  // after timing, one more round traced by CUPTI into this Kineto-format file
+  int trace_steps = 5;
 };
 
 nlohmann::json run(const Options& o) {
@@ -107,12 +168,17 @@ nlohmann::json run(const Options& o) {
   config.validate();
   if (o.batch < 1) throw core::UsageError("--batch must be ≥ 1");
   if (o.rounds < 3) throw core::UsageError("--rounds must be ≥ 3 (the middle rounds are averaged)");
+  for (const std::string& path : {o.json, o.kernel_trace})  // before minutes of measuring, not after
+    if (!path.empty()) core::check_output_path_writable(path);
 
   const auto memory = config.memory_per_rank(o.batch);
   fmt::print("{}; {}: {:.2f} M parameters, {:.3f} GFLOP per token (6N + 12LTd), memory per rank at batch {}: {:.2f} GiB "
              "(weights, gradients, AdamW, bf16 copies {:.2f} GiB; activations {:.2f} GiB)\n",
              config.describe(), config.gpu_attention(), static_cast<double>(config.parameter_count()) / 1e6, config.flops_per_token() / 1e9,
              o.batch, gib(memory.total()), gib(memory.total() - memory.activations), gib(memory.activations));
+  const int row_tokens = config.seq + 1;
+  StepBatches batches(o.data, config.vocab, o.batch, row_tokens);  // before the GPU: bad data fails at once
+  fmt::print("data: {}\n", batches.description());
   cudaDeviceProp prop{};
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   cudaStream_t stream = nullptr;
@@ -131,14 +197,6 @@ nlohmann::json run(const Options& o) {
   }
   model.allocate_gradients(offsets, total);
 
-  const int row_tokens = config.seq + 1;
-  std::vector<std::vector<std::int32_t>> batches(4);  // a few fresh random batches, staged each step
-  std::mt19937 rng(42);
-  std::uniform_int_distribution<std::int32_t> token(0, config.vocab - 1);
-  for (auto& b : batches) {
-    b.resize(static_cast<std::size_t>(o.batch) * row_tokens);
-    for (auto& t : b) t = token(rng);
-  }
   train::AdamWConfig adam;
   adam.learning_rate = 1e-4f;
   adam.weight_decay = 0.1f;
@@ -152,8 +210,7 @@ nlohmann::json run(const Options& o) {
   for (int round = 0; round < o.warmup_rounds + o.rounds; ++round) {
     SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
     for (int s = 0; s < o.steps_per_round; ++s, ++step) {
-      const auto& b = batches[static_cast<std::size_t>(step) % batches.size()];
-      model.stage_batch({o.batch, row_tokens, b.data()});
+      model.stage_batch({o.batch, row_tokens, batches.next(step).data()});
       model.forward();
       model.backward([](std::size_t) {});
       model.optimizer_step(adam);
@@ -169,6 +226,33 @@ nlohmann::json run(const Options& o) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  std::size_t traced_kernels = 0;
+  if (!o.kernel_trace.empty()) {  // after the timed rounds: the recorder's overhead enters no figure
+    const auto tracer = gpu::make_cupti_tracer();
+    if (!tracer) throw core::Error("this build has no CUPTI, so --kernel-trace is unavailable", "build with CUPTI (CUDA::cupti)");
+    SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    tracer->start();
+    std::vector<train::TracedStep> steps;
+    for (int s = 0; s < o.trace_steps; ++s, ++step) {
+      train::TracedStep traced;
+      traced.begin_ns = tracer->now_ns();
+      model.stage_batch({o.batch, row_tokens, batches.next(step).data()});
+      model.forward();
+      model.backward([](std::size_t) {});
+      model.optimizer_step(adam);
+      traced.end_ns = tracer->now_ns();
+      steps.push_back(traced);
+    }
+    SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    model.take_losses();
+    train::KernelTrace trace = tracer->stop();
+    const std::uint32_t host_thread = trace.api_calls.empty() ? 0 : trace.api_calls.front().thread;
+    for (auto& s : steps) s.thread = host_thread;
+    trace.steps = std::move(steps);
+    traced_kernels = trace.kernels.size();
+    core::write_file_atomically(o.kernel_trace, train::kernel_trace_json(trace));
+    fmt::print("kernel trace of {} more steps ({} kernels): {}\n", o.trace_steps, traced_kernels, o.kernel_trace);
+  }
 
   std::vector<double> sorted = round_step_ms;
   std::sort(sorted.begin(), sorted.end());
@@ -197,6 +281,7 @@ nlohmann::json run(const Options& o) {
   j["recompute_activations"] = config.recompute_activations;
   j["flash_attention"] = config.uses_flash_attention();
   j["batch"] = o.batch;
+  j["data"] = batches.description();
   j["seq"] = config.seq;
   j["parameters"] = config.parameter_count();
   j["flops_per_token"] = config.flops_per_token();
@@ -233,15 +318,19 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", o.rounds, "timed rounds (the middle ones are averaged)");
   app.add_option("--steps-per-round", o.steps_per_round, "steps per round");
   app.add_option("--gemm-size", o.gemm_size, "n of the n³ bf16 GEMM whose rate is MFU's denominator");
-  app.add_option("--json", o.json, "write the result as JSON to this file");
+  app.add_option("--data", o.data,
+                 "training tokens: a text file or directory, an llm.c/nanoGPT .bin token file, 'synthetic' (random "
+                 "bytes) or 'random' (ids uniform over the vocabulary); default $SCALESCOPE_DATA, else "
+                 "/usr/share/games/fortunes");
+  app.add_option("--json", o.json, "write the result as JSON to this file (atomically)");
+  app.add_option("--kernel-trace", o.kernel_trace,
+                 "after timing, trace --trace-steps more steps with CUPTI into this Kineto-format JSON file "
+                 "(read by `scalescope analyze` and bench/kernel_diff.py)");
+  app.add_option("--trace-steps", o.trace_steps, "steps traced by --kernel-trace")->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
   try {
     const nlohmann::json j = run(o);
-    if (!o.json.empty()) {
-      std::ofstream out(o.json);
-      out << j.dump(2) << "\n";
-      if (!out) throw core::Error("cannot write " + o.json);
-    }
+    if (!o.json.empty()) core::write_file_atomically(o.json, j.dump(2) + "\n");
     return 0;
   } catch (const core::Error& e) {
     std::fprintf(stderr, "bench_gpt_speed: error: %s\n", e.what());

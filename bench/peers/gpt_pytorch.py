@@ -9,7 +9,12 @@ N(0, (0.02/sqrt(2L))²), biases 0, LayerNorm 1/0) — the same distribution, not
 draws from its own counter-based generator). Same training step: eager mode, torch.autocast(bfloat16) with
 fp32 parameters, torch.optim.AdamW(fused=True) with weight decay on the four matrices of each block only.
 
-Same protocol: a step stages a random batch of rows x (seq + 1) tokens from pinned host memory, runs forward,
+Same data (--data, as bench_gpt_speed): by default byte-level tokens of real text ($SCALESCOPE_DATA, else
+/usr/share/games/fortunes), rows of seq + 1 tokens at random offsets, a fresh batch each step; 'synthetic' is
+random bytes, 'random' ids uniform over the vocabulary (this peer's data until 2026-12-01); a .bin file is an
+llm.c token file (magic 20240520 header) or a nanoGPT one (raw uint16).
+
+Same protocol: a step stages its batch of rows x (seq + 1) tokens from pinned host memory, runs forward,
 backward and AdamW; 3 warm-up rounds, 5 timed rounds of 10 steps timed with CUDA events; step time = mean of
 the middle 3 rounds / 10. Memory: torch.cuda.max_memory_allocated (peak of live tensors) and
 max_memory_reserved (what the caching allocator took from the device).
@@ -42,6 +47,42 @@ PRESETS = {
     "llama2-7b-shape": (32, 4096, 32, 11008, 32000, 4096),
     "llama2-13b-shape": (40, 5120, 40, 13824, 32000, 4096),
 }
+
+
+LLMC_MAGIC = 20240520  # llm.c dev/data/data_common.py: 256 int32 header, version 1 = uint16 tokens
+
+
+def load_tokens(data, vocab, min_tokens):
+    """The corpus as a 1-D int64 tensor, read as scalescope's TextCorpus reads it: a .bin token file (llm.c with
+    header, else nanoGPT raw uint16), a text file, or a directory of text files (sorted, files with a NUL byte in
+    their first 4 KiB skipped as binary), one token per byte. Exits with a message naming the path otherwise."""
+    if data == "synthetic":
+        return torch.randint(0, 256, (4 << 20,), generator=torch.Generator().manual_seed(42), dtype=torch.int64)
+    if not os.path.exists(data):
+        raise SystemExit(f"gpt_pytorch.py: data path '{data}' does not exist (pass --data FILE|DIR, "
+                         "install the default text with apt-get install fortunes, or use --data synthetic)")
+    if os.path.isfile(data) and data.endswith(".bin"):
+        raw = open(data, "rb").read()
+        header = torch.frombuffer(bytearray(raw[:1024]), dtype=torch.int32) if len(raw) >= 1024 else None
+        if header is not None and int(header[0]) == LLMC_MAGIC:
+            raw = raw[1024:1024 + 2 * int(header[2])]
+        if len(raw) % 2:
+            raise SystemExit(f"gpt_pytorch.py: {data}: odd size, not a uint16 token file")
+        tokens = torch.frombuffer(bytearray(raw), dtype=torch.uint16).to(torch.int64)
+    else:
+        files = [data] if os.path.isfile(data) else sorted(
+            os.path.join(data, n) for n in os.listdir(data) if os.path.isfile(os.path.join(data, n)))
+        chunks = []
+        for path in files:
+            body = open(path, "rb").read()
+            if b"\0" not in body[:4096]:
+                chunks.append(body)
+        tokens = torch.frombuffer(bytearray(b"".join(chunks)), dtype=torch.uint8).to(torch.int64)
+    if tokens.numel() < min_tokens:
+        raise SystemExit(f"gpt_pytorch.py: {data} holds {tokens.numel()} tokens, fewer than one row ({min_tokens})")
+    if int(tokens.max()) >= vocab:
+        raise SystemExit(f"gpt_pytorch.py: {data} holds token id {int(tokens.max())}, beyond the vocabulary of {vocab}")
+    return tokens
 
 
 class Block(nn.Module):
@@ -96,6 +137,9 @@ def main():
     ap.add_argument("--warmup-rounds", type=int, default=3)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps-per-round", type=int, default=10)
+    ap.add_argument("--data", default="",
+                    help="a text file or directory, a .bin token file, 'synthetic' (random bytes) or 'random' (ids "
+                         "uniform over the vocabulary); default $SCALESCOPE_DATA, else /usr/share/games/fortunes")
     ap.add_argument("--json", default="")
     ap.add_argument("--phases", action="store_true",
                     help="also time forward, backward (with DDP's exposed all-reduce: the stream waits for the last "
@@ -128,8 +172,16 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-4, betas=(0.9, 0.999), eps=1e-8, fused=True)
     gen = torch.Generator().manual_seed(42 + rank)
-    batches = [torch.randint(0, vocab, (a.batch, seq + 1), generator=gen, dtype=torch.int64).pin_memory()
-               for _ in range(4)]
+    data = a.data or os.environ.get("SCALESCOPE_DATA") or "/usr/share/games/fortunes"
+    steps = (a.warmup_rounds + a.rounds) * a.steps_per_round + (5 if a.trace_dir else 0)
+    if data == "random":
+        batches = [torch.randint(0, vocab, (a.batch, seq + 1), generator=gen, dtype=torch.int64).pin_memory()
+                   for _ in range(steps)]
+    else:  # rows at random offsets of the corpus, each step's drawn ahead (the steps never wait for them)
+        corpus = load_tokens(data, vocab, seq + 1)
+        offsets = torch.arange(seq + 1)
+        batches = [corpus[torch.randint(0, corpus.numel() - seq, (a.batch, 1), generator=gen) + offsets].pin_memory()
+                   for _ in range(steps)]
 
     phase_events = []  # per timed step with --phases: events after staging, forward, backward, optimizer
 
@@ -200,7 +252,7 @@ def main():
         "schema": "scalescope.gpt_speed/1",
         "implementation": f"pytorch {torch.__version__} eager, autocast bf16, SDPA, fused AdamW",
         "device": torch.cuda.get_device_name(),
-        "model": a.model, "layers": layers, "batch": a.batch, "seq": seq, "parameters": params, "world_size": world,
+        "model": a.model, "layers": layers, "batch": a.batch, "data": data, "seq": seq, "parameters": params, "world_size": world,
         "protocol": {"warmup_rounds": a.warmup_rounds, "rounds": a.rounds, "steps_per_round": a.steps_per_round},
         "round_step_ms": round_ms, "step_ms": step_ms, "tokens_per_s": tokens_per_s,
         "memory": {"max_allocated_bytes": allocated, "max_reserved_bytes": reserved},
