@@ -6,6 +6,8 @@
 # and print the comparison table last. Before that, bench_attention_speed times one layer's attention through
 # both paths. Results go to $OUT (default ./out): gpt-speed.json (every measurement), gpt-speed.txt (the table),
 # attention.txt, tests.txt (test summary) and logs.tar.gz (everything else). Meant to finish in under 8 minutes.
+# Both sides train on the same real text (their default --data: $SCALESCOPE_DATA, which device-env.sh points at
+# the carried fortunes package, else /usr/share/games/fortunes).
 #
 #   bench/device-gpt.sh            # on the GPU machine, from the repository root
 #   GPT_PRESETS="gpt2-124m:16 gpt-1.3b:8" GPT_TESTS="test_gpt_cuda" bench/device-gpt.sh   # fewer presets/tests

@@ -107,17 +107,25 @@ class StepBatches {
  public:
   StepBatches(std::string data, int vocab, int rows, int row_tokens)
       : rows_(rows), row_tokens_(row_tokens), token_(0, vocab - 1) {
+    std::string from_env;
     if (data.empty()) {
       const char* env = std::getenv("SCALESCOPE_DATA");
       data = env != nullptr && *env != '\0' ? env : train::kDefaultTextDirectory;
+      if (env != nullptr && *env != '\0') from_env = data;
     }
     if (data == "random") {
       description_ = fmt::format("random: token ids uniform over the vocabulary of {}", vocab);
       return;
     }
     const std::size_t min_tokens = static_cast<std::size_t>(row_tokens);
-    corpus_ = std::make_unique<train::TextCorpus>(
-        data == "synthetic" ? train::TextCorpus::synthetic(std::size_t{4} << 20, 42) : train::TextCorpus::load(data, min_tokens));
+    try {
+      corpus_ = std::make_unique<train::TextCorpus>(data == "synthetic" ? train::TextCorpus::synthetic(std::size_t{4} << 20, 42)
+                                                                        : train::TextCorpus::load(data, min_tokens));
+    } catch (const core::Error& e) {
+      if (from_env.empty()) throw;
+      throw core::Error(std::string(e.what()) + " (the path is $SCALESCOPE_DATA's)",
+                        "unset SCALESCOPE_DATA or point it at text, or pass --data; " + e.remedy());
+    }
     if (corpus_->max_token() >= vocab)
       throw core::Error(fmt::format("{} holds token id {}, beyond the vocabulary of {}", data, corpus_->max_token(), vocab),
                         "give text or a token file of a tokenizer whose vocabulary fits the model");
@@ -170,6 +178,13 @@ nlohmann::json run(const Options& o) {
   if (o.rounds < 3) throw core::UsageError("--rounds must be ≥ 3 (the middle rounds are averaged)");
   for (const std::string& path : {o.json, o.kernel_trace})  // before minutes of measuring, not after
     if (!path.empty()) core::check_output_path_writable(path);
+  if (!o.json.empty() && o.json == o.kernel_trace)
+    throw core::UsageError("--json and --kernel-trace name the same file '" + o.json + "'; give two names");
+  std::unique_ptr<train::KernelTracer> tracer;
+  if (!o.kernel_trace.empty()) {
+    tracer = gpu::make_cupti_tracer();  // registers nothing until start()
+    if (!tracer) throw core::Error("this build has no CUPTI, so --kernel-trace is unavailable", "build with CUPTI (CUDA::cupti) or drop --kernel-trace");
+  }
 
   const auto memory = config.memory_per_rank(o.batch);
   fmt::print("{}; {}: {:.2f} M parameters, {:.3f} GFLOP per token (6N + 12LTd), memory per rank at batch {}: {:.2f} GiB "
@@ -226,10 +241,9 @@ nlohmann::json run(const Options& o) {
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  std::size_t traced_kernels = 0;
-  if (!o.kernel_trace.empty()) {  // after the timed rounds: the recorder's overhead enters no figure
-    const auto tracer = gpu::make_cupti_tracer();
-    if (!tracer) throw core::Error("this build has no CUPTI, so --kernel-trace is unavailable", "build with CUPTI (CUDA::cupti)");
+  // After the timed rounds, so the recorder's overhead enters no figure; a recorder or file error is reported
+  // and the measured result is kept.
+  if (tracer) try {
     SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
     tracer->start();
     std::vector<train::TracedStep> steps;
@@ -249,9 +263,10 @@ nlohmann::json run(const Options& o) {
     const std::uint32_t host_thread = trace.api_calls.empty() ? 0 : trace.api_calls.front().thread;
     for (auto& s : steps) s.thread = host_thread;
     trace.steps = std::move(steps);
-    traced_kernels = trace.kernels.size();
     core::write_file_atomically(o.kernel_trace, train::kernel_trace_json(trace));
-    fmt::print("kernel trace of {} more steps ({} kernels): {}\n", o.trace_steps, traced_kernels, o.kernel_trace);
+    fmt::print("kernel trace of {} more steps ({} kernels): {}\n", o.trace_steps, trace.kernels.size(), o.kernel_trace);
+  } catch (const core::Error& e) {
+    std::fprintf(stderr, "bench_gpt_speed: warning: no kernel trace written (%s); the measured figures are kept\n", e.what());
   }
 
   std::vector<double> sorted = round_step_ms;
@@ -323,10 +338,11 @@ int main(int argc, char** argv) {
                  "bytes) or 'random' (ids uniform over the vocabulary); default $SCALESCOPE_DATA, else "
                  "/usr/share/games/fortunes");
   app.add_option("--json", o.json, "write the result as JSON to this file (atomically)");
-  app.add_option("--kernel-trace", o.kernel_trace,
+  CLI::Option* trace_option = app.add_option("--kernel-trace", o.kernel_trace,
                  "after timing, trace --trace-steps more steps with CUPTI into this Kineto-format JSON file "
                  "(read by `scalescope analyze` and bench/kernel_diff.py)");
-  app.add_option("--trace-steps", o.trace_steps, "steps traced by --kernel-trace")->check(CLI::Range(1, 100));
+  app.add_option("--trace-steps", o.trace_steps, "steps traced by --kernel-trace (1 to 100)")
+      ->check(CLI::Range(1, 100))->needs(trace_option);
   CLI11_PARSE(app, argc, argv);
   try {
     const nlohmann::json j = run(o);

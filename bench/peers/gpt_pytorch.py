@@ -50,38 +50,67 @@ PRESETS = {
 
 
 LLMC_MAGIC = 20240520  # llm.c dev/data/data_common.py: 256 int32 header, version 1 = uint16 tokens
+MAX_CORPUS_BYTES = 256 << 20  # as scalescope's kMaxCorpusBytes: text beyond this is not read
 
 
-def load_tokens(data, vocab, min_tokens):
-    """The corpus as a 1-D int64 tensor, read as scalescope's TextCorpus reads it: a .bin token file (llm.c with
-    header, else nanoGPT raw uint16), a text file, or a directory of text files (sorted, files with a NUL byte in
-    their first 4 KiB skipped as binary), one token per byte. Exits with a message naming the path otherwise."""
+def data_error(message):
+    raise SystemExit(f"gpt_pytorch.py: {message}")
+
+
+def load_tokens(data, vocab, min_tokens, origin=""):
+    """The corpus as a 1-D int64 tensor, read by scalescope's TextCorpus rules (src/train/text_data.h): a .bin file
+    is an llm.c token file (header magic 20240520, version 1, its count matching the size) or else a nanoGPT one
+    (raw uint16); otherwise a text file, or a directory whose regular files are read sorted by name, each file
+    once even when reached through several links, files with a NUL byte in their first 4 KiB skipped as binary,
+    at most 256 MiB in all, one token per byte. Exits with a message naming the path and what to do otherwise."""
     if data == "synthetic":
         return torch.randint(0, 256, (4 << 20,), generator=torch.Generator().manual_seed(42), dtype=torch.int64)
+    where = f"'{data}'{origin}"
+    remedy = "pass --data FILE|DIR, install the default text (apt-get install fortunes), or use --data synthetic"
     if not os.path.exists(data):
-        raise SystemExit(f"gpt_pytorch.py: data path '{data}' does not exist (pass --data FILE|DIR, "
-                         "install the default text with apt-get install fortunes, or use --data synthetic)")
+        data_error(f"data path {where} does not exist; {remedy}")
+    if not (os.path.isfile(data) or os.path.isdir(data)):
+        data_error(f"data path {where} is not a regular file or directory (a device, FIFO or socket); {remedy}")
     if os.path.isfile(data) and data.endswith(".bin"):
-        raw = open(data, "rb").read()
-        header = torch.frombuffer(bytearray(raw[:1024]), dtype=torch.int32) if len(raw) >= 1024 else None
-        if header is not None and int(header[0]) == LLMC_MAGIC:
-            raw = raw[1024:1024 + 2 * int(header[2])]
+        with open(data, "rb") as f:
+            raw = f.read()
+        if len(raw) >= 1024 and int.from_bytes(raw[:4], "little", signed=True) == LLMC_MAGIC:
+            version = int.from_bytes(raw[4:8], "little", signed=True)
+            count = int.from_bytes(raw[8:12], "little", signed=True)
+            if version != 1:
+                data_error(f"{where} is an llm.c token file of version {version}; only version 1 (uint16 tokens) is read")
+            if count < 0 or 1024 + 2 * count != len(raw):
+                data_error(f"{where} announces {count} tokens but holds {len(raw) - 1024} bytes after its header")
+            raw = raw[1024:]
         if len(raw) % 2:
-            raise SystemExit(f"gpt_pytorch.py: {data}: odd size, not a uint16 token file")
-        tokens = torch.frombuffer(bytearray(raw), dtype=torch.uint16).to(torch.int64)
+            data_error(f"{where} has an odd size: not a uint16 token file")
+        tokens = (torch.frombuffer(bytearray(raw), dtype=torch.int16).to(torch.int64) & 0xFFFF if raw
+                  else torch.empty(0, dtype=torch.int64))  # little-endian uint16, as x86 and Arm hosts store it
     else:
         files = [data] if os.path.isfile(data) else sorted(
             os.path.join(data, n) for n in os.listdir(data) if os.path.isfile(os.path.join(data, n)))
-        chunks = []
+        seen, chunks, total = set(), [], 0
         for path in files:
-            body = open(path, "rb").read()
-            if b"\0" not in body[:4096]:
-                chunks.append(body)
-        tokens = torch.frombuffer(bytearray(b"".join(chunks)), dtype=torch.uint8).to(torch.int64)
+            st = os.stat(path)
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            with open(path, "rb") as f:
+                if b"\0" in f.read(4096):
+                    continue  # binary (e.g. fortune's .dat indexes)
+                f.seek(0)
+                body = f.read(MAX_CORPUS_BYTES - total)
+            chunks.append(body)
+            total += len(body)
+            if total >= MAX_CORPUS_BYTES:
+                break
+        raw = b"".join(chunks)
+        tokens = (torch.frombuffer(bytearray(raw), dtype=torch.uint8).to(torch.int64) if raw
+                  else torch.empty(0, dtype=torch.int64))
     if tokens.numel() < min_tokens:
-        raise SystemExit(f"gpt_pytorch.py: {data} holds {tokens.numel()} tokens, fewer than one row ({min_tokens})")
+        data_error(f"{where} holds {tokens.numel()} tokens, fewer than one row of {min_tokens}; {remedy}")
     if int(tokens.max()) >= vocab:
-        raise SystemExit(f"gpt_pytorch.py: {data} holds token id {int(tokens.max())}, beyond the vocabulary of {vocab}")
+        data_error(f"{where} holds token id {int(tokens.max())}, beyond the vocabulary of {vocab}")
     return tokens
 
 
@@ -152,6 +181,14 @@ def main():
 
     layers, d, heads, ffn, vocab, seq = PRESETS[a.model]
     layers = a.layers or layers
+    # The data before the GPU: a bad path fails at once. Tokens as bench_gpt_speed reads them.
+    env_data = os.environ.get("SCALESCOPE_DATA", "")
+    data = a.data or env_data or "/usr/share/games/fortunes"
+    corpus = None
+    if data != "random":
+        corpus = load_tokens(data, vocab, seq + 1, " (from $SCALESCOPE_DATA)" if not a.data and env_data else "")
+    data_description = (f"random: token ids uniform over the vocabulary of {vocab}" if corpus is None
+                        else f"{data}: {corpus.numel()} tokens")
     # Under torchrun (RANK/WORLD_SIZE/LOCAL_RANK set): PyTorch DDP, one process per GPU, default buckets
     # (first 1 MiB, cap 25 MiB), gradients in fp32 as the parameters — the same gradient dtype as scalescope's.
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -172,13 +209,11 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-4, betas=(0.9, 0.999), eps=1e-8, fused=True)
     gen = torch.Generator().manual_seed(42 + rank)
-    data = a.data or os.environ.get("SCALESCOPE_DATA") or "/usr/share/games/fortunes"
     steps = (a.warmup_rounds + a.rounds) * a.steps_per_round + (5 if a.trace_dir else 0)
-    if data == "random":
+    if corpus is None:
         batches = [torch.randint(0, vocab, (a.batch, seq + 1), generator=gen, dtype=torch.int64).pin_memory()
                    for _ in range(steps)]
     else:  # rows at random offsets of the corpus, each step's drawn ahead (the steps never wait for them)
-        corpus = load_tokens(data, vocab, seq + 1)
         offsets = torch.arange(seq + 1)
         batches = [corpus[torch.randint(0, corpus.numel() - seq, (a.batch, 1), generator=gen) + offsets].pin_memory()
                    for _ in range(steps)]
@@ -252,7 +287,7 @@ def main():
         "schema": "scalescope.gpt_speed/1",
         "implementation": f"pytorch {torch.__version__} eager, autocast bf16, SDPA, fused AdamW",
         "device": torch.cuda.get_device_name(),
-        "model": a.model, "layers": layers, "batch": a.batch, "data": data, "seq": seq, "parameters": params, "world_size": world,
+        "model": a.model, "layers": layers, "batch": a.batch, "data": data_description, "seq": seq, "parameters": params, "world_size": world,
         "protocol": {"warmup_rounds": a.warmup_rounds, "rounds": a.rounds, "steps_per_round": a.steps_per_round},
         "round_step_ms": round_ms, "step_ms": step_ms, "tokens_per_s": tokens_per_s,
         "memory": {"max_allocated_bytes": allocated, "max_reserved_bytes": reserved},

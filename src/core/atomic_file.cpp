@@ -33,9 +33,15 @@ void check_output_path_writable(const std::string& path) {
   const std::string dir = directory_of(path);
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error("output directory '" + dir + "' does not exist", "create it first (mkdir -p " + dir + ")");
-  if (access(dir.c_str(), W_OK) != 0)
+  // A probe file rather than access(W_OK), which as root says yes even where no file can be created (/proc,
+  // /sys, a read-only mount): the result will be created the same way, through mkstemp in this directory.
+  std::string probe = path + ".probe.XXXXXX";
+  const int fd = mkstemp(probe.data());
+  if (fd < 0)
     throw Error("output directory '" + dir + "' is not writable: " + std::strerror(errno),
                 "choose another --out location");
+  close(fd);
+  unlink(probe.c_str());
 }
 
 void write_file_atomically(const std::string& path, std::string_view content) {

@@ -14,7 +14,7 @@ void write_file_atomically(const std::string& path, std::string_view content);
 
 /// Checks before a long run that `path` can be written later (its directory exists and is writable,
 /// and `path` is not a directory, device, FIFO or socket). Throws core::Error with the reason otherwise.
-/// Writes nothing.
+/// Creates and removes a probe file beside `path` (PATH.probe.XXXXXX); leaves nothing behind.
 void check_output_path_writable(const std::string& path);
 
 }  // namespace scalescope::core

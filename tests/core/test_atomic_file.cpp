@@ -73,3 +73,14 @@ TEST(AtomicFile, DeviceOrFifoAsPathIsRejectedAndKept) {
   EXPECT_THROW(scalescope::core::check_output_path_writable("/dev/null"), Error);
   fs::remove_all(dir);
 }
+
+TEST(AtomicFile, DirectoryWhereNoFileCanBeCreatedIsRefusedBeforeTheRun) {
+  // As root access(W_OK) says yes for /proc, where no file can be created: the check must probe for real.
+  if (!fs::is_directory("/proc/self")) GTEST_SKIP() << "no /proc on this system";
+  EXPECT_THROW(scalescope::core::check_output_path_writable("/proc/self/scalescope-result.json"), Error);
+  // A writable directory passes, and the probe leaves nothing behind.
+  auto dir = fresh_dir("atomicprobe");
+  scalescope::core::check_output_path_writable((dir / "result.json").string());
+  EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+}
