@@ -66,7 +66,7 @@ std::vector<double> random_values(std::size_t n, double mean, double stddev, uns
   return v;
 }
 
-/// A device array freed on scope exit; uploads and downloads through the test stream.
+/// A device array freed on scope exit.
 template <typename T>
 class Device {
  public:
@@ -85,19 +85,28 @@ class Device {
   std::size_t n_;
 };
 
+// Uploads return with the data on the device: a cudaMemcpy from pageable memory may return before its DMA has
+// landed, and the legacy stream it runs on does not order the test's non-blocking stream_, so a kernel launched
+// next could read part of the old contents. (A bit-for-bit comparison of two LayerNorm-backward runs at d 520
+// differed once, on an H200, 2026-12-01, with uploads through cudaMemcpy alone; this race is the suspected cause.)
+void finish_upload() { ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess); }
+
 void upload(Device<bf16>& dst, const std::vector<double>& values) {
   std::vector<bf16> host(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) host[i] = __float2bfloat16(static_cast<float>(values[i]));
   ASSERT_EQ(cudaMemcpy(dst.get(), host.data(), host.size() * sizeof(bf16), cudaMemcpyHostToDevice), cudaSuccess);
+  finish_upload();
 }
 
 void upload(Device<float>& dst, const std::vector<double>& values) {
   std::vector<float> host(values.begin(), values.end());
   ASSERT_EQ(cudaMemcpy(dst.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  finish_upload();
 }
 
 void upload(Device<std::int32_t>& dst, const std::vector<std::int32_t>& values) {
   ASSERT_EQ(cudaMemcpy(dst.get(), values.data(), values.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice), cudaSuccess);
+  finish_upload();
 }
 
 std::vector<double> download(const Device<bf16>& src) {
@@ -174,8 +183,10 @@ TEST_F(GptCudaTest, LayerNormForwardMatchesCpu) {
 
 TEST_F(GptCudaTest, LayerNormBackwardMatchesCpu) {
   const std::size_t rows = 1001;
-  // 520: three column tiles, the last partial; 2048: gpt-1.3b; 6152: more packs than lanes·8
-  for (const int d : {520, 2048, 6152}) {
+  // Two-pass path: 520 (three column tiles, the last partial), 6152 (more packs than lanes·8). One-pass path
+  // (d % 256 == 0, ≤ 4096): 768 (gpt2-124m: two rows per block, the last block's second row group idle at 1001
+  // rows), 2048 (gpt-1.3b), 4096 (512 threads per row).
+  for (const int d : {520, 768, 2048, 4096, 6152}) {
     SCOPED_TRACE("d " + std::to_string(d));
     const auto x = random_bf16_values(rows * d, 0.5, 2.0, 4);
     const auto dy = random_bf16_values(rows * d, 0.0, 1.0, 5);
@@ -188,7 +199,7 @@ TEST_F(GptCudaTest, LayerNormBackwardMatchesCpu) {
 
     Device<bf16> x_d(rows * d), dy_d(rows * d), dx_d(rows * d);
     Device<float> w_d(d), mean_d(rows), rstd_d(rows), dw_d(d), db_d(d), colsum_d(d);
-    Device<float> ws(k::column_workspace_floats(rows, d, 3));
+    Device<float> ws(k::layernorm_backward_workspace_floats(rows, d));
     upload(x_d, x);
     upload(dy_d, dy);
     upload(w_d, w);
@@ -209,6 +220,30 @@ TEST_F(GptCudaTest, LayerNormBackwardMatchesCpu) {
       // Σ_rows dx is of the bf16 values the kernel wrote (what the next GEMMs see).
       EXPECT_LT(relative_error(download(colsum_d), column_sums(dx_gpu, rows, d)), 1e-4) << "accumulate " << accumulate;
     }
+    // Without Σ dx (the first block's LN1: no bias below): the same dx, dw and db, and the bits of every run alike.
+    upload(dx_d, residual);
+    k::layernorm_backward(stream_, dy_d.get(), x_d.get(), mean_d.get(), rstd_d.get(), w_d.get(), rows, d, dx_d.get(), true,
+                          dw_d.get(), db_d.get(), nullptr, ws.get(), ws.size());
+    sync();
+    const auto dx_first = download(dx_d), dw_first = download(dw_d), db_first = download(db_d);
+    upload(dx_d, residual);
+    k::layernorm_backward(stream_, dy_d.get(), x_d.get(), mean_d.get(), rstd_d.get(), w_d.get(), rows, d, dx_d.get(), true,
+                          dw_d.get(), db_d.get(), nullptr, ws.get(), ws.size());
+    sync();
+    EXPECT_EQ(download(dx_d), dx_first);
+    EXPECT_EQ(download(dw_d), dw_first);
+    EXPECT_EQ(download(db_d), db_first);
+    {
+      std::vector<double> dx = residual, dw(d), db(d);
+      gpt_ops::layernorm_backward(dy.data(), x.data(), mean.data(), rstd.data(), w.data(), rows, d, dx.data(), dw.data(),
+                                  db.data());
+      EXPECT_LT(relative_error(dx_first, dx), 5e-3);
+      EXPECT_LT(relative_error(dw_first, dw), 1e-4);
+      EXPECT_LT(relative_error(db_first, db), 1e-4);
+    }
+    EXPECT_THROW(k::layernorm_backward(stream_, dy_d.get(), x_d.get(), mean_d.get(), rstd_d.get(), w_d.get(), rows, d,
+                                       dx_d.get(), true, dw_d.get(), db_d.get(), colsum_d.get(), ws.get(), ws.size() - 1),
+                 std::invalid_argument);
     EXPECT_THROW(k::layernorm_backward(stream_, dy_d.get(), x_d.get(), mean_d.get(), rstd_d.get(), w_d.get() + 1, rows, d,
                                        dx_d.get(), true, dw_d.get(), db_d.get(), colsum_d.get(), ws.get(), ws.size()),
                  std::invalid_argument);

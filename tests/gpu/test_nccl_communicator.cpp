@@ -30,6 +30,7 @@ TEST_F(NcclCommunicatorTest, OneRankAverageIsTheIdentityTimedWithoutAKernel) {
   float* data = nullptr;
   ASSERT_EQ(cudaMalloc(&data, n * sizeof(float)), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(data, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // a pageable copy may return before its DMA lands; stream_ is not ordered after it
 
   comm.start_all_reduce(data, n, comm::ReduceOp::average);  // NCCL connects lazily: outside the traced window
   comm.join();

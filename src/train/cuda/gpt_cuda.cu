@@ -215,7 +215,7 @@ void GptCuda::State::ensure_rows(int needed) {
   const std::size_t B = z(needed), T = z(c.seq), d = z(c.d_model), f = z(c.ffn), H = z(c.heads);
   const std::size_t R = B * T, head_elems = B * H * T * z(hdp), scores_elems = B * H * T * T;
   flash_workspace_floats = flash ? k::flash_attention_workspace_floats({needed, c.seq, c.heads, c.head_dim()}) : 0;
-  workspace_floats = std::max({k::column_workspace_floats(R, c.d_model, 3), k::column_workspace_floats(R, 3 * c.d_model, 1),
+  workspace_floats = std::max({k::layernorm_backward_workspace_floats(R, c.d_model), k::column_workspace_floats(R, 3 * c.d_model, 1),
                                k::column_workspace_floats(R, c.ffn, 1)});
 
   // Two passes over the same layout: size, then place.

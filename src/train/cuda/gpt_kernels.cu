@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "gpu/cuda_check.h"
+#include "train/cuda/gelu.cuh"
 #include "train/cuda/kernel_support.cuh"
 #include "train/cuda/lt_matmul.h"
 
@@ -84,30 +88,8 @@ __device__ float block_sum(float v) {
   return warp_sum(v);
 }
 
-// Tanh-approximate GELU (Hendrycks & Gimpel 2016, as GPT-2) and its exact derivative, fp32, written through the
-// logistic function: 0.5·x·(1 + tanh u) = x·σ(2u) and 1 − tanh²u = 4σ(2u)(1 − σ(2u)), u = √(2/π)(x + 0.044715x³),
-// with one e = exp(−2u) (ex2.approx, relative error ~2^-22) and one approximate reciprocal per element. tanhf
-// took a dozen instructions and made both GELU kernels instruction-bound (74 and 147 µs per gpt-1.3b call for 256
-// and 384 MB); tanh.approx.f32 would be one instruction, but 1 + tanh u cancels for negative x, where its 2^-11
-// relative error grows in the result; σ(2u) has no such cancellation.
-// u ≥ −40 keeps e finite (e^80): below that GELU(x) = x·σ(2u) is below 1e-33 anyway.
-__device__ __forceinline__ float gelu_sigmoid(float x, float& e) {
-  const float u = fmaxf(0.7978845608028654f * (x + 0.044715f * x * x * x), -40.0f);  // √(2/π)(x + 0.044715x³)
-  e = __expf(-2.0f * u);
-  return __fdividef(1.0f, 1.0f + e);  // σ(2u)
-}
-
-__device__ __forceinline__ float gelu(float x) {
-  float e;
-  return x * gelu_sigmoid(x, e);
-}
-
-__device__ __forceinline__ float gelu_grad(float x) {
-  float e;
-  const float s = gelu_sigmoid(x, e);  // σ(2u); 1 − σ(2u) = e·σ(2u)
-  const float du = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
-  return s + 2.0f * x * (e * s) * s * du;
-}
+using support::gelu;
+using support::gelu_grad;
 
 // -------------------------------------------------------------------------------------------------------------
 // Deterministic column reductions: blocks of 32 column groups × 8 row lanes, each thread summing 8 adjacent
@@ -169,16 +151,45 @@ __global__ void __launch_bounds__(kThreads) column_partials_kernel(std::size_t r
   }
 }
 
-/// out_k[c] = Σ_chunks partials[chunk, k, c] in chunk order (overwrite); null outputs are skipped.
+/// out_k[c] = Σ_chunks partials[chunk, k, c] (overwrite); null outputs are skipped. Blocks of 32 outputs × 8
+/// chunk lanes: lane y sums chunks y, y + 8, … in order, then lane 0 adds the 8 lane sums in order — a fixed
+/// order, so the bits never depend on timing. (One thread per output summing every chunk left few threads, each
+/// a long chain of loads: 9 µs per gpt-1.3b LayerNorm-backward call over 256 chunks, 16 µs per gpt2-124m call
+/// over 512, bench/RESULTS.md, 2026-12-01, third session.)
+constexpr int kFinishOutputs = 32, kFinishLanes = kThreads / kFinishOutputs;  // 8
+
 template <int K>
-__global__ void column_finish_kernel(const float* partials, int chunks, int cols, float* out0, float* out1, float* out2) {
-  const std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (idx >= static_cast<std::size_t>(K) * cols) return;
-  const int k = static_cast<int>(idx / cols), c = static_cast<int>(idx % cols);
+__global__ void __launch_bounds__(kThreads) column_finish_kernel(const float* __restrict__ partials, int chunks, int cols,
+                                                                 float* out0, float* out1, float* out2) {
+  __shared__ float lane_sums[kFinishLanes][kFinishOutputs];
+  const int tx = static_cast<int>(threadIdx.x) % kFinishOutputs, ty = static_cast<int>(threadIdx.x) / kFinishOutputs;
+  const std::size_t idx = blockIdx.x * static_cast<std::size_t>(kFinishOutputs) + tx;
+  const bool valid = idx < static_cast<std::size_t>(K) * cols;
+  const int k = valid ? static_cast<int>(idx / cols) : 0, c = valid ? static_cast<int>(idx % cols) : 0;
   float s = 0.0f;
-  for (int ch = 0; ch < chunks; ++ch) s += partials[(static_cast<std::size_t>(ch) * K + k) * cols + c];
+  if (valid) {
+    const std::size_t stride = static_cast<std::size_t>(K) * cols;
+    const float* p = partials + static_cast<std::size_t>(k) * cols + c;
+#pragma unroll 4
+    for (int ch = ty; ch < chunks; ch += kFinishLanes) s += p[static_cast<std::size_t>(ch) * stride];
+  }
+  lane_sums[ty][tx] = s;
+  __syncthreads();
+  if (ty != 0 || !valid) return;
+  float total = 0.0f;
+#pragma unroll
+  for (int y = 0; y < kFinishLanes; ++y) total += lane_sums[y][tx];
   float* out = k == 0 ? out0 : (k == 1 ? out1 : out2);
-  if (out != nullptr) out[c] = s;
+  if (out != nullptr) out[c] = total;
+}
+
+/// Launches column_finish_kernel<K> over partials [chunks, K, cols].
+template <int K>
+void column_finish(cudaStream_t stream, const float* partials, int chunks, int cols, float* out0, float* out1, float* out2) {
+  const std::size_t outputs = static_cast<std::size_t>(K) * cols;
+  column_finish_kernel<K><<<static_cast<unsigned>((outputs + kFinishOutputs - 1) / kFinishOutputs), kThreads, 0, stream>>>(
+      partials, chunks, cols, out0, out1, out2);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
 
 template <int K, class Op>
@@ -190,10 +201,7 @@ void column_reduce(cudaStream_t stream, std::size_t rows, int cols, Op op, float
           "column-reduction workspace too small");
   column_partials_kernel<K, Op><<<dim3(p.tiles, p.chunks), kThreads, 0, stream>>>(rows, cols, p.rows_per_chunk, workspace, op);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
-  const std::size_t outputs = static_cast<std::size_t>(K) * cols;
-  column_finish_kernel<K><<<static_cast<unsigned>((outputs + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      workspace, p.chunks, cols, out0, out1, out2);
-  SCALESCOPE_CUDA_CHECK_LAUNCH();
+  column_finish<K>(stream, workspace, p.chunks, cols, out0, out1, out2);
 }
 
 /// Σ_rows x.
@@ -464,6 +472,126 @@ __global__ void __launch_bounds__(kThreads) layernorm_backward_dx_kernel(const b
       o.v[v] = __float2bfloat16(accumulate ? to_f(o.v[v]) + val : val);
     }
     out[k] = o;
+  }
+}
+
+// The backward in one pass: dx and the column sums (Σ dy·x̂, Σ dy, Σ dx) together. The two-kernel path above
+// reads dy and x again for the sums, and the dx it has just written (96 MB more per gpt-1.3b call). Here a row is
+// spread over d/8 threads, one 16-byte pack each, so a thread's 8 columns and their K sums stay in registers over
+// the rows of its chunk; each chunk of consecutive rows writes its sums to partials [chunk, K, d], which
+// column_finish_kernel adds in chunk order — deterministic, as the column reductions above. For d % 256 == 0 and
+// d ≤ 4096 (whole warps per row, at most 512 threads); other widths take the two kernels. Each group loads its
+// next row before the barrier of the current one, so loads stay in flight while it waits (119–124 registers by
+// the local ptxas: two blocks of 256 threads per SM); the chunks are sized to one wave of resident blocks.
+constexpr int kFusedLayerNormMaxD = 4096;
+constexpr int kFusedLayerNormThreadTarget = 65536;  // chunks × d/8 aims at ~500 threads per SM of 132
+
+bool fused_layernorm_backward_fits(int d) { return d % (8 * kWarp) == 0 && d <= kFusedLayerNormMaxD; }
+
+struct FusedLayerNormPlan {
+  int row_threads = 1, groups_per_block = 1, chunks = 1, blocks = 1;  // a group = the threads of one row
+  std::size_t rows_per_chunk = 1;
+};
+
+/// `resident_groups`: row groups the GPU holds at once (0: no limit, for the workspace bound). Chunks beyond one
+/// wave would wait for a second one, each taking as long as the first (every chunk has the same rows).
+FusedLayerNormPlan fused_layernorm_plan(std::size_t rows, int d, std::size_t resident_groups = 0) {
+  FusedLayerNormPlan p;
+  p.row_threads = d / 8;
+  p.groups_per_block = std::max(1, kThreads / p.row_threads);
+  std::size_t target = std::max<std::size_t>(1, kFusedLayerNormThreadTarget / p.row_threads);
+  if (resident_groups > 0) target = std::min(target, resident_groups);
+  const std::size_t chunks = std::max<std::size_t>(1, std::min(rows, target));
+  p.rows_per_chunk = std::max<std::size_t>(1, (rows + chunks - 1) / chunks);
+  p.chunks = static_cast<int>(std::max<std::size_t>(1, (rows + p.rows_per_chunk - 1) / p.rows_per_chunk));
+  p.blocks = (p.chunks + p.groups_per_block - 1) / p.groups_per_block;
+  return p;
+}
+
+/// The row a group works on, prefetched one row ahead of its use.
+struct LayerNormBackwardRow {
+  Pack<8> dy, x, dx;
+  float mean = 0.0f, rstd = 0.0f;
+};
+
+template <int K>
+__global__ void __launch_bounds__(2 * kThreads) layernorm_backward_fused_kernel(
+    const bf16* __restrict__ dy, const bf16* __restrict__ x, const float* __restrict__ mean,
+    const float* __restrict__ rstd, const float* w, std::size_t rows, int d, std::size_t rows_per_chunk, int chunks,
+    bf16* __restrict__ dx, bool accumulate, float* __restrict__ partials) {
+  // Each warp's two row sums, double-buffered by row parity: one barrier per row suffices, because a buffer is
+  // written again two rows later, after every thread has passed the barrier of the row between.
+  __shared__ float warp_sums[2][2 * kThreads / kWarp][2];
+  const int row_threads = d / 8, t = static_cast<int>(threadIdx.x) % row_threads;
+  const int group = static_cast<int>(threadIdx.x) / row_threads, warps_per_row = row_threads / kWarp;
+  const int first_warp = group * warps_per_row, warp = static_cast<int>(threadIdx.x) / kWarp;
+  const int chunk = static_cast<int>(blockIdx.x) * (static_cast<int>(blockDim.x) / row_threads) + group;
+  const std::size_t begin = chunk < chunks ? static_cast<std::size_t>(chunk) * rows_per_chunk : rows;
+  const std::size_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+  const Floats8 wk = load_floats8(w, t);
+  const auto load = [&](std::size_t r, LayerNormBackwardRow& row) {
+    if (r >= end) return;
+    const std::size_t at = r * static_cast<std::size_t>(row_threads) + t;
+    row.dy = reinterpret_cast<const Pack<8>*>(dy)[at];
+    row.x = reinterpret_cast<const Pack<8>*>(x)[at];
+    if (accumulate) row.dx = reinterpret_cast<const Pack<8>*>(dx)[at];
+    row.mean = mean[r];
+    row.rstd = rstd[r];
+  };
+  float acc[K][8];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int v = 0; v < 8; ++v) acc[k][v] = 0.0f;
+  LayerNormBackwardRow cur, next;
+  load(begin, cur);
+#pragma unroll 1
+  for (std::size_t i = 0; i < rows_per_chunk; ++i) {  // the same count in every group: the barrier is uniform
+    const std::size_t r = begin + i;
+    const bool active = r < end;
+    float sg = 0.0f, sgx = 0.0f;  // Σ g and Σ g·x̂ with g = dy·w (recomputed after the barrier: fewer registers)
+#pragma unroll
+    for (int v = 0; v < 8; ++v) {
+      const float gw = to_f(cur.dy.v[v]) * wk.v[v];
+      sg += gw;
+      sgx += gw * ((to_f(cur.x.v[v]) - cur.mean) * cur.rstd);
+    }
+    sg = warp_sum(sg);
+    sgx = warp_sum(sgx);
+    const int parity = static_cast<int>(i & 1);
+    if (threadIdx.x % kWarp == 0) {
+      warp_sums[parity][warp][0] = sg;
+      warp_sums[parity][warp][1] = sgx;
+    }
+    load(r + 1, next);  // in flight across the barrier
+    __syncthreads();
+    float tg = 0.0f, tgx = 0.0f;
+    for (int j = 0; j < warps_per_row; ++j) {  // in warp order: every thread of the row gets the same sums
+      tg += warp_sums[parity][first_warp + j][0];
+      tgx += warp_sums[parity][first_warp + j][1];
+    }
+    if (active) {
+      const float mg = tg / static_cast<float>(d), mgx = tgx / static_cast<float>(d);
+      Pack<8> o;
+#pragma unroll
+      for (int v = 0; v < 8; ++v) {
+        const float xhat = (to_f(cur.x.v[v]) - cur.mean) * cur.rstd;
+        const float val = cur.rstd * (to_f(cur.dy.v[v]) * wk.v[v] - mg - xhat * mgx);
+        o.v[v] = __float2bfloat16(accumulate ? to_f(cur.dx.v[v]) + val : val);
+        acc[0][v] += to_f(cur.dy.v[v]) * xhat;
+        acc[1][v] += to_f(cur.dy.v[v]);
+        if constexpr (K == 3) acc[2][v] += to_f(o.v[v]);  // of the bf16 value written: what the GEMMs see
+      }
+      reinterpret_cast<Pack<8>*>(dx)[r * static_cast<std::size_t>(row_threads) + t] = o;
+    }
+    cur = next;
+  }
+  if (chunk >= chunks) return;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float4* out = reinterpret_cast<float4*>(partials + (static_cast<std::size_t>(chunk) * K + k) * d + 8 * t);
+    out[0] = make_float4(acc[k][0], acc[k][1], acc[k][2], acc[k][3]);
+    out[1] = make_float4(acc[k][4], acc[k][5], acc[k][6], acc[k][7]);
   }
 }
 
@@ -792,6 +920,12 @@ std::size_t column_workspace_floats(std::size_t rows, int cols, int sums) {
          static_cast<std::size_t>(cols);
 }
 
+std::size_t layernorm_backward_workspace_floats(std::size_t rows, int d) {
+  const std::size_t two_pass = column_workspace_floats(rows, d, 3);
+  if (!fused_layernorm_backward_fits(d) || rows == 0) return two_pass;
+  return std::max(two_pass, static_cast<std::size_t>(fused_layernorm_plan(rows, d).chunks) * 3 * static_cast<std::size_t>(d));
+}
+
 void embedding_forward(cudaStream_t stream, const std::int32_t* tokens, int batch, int seq, const float* wte,
                        const float* wpe, int d, bf16* x) {
   require(d % 8 == 0, "d_model must be a multiple of 8");
@@ -893,6 +1027,23 @@ void layernorm_forward(cudaStream_t stream, const bf16* x, const float* w, const
   SCALESCOPE_CUDA_CHECK_LAUNCH();
 }
 
+/// Blocks of `threads` threads of `kernel` the current device runs at once (occupancy × SMs), at least 1;
+/// cached per kernel, block size and device.
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads) {
+  int device = 0;
+  SCALESCOPE_CUDA_CHECK(cudaGetDevice(&device));
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int, int>, int> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(reinterpret_cast<const void*>(kernel), threads, device);
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  int per_sm = 0, sms = 0;
+  SCALESCOPE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  SCALESCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return cache[key] = std::max(1, per_sm * sms);
+}
+
 void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, const float* mean, const float* rstd,
                         const float* w, std::size_t rows, int d, bf16* dx, bool accumulate, float* dw, float* db,
                         float* dx_colsum, float* workspace, std::size_t workspace_floats) {
@@ -901,6 +1052,31 @@ void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, cons
   require_aligned(x, "x");
   require_aligned(dx, "dx");
   require_aligned(w, "w");
+  if (rows == 0) return;
+  require(workspace != nullptr && workspace_floats >= layernorm_backward_workspace_floats(rows, d),
+          "LayerNorm-backward workspace too small");
+  if (fused_layernorm_backward_fits(d)) {
+    const int sums = dx_colsum != nullptr ? 3 : 2;
+    const int groups_per_block = fused_layernorm_plan(rows, d).groups_per_block;
+    const int threads = groups_per_block * (d / 8);
+    const std::size_t resident_groups =
+        static_cast<std::size_t>(sums == 3 ? resident_blocks(layernorm_backward_fused_kernel<3>, threads)
+                                           : resident_blocks(layernorm_backward_fused_kernel<2>, threads)) *
+        static_cast<std::size_t>(groups_per_block);
+    const FusedLayerNormPlan p = fused_layernorm_plan(rows, d, resident_groups);
+    if (sums == 3)
+      layernorm_backward_fused_kernel<3><<<p.blocks, threads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, p.rows_per_chunk,
+                                                                          p.chunks, dx, accumulate, workspace);
+    else
+      layernorm_backward_fused_kernel<2><<<p.blocks, threads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, p.rows_per_chunk,
+                                                                          p.chunks, dx, accumulate, workspace);
+    SCALESCOPE_CUDA_CHECK_LAUNCH();
+    if (sums == 3)
+      column_finish<3>(stream, workspace, p.chunks, d, dw, db, dx_colsum);
+    else
+      column_finish<2>(stream, workspace, p.chunks, d, dw, db, nullptr);
+    return;
+  }
   layernorm_backward_dx_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, dx, accumulate);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
   if (dx_colsum != nullptr)

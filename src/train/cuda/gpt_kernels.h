@@ -55,6 +55,10 @@ using bf16 = __nv_bfloat16;
 /// with `sums` column sums (1 for column_sum and gelu_backward_bias_grad, 3 for layernorm_backward).
 std::size_t column_workspace_floats(std::size_t rows, int cols, int sums);
 
+/// Floats of workspace layernorm_backward needs for `rows` × `d`: the one-pass kernel's per-chunk column sums
+/// (at most 3 × 65536 × 8 floats, 6 MiB, whatever the shape) or the two-pass path's, whichever is larger.
+std::size_t layernorm_backward_workspace_floats(std::size_t rows, int d);
+
 /// x[b, i] = bf16(wte[tokens[b, i]] + wpe[i]), i < T. tokens [B, T + 1]; wte [V, d], wpe [T, d] fp32;
 /// x [B, T, d]. d % 8 == 0 (std::invalid_argument otherwise, as for every d below).
 void embedding_forward(cudaStream_t stream, const std::int32_t* tokens, int batch, int seq, const float* wte,
@@ -90,9 +94,11 @@ void layernorm_forward(cudaStream_t stream, const bf16* x, const float* w, const
 
 /// LayerNorm backward (formula in gpt_ops::layernorm_backward): dx = [dx +] rstd·(g − mean(g) − x̂·mean(g·x̂))
 /// with g = dy·w (`accumulate`: add to dx, the residual gradient, in place); dw = Σ dy·x̂ and db = Σ dy
-/// overwrite (fp32, deterministic); when `dx_colsum` is not null it receives Σ_rows of the final dx.
-/// d % 8 == 0; dy, x, dx and w 16-byte aligned (std::invalid_argument for these); dx must not overlap dy or x.
-/// `workspace` holds column_workspace_floats(rows, d, 3) floats (std::invalid_argument if fewer).
+/// overwrite (fp32, deterministic); when `dx_colsum` is not null it receives Σ_rows of the final dx (of its bf16
+/// values). For d % 256 == 0 and d ≤ 4096 one pass computes dx and the sums together (dy, x and dx read once);
+/// other widths take a dx kernel and a column reduction. d % 8 == 0; dy, x, dx and w 16-byte aligned
+/// (std::invalid_argument for these); dx must not overlap dy or x. `workspace` holds
+/// layernorm_backward_workspace_floats(rows, d) floats (std::invalid_argument if fewer).
 void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, const float* mean, const float* rstd,
                         const float* w, std::size_t rows, int d, bf16* dx, bool accumulate, float* dw, float* db,
                         float* dx_colsum, float* workspace, std::size_t workspace_floats);

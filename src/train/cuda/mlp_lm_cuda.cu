@@ -11,6 +11,7 @@
 #include "gpu/cuda_check.h"
 #include "train/adamw.h"
 #include "train/cuda/device_buffer.h"
+#include "train/cuda/gelu.cuh"
 #include "train/cuda/lt_matmul.h"
 
 namespace scalescope::train {
@@ -37,16 +38,9 @@ struct alignas(2 * VEC) Bf16Pack {
   bf16 v[VEC];
 };
 
-// Tanh-approximate GELU (Hendrycks & Gimpel 2016, as GPT-2) and its derivative, in fp32.
-__device__ __forceinline__ float gelu_forward(float x) {
-  const float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);  // √(2/π)(x + 0.044715x³)
-  return 0.5f * x * (1.0f + tanhf(u));
-}
-
-__device__ __forceinline__ float gelu_derivative(float x) {
-  const float t = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
-}
+// GELU and its derivative: the GPT's (train/cuda/gelu.cuh), the tanh approximation computed through σ(2u).
+__device__ __forceinline__ float gelu_forward(float x) { return gpt_kernels::support::gelu(x); }
+__device__ __forceinline__ float gelu_derivative(float x) { return gpt_kernels::support::gelu_grad(x); }
 
 struct MaxOp {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
