@@ -169,7 +169,12 @@ std::string render_topo_summary(const topo::TopoReport& r) {
     }
     out += fmt::format("  [{}] {}: {}\n", topo::to_string(f.severity), f.title, f.evidence);
   }
-  if (infos > 0) out += fmt::format("  {} more finding{} at info level: run `scalescope topo` for all\n", infos, infos == 1 ? "" : "s");
+  if (infos > 0) {
+    // A saved table's findings are the file's, not this machine's: name the command that shows them.
+    const std::string file = t.source.rfind("file ", 0) == 0 ? t.source.substr(5) : "";
+    out += fmt::format("  {} more finding{} at info level: run `scalescope topo{}` for all\n", infos, infos == 1 ? "" : "s",
+                       file.empty() ? "" : " --from " + file);
+  }
   return out;
 }
 
