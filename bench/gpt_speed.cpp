@@ -105,31 +105,25 @@ double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
 /// train::kDefaultTextDirectory. Throws core::Error when the data cannot be read or holds ids ≥ vocab.
 class StepBatches {
  public:
-  StepBatches(std::string data, int vocab, int rows, int row_tokens)
+  StepBatches(std::string data, const std::string& model, int vocab, int rows, int row_tokens)
       : rows_(rows), row_tokens_(row_tokens), token_(0, vocab - 1) {
-    std::string from_env;
-    if (data.empty()) {
-      const char* env = std::getenv("SCALESCOPE_DATA");
-      data = env != nullptr && *env != '\0' ? env : train::kDefaultTextDirectory;
-      if (env != nullptr && *env != '\0') from_env = data;
-    }
+    const char* env = std::getenv("SCALESCOPE_DATA");
+    const bool from_env = data.empty() && env != nullptr && *env != '\0';
+    if (from_env) data = env;
     if (data == "random") {
       description_ = fmt::format("random: token ids uniform over the vocabulary of {}", vocab);
       return;
     }
-    const std::size_t min_tokens = static_cast<std::size_t>(row_tokens);
     try {
-      corpus_ = std::make_unique<train::TextCorpus>(data == "synthetic" ? train::TextCorpus::synthetic(std::size_t{4} << 20, 42)
-                                                                        : train::TextCorpus::load(data, min_tokens));
+      corpus_ = std::make_unique<train::TextCorpus>(
+          train::TextCorpus::from_data_option(data, static_cast<std::size_t>(row_tokens), kSeed));
     } catch (const core::Error& e) {
-      if (from_env.empty()) throw;
+      if (!from_env) throw;
       throw core::Error(std::string(e.what()) + " (the path is $SCALESCOPE_DATA's)",
                         "unset SCALESCOPE_DATA or point it at text, or pass --data; " + e.remedy());
     }
-    if (corpus_->max_token() >= vocab)
-      throw core::Error(fmt::format("{} holds token id {}, beyond the vocabulary of {}", data, corpus_->max_token(), vocab),
-                        "give text or a token file of a tokenizer whose vocabulary fits the model");
-    sampler_ = std::make_unique<train::BatchSampler>(*corpus_, row_tokens, 42);
+    corpus_->require_vocabulary(vocab, model);
+    sampler_ = std::make_unique<train::BatchSampler>(*corpus_, row_tokens, kSeed);
     description_ = corpus_->description();
   }
   /// The batch of step `step` (valid until the next call).
@@ -145,10 +139,11 @@ class StepBatches {
   const std::string& description() const { return description_; }
 
  private:
+  static constexpr std::uint64_t kSeed = 42;  // corpus, rows and random ids alike, as `train`'s default data seed
   int rows_, row_tokens_;
   std::unique_ptr<train::TextCorpus> corpus_;
   std::unique_ptr<train::BatchSampler> sampler_;
-  std::mt19937 rng_{42};
+  std::mt19937 rng_{kSeed};
   std::uniform_int_distribution<std::int32_t> token_;
   std::vector<std::int32_t> rows_data_;
   std::string description_;
@@ -192,7 +187,7 @@ nlohmann::json run(const Options& o) {
              config.describe(), config.gpu_attention(), static_cast<double>(config.parameter_count()) / 1e6, config.flops_per_token() / 1e9,
              o.batch, gib(memory.total()), gib(memory.total() - memory.activations), gib(memory.activations));
   const int row_tokens = config.seq + 1;
-  StepBatches batches(o.data, config.vocab, o.batch, row_tokens);  // before the GPU: bad data fails at once
+  StepBatches batches(o.data, o.model, config.vocab, o.batch, row_tokens);  // before the GPU: bad data fails at once
   fmt::print("data: {}\n", batches.description());
   cudaDeviceProp prop{};
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -222,14 +217,15 @@ nlohmann::json run(const Options& o) {
   std::vector<double> round_step_ms;
   std::vector<float> losses;
   int step = 0;
+  const auto train_step = [&] {  // one step of the protocol: stage, forward, backward, AdamW
+    model.stage_batch({o.batch, row_tokens, batches.next(step++).data()});
+    model.forward();
+    model.backward([](std::size_t) {});
+    model.optimizer_step(adam);
+  };
   for (int round = 0; round < o.warmup_rounds + o.rounds; ++round) {
     SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
-    for (int s = 0; s < o.steps_per_round; ++s, ++step) {
-      model.stage_batch({o.batch, row_tokens, batches.next(step).data()});
-      model.forward();
-      model.backward([](std::size_t) {});
-      model.optimizer_step(adam);
-    }
+    for (int s = 0; s < o.steps_per_round; ++s) train_step();
     SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
     SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
@@ -247,13 +243,10 @@ nlohmann::json run(const Options& o) {
     SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));
     tracer->start();
     std::vector<train::TracedStep> steps;
-    for (int s = 0; s < o.trace_steps; ++s, ++step) {
+    for (int s = 0; s < o.trace_steps; ++s) {
       train::TracedStep traced;
       traced.begin_ns = tracer->now_ns();
-      model.stage_batch({o.batch, row_tokens, batches.next(step).data()});
-      model.forward();
-      model.backward([](std::size_t) {});
-      model.optimizer_step(adam);
+      train_step();
       traced.end_ns = tracer->now_ns();
       steps.push_back(traced);
     }

@@ -27,7 +27,6 @@
 namespace scalescope::train {
 namespace {
 
-constexpr std::size_t kSyntheticCorpusBytes = 4u << 20;
 
 struct FaultSpec {
   int rank = -1;
@@ -70,9 +69,7 @@ void inject_fault(const std::optional<FaultSpec>& fault, int rank, std::int64_t 
 }
 
 TextCorpus load_corpus(const TrainJobConfig& c, int row_tokens) {
-  if (c.data == "synthetic") return TextCorpus::synthetic(kSyntheticCorpusBytes, c.data_seed);
-  return TextCorpus::load(c.data.empty() ? std::string(kDefaultTextDirectory) : c.data,
-                          static_cast<std::size_t>(row_tokens) * 4);
+  return TextCorpus::from_data_option(c.data, static_cast<std::size_t>(row_tokens) * 4, c.data_seed);
 }
 
 double l2_norm(const std::vector<float>& v) {
@@ -676,10 +673,7 @@ TrainResult launch_job(const TrainJobConfig& config) {
   require_devices(config.backend, config.world_size);
   check_cpu_memory(config);
   const TextCorpus corpus = load_corpus(config, config.model.row_tokens());
-  if (corpus.max_token() >= config.model.vocab())
-    throw core::Error(fmt::format("the data holds token id {} but {} has a vocabulary of {}", corpus.max_token(),
-                                       config.model.name, config.model.vocab()),
-                           "use token files made for this vocabulary, a GPT preset, or plain text");
+  corpus.require_vocabulary(config.model.vocab(), config.model.name);
   core::TemporaryDirectory dir;
   const std::string job_path = dir.path() + "/job.json";
   const std::string result_path = dir.path() + "/result.json";

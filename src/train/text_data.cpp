@@ -165,6 +165,17 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
   return corpus;
 }
 
+TextCorpus TextCorpus::from_data_option(const std::string& data, std::size_t min_tokens, std::uint64_t seed) {
+  if (data == "synthetic") return synthetic(kSyntheticCorpusBytes, seed);
+  return load(data.empty() ? std::string(kDefaultTextDirectory) : data, min_tokens);
+}
+
+void TextCorpus::require_vocabulary(int vocab, const std::string& model_name) const {
+  if (max_token_ >= vocab)
+    throw core::Error(fmt::format("the data holds token id {} but {} has a vocabulary of {}", max_token_, model_name, vocab),
+                      "use token files made for this vocabulary, a GPT preset, or plain text");
+}
+
 TextCorpus TextCorpus::synthetic(std::size_t bytes, std::uint64_t seed) {
   TextCorpus corpus;
   corpus.tokens_.resize(bytes);

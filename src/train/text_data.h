@@ -24,6 +24,9 @@ inline constexpr const char* kDefaultTextDirectory = "/usr/share/games/fortunes"
 /// Every rank holds the whole corpus in memory: text beyond this many bytes is not read.
 inline constexpr std::size_t kMaxCorpusBytes = std::size_t{256} << 20;
 
+/// Bytes of the `--data synthetic` corpus (random bytes).
+inline constexpr std::size_t kSyntheticCorpusBytes = std::size_t{4} << 20;
+
 /// llm.c's token-file header: 256 int32 values, the first the magic 20240520, the second the version (1:
 /// uint16 tokens follow), the third the token count (karpathy/llm.c, dev/data/data_common.py write_datafile).
 inline constexpr std::int32_t kLlmcMagic = 20240520;
@@ -43,6 +46,13 @@ class TextCorpus {
   static TextCorpus load(const std::string& path, std::size_t min_tokens);
   /// A corpus of `bytes` uniformly random bytes from `seed` (the `--data synthetic` source).
   static TextCorpus synthetic(std::size_t bytes, std::uint64_t seed);
+  /// The corpus a `--data` value names: "synthetic" → synthetic(kSyntheticCorpusBytes, seed); "" → the default
+  /// text (kDefaultTextDirectory); anything else → load(data, min_tokens). Throws as load().
+  static TextCorpus from_data_option(const std::string& data, std::size_t min_tokens, std::uint64_t seed);
+
+  /// Throws core::Error naming the largest token id unless every id is below `vocab`, the vocabulary of the
+  /// model `model_name`.
+  void require_vocabulary(int vocab, const std::string& model_name) const;
 
   /// The corpus as token ids: text bytes (0–255) or the ids of a token file.
   const std::vector<std::uint16_t>& tokens() const { return tokens_; }

@@ -597,9 +597,10 @@ __global__ void __launch_bounds__(2 * kThreads) layernorm_backward_fused_kernel(
 
 // The forward with the row held in registers: P packs of 8 per lane (d ≤ 256·P), all loaded before the first
 // sum and read once. Up to d = 2048 (gpt-1.3b; 8 packs, 95 registers: two blocks of 256 threads per SM); the loop
-// kernel above serves wider rows. The backward keeps its loop kernel: held in registers, dy and x took 245
-// registers at 8 packs (one block per SM) or spilled when capped at 128, and ran slower than the loop (3.67 against
-// 2.68 ms per gpt-1.3b step, bench/RESULTS.md, 2026-12-01, second session).
+// kernel above serves wider rows. The two-pass backward (widths the one-pass kernel does not take) keeps its loop
+// kernel: held in registers, dy and x took 245 registers at 8 packs (one block per SM) or spilled when capped at
+// 128, and ran slower than the loop (3.67 against 2.68 ms per gpt-1.3b step, bench/RESULTS.md, 2026-12-01,
+// second session).
 constexpr int kMaxCachedPacks = 8;
 
 /// Calls f(std::integral_constant<int, P>{}) for the smallest P in {1, 2, 4, 8} with 32·P ≥ packs, or returns
@@ -1044,6 +1045,22 @@ int resident_blocks(Kernel kernel, int threads) {
   return cache[key] = std::max(1, per_sm * sms);
 }
 
+/// The one-pass backward with K column sums (2: dw, db; 3: also Σ dx), its chunks one wave of resident blocks.
+template <int K>
+void layernorm_backward_fused(cudaStream_t stream, const bf16* dy, const bf16* x, const float* mean, const float* rstd,
+                              const float* w, std::size_t rows, int d, bf16* dx, bool accumulate, float* dw, float* db,
+                              float* dx_colsum, float* workspace) {
+  const int groups_per_block = fused_layernorm_plan(rows, d).groups_per_block;  // fixed by d alone
+  const int threads = groups_per_block * (d / 8);
+  const std::size_t resident_groups = static_cast<std::size_t>(resident_blocks(layernorm_backward_fused_kernel<K>, threads)) *
+                                      static_cast<std::size_t>(groups_per_block);
+  const FusedLayerNormPlan p = fused_layernorm_plan(rows, d, resident_groups);
+  layernorm_backward_fused_kernel<K><<<p.blocks, threads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, p.rows_per_chunk,
+                                                                      p.chunks, dx, accumulate, workspace);
+  SCALESCOPE_CUDA_CHECK_LAUNCH();
+  column_finish<K>(stream, workspace, p.chunks, d, dw, db, dx_colsum);
+}
+
 void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, const float* mean, const float* rstd,
                         const float* w, std::size_t rows, int d, bf16* dx, bool accumulate, float* dw, float* db,
                         float* dx_colsum, float* workspace, std::size_t workspace_floats) {
@@ -1056,25 +1073,10 @@ void layernorm_backward(cudaStream_t stream, const bf16* dy, const bf16* x, cons
   require(workspace != nullptr && workspace_floats >= layernorm_backward_workspace_floats(rows, d),
           "LayerNorm-backward workspace too small");
   if (fused_layernorm_backward_fits(d)) {
-    const int sums = dx_colsum != nullptr ? 3 : 2;
-    const int groups_per_block = fused_layernorm_plan(rows, d).groups_per_block;
-    const int threads = groups_per_block * (d / 8);
-    const std::size_t resident_groups =
-        static_cast<std::size_t>(sums == 3 ? resident_blocks(layernorm_backward_fused_kernel<3>, threads)
-                                           : resident_blocks(layernorm_backward_fused_kernel<2>, threads)) *
-        static_cast<std::size_t>(groups_per_block);
-    const FusedLayerNormPlan p = fused_layernorm_plan(rows, d, resident_groups);
-    if (sums == 3)
-      layernorm_backward_fused_kernel<3><<<p.blocks, threads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, p.rows_per_chunk,
-                                                                          p.chunks, dx, accumulate, workspace);
+    if (dx_colsum != nullptr)
+      layernorm_backward_fused<3>(stream, dy, x, mean, rstd, w, rows, d, dx, accumulate, dw, db, dx_colsum, workspace);
     else
-      layernorm_backward_fused_kernel<2><<<p.blocks, threads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, p.rows_per_chunk,
-                                                                          p.chunks, dx, accumulate, workspace);
-    SCALESCOPE_CUDA_CHECK_LAUNCH();
-    if (sums == 3)
-      column_finish<3>(stream, workspace, p.chunks, d, dw, db, dx_colsum);
-    else
-      column_finish<2>(stream, workspace, p.chunks, d, dw, db, nullptr);
+      layernorm_backward_fused<2>(stream, dy, x, mean, rstd, w, rows, d, dx, accumulate, dw, db, nullptr, workspace);
     return;
   }
   layernorm_backward_dx_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(dy, x, mean, rstd, w, rows, d, dx, accumulate);
