@@ -1,6 +1,7 @@
 // bench_attention_speed: one layer's causal attention, forward and backward, through the fused flash-attention
-// kernels and through the GEMM path (cuBLASLt batched GEMMs around the softmax kernels, probabilities recomputed
-// in backward) on the same random inputs, one GPU. Shapes default to the GPT presets' at their bench batches:
+// kernels, cuDNN's fused attention (where built in: train/cuda/cudnn_attention.h) and the GEMM path (cuBLASLt
+// batched GEMMs around the softmax kernels, probabilities recomputed in backward) on the same random inputs, one
+// GPU. Shapes default to the GPT presets' at their bench batches:
 // gpt2-124m (16 rows × 1024 tokens, 12 heads × 64) and gpt-1.3b (8 × 1024, 16 heads × 128).
 //
 //   bench_attention_speed [--shape B,T,H,hd]… [--runs 20] [--json FILE]
@@ -28,6 +29,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "train/cuda/cudnn_attention.h"
 #include "train/cuda/device_buffer.h"
 #include "train/cuda/flash_attention.h"
 #include "train/cuda/gpt_kernels.h"
@@ -102,6 +104,13 @@ nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
       k::flash_attention_backward(stream, dy, qkv, y, lse, s, work.get(), work.size(), dqkv);
     });
     record("flash", fwd, bwd);
+  }
+  if (k::flash_attention_supported(s.head_dim) && k::cudnn_attention_built()) {
+    const k::CudnnAttention plans(s);  // built before timing
+    DeviceArray<unsigned char> work(plans.workspace_bytes());
+    const double fwd = median_seconds(stream, runs, [&] { plans.forward(stream, qkv, y, lse, work.get()); });
+    const double bwd = median_seconds(stream, runs, [&] { plans.backward(stream, dy, qkv, y, lse, dqkv, work.get()); });
+    record("cudnn", fwd, bwd);
   }
   {
     train::cuda::LtMatmul gemm;

@@ -16,6 +16,14 @@ if [ -d .device/debs ]; then
   export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   [ -d "$DEPS/usr/share/games/fortunes" ] && export SCALESCOPE_DATA="$DEPS/usr/share/games/fortunes"
 fi
+# cuDNN's fused attention: cuDNN 9 from the system, else the copy PyTorch's wheels bring (nvidia-cudnn-cu13, whose
+# directory is not on the loader's path); cudnn-frontend (header-only) carried in .device/cudnn-frontend.
+if [ -z "${CUDNN_ROOT:-}" ] && [ ! -f /usr/include/cudnn.h ] && [ ! -f /usr/local/cuda/include/cudnn.h ]; then
+  wheel=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null) &&
+    [ -f "$wheel/include/cudnn.h" ] && export CUDNN_ROOT=$wheel
+fi
+if [ -n "${CUDNN_ROOT:-}" ]; then export LD_LIBRARY_PATH="$CUDNN_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+if [ -d .device/cudnn-frontend/include ]; then export CUDNN_FRONTEND_ROOT=$PWD/.device/cudnn-frontend; fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # never NVLink multicast
 export PATH=/usr/local/cuda/bin:$PATH
 

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (issue #5): build the GPT targets, run the GPT tests (CPU reference and every CUDA
 # kernel against it), then time our CUDA GPT and the PyTorch peer back to back on one GPU for tiny-14m
-# (batch 64), gpt2-124m (batch 16) and gpt-1.3b (batch 8) — ours with its default (flash attention where the
-# head width allows, GELU outputs recomputed in backward), with --attention gemm and with --keep-activations —
-# and print the comparison table last. Before that, bench_attention_speed times one layer's attention through
-# both paths. Results go to $OUT (default ./out): gpt-speed.json (every measurement), gpt-speed.txt (the table),
+# (batch 64), gpt2-124m (batch 16) and gpt-1.3b (batch 8) — ours with its default (fused attention where the
+# head width allows: cuDNN's where built in; GELU outputs recomputed in backward), with --attention flash (this
+# project's kernels), with --attention gemm and with --keep-activations — and print the comparison table last.
+# Before that, bench_attention_speed times one layer's attention through each path. Results go to $OUT (default ./out): gpt-speed.json (every measurement), gpt-speed.txt (the table),
 # attention.txt, tests.txt (test summary) and logs.tar.gz (everything else). Meant to finish in under 8 minutes.
 # Both sides train on the same real text (their default --data: $SCALESCOPE_DATA, which device-env.sh points at
 # the carried fortunes package, else /usr/share/games/fortunes).
 #
 #   bench/device-gpt.sh            # on the GPU machine, from the repository root
 #   GPT_PRESETS="gpt2-124m:16 gpt-1.3b:8" GPT_TESTS="test_gpt_cuda" bench/device-gpt.sh   # fewer presets/tests
-#   GPT_GEMM=0 GPT_KEEP=0 bench/device-gpt.sh   # ours with its defaults and PyTorch only (1 runs a variant,
-#                                                # anything else skips it)
+#   GPT_FLASH=0 GPT_GEMM=0 GPT_KEEP=0 bench/device-gpt.sh   # ours with its defaults and PyTorch only
+#                                                            # (1 runs a variant, anything else skips it)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -58,7 +58,7 @@ for t in ${GPT_TESTS:-test_gpt_cuda test_gpt_cpu test_mlp_lm_cuda}; do
     | tee -a "$OUT/tests.txt"
 done
 
-log "attention alone: flash vs GEMM path"
+log "attention alone: own flash kernels, cuDNN's and the GEMM path"
 timeout 120 "$BUILD/bench/bench_attention_speed" --json "$LOGS/attention.json" 2>&1 | tee "$OUT/attention.txt"
 
 log "speed: ours vs PyTorch, one GPU"
@@ -68,6 +68,9 @@ for spec in ${GPT_PRESETS:-tiny-14m:64 gpt2-124m:16 gpt-1.3b:8}; do
   log "$model batch $batch: ours"
   timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --json "$LOGS/ours-$model.json" 2>&1 \
     | tee "$LOGS/ours-$model.txt"
+  [ "${GPT_FLASH:-1}" = 1 ] && log "$model batch $batch: ours, --attention flash" &&
+  timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --attention flash \
+    --json "$LOGS/flash-$model.json" 2>&1 | tee "$LOGS/flash-$model.txt" | tail -1
   [ "${GPT_GEMM:-1}" = 1 ] && log "$model batch $batch: ours, --attention gemm" &&
   timeout 150 "$BUILD/bench/bench_gpt_speed" --model "$model" --batch "$batch" --attention gemm \
     --json "$LOGS/gemm-$model.json" 2>&1 | tee "$LOGS/gemm-$model.txt" | tail -1
@@ -92,10 +95,10 @@ for model in ("tiny-14m", "gpt2-124m", "gpt-1.3b"):
                 return json.load(f)
         except (OSError, ValueError):
             return None
-    ours, torch_, keep, gemm = load("ours"), load("torch"), load("keep"), load("gemm")
+    ours, torch_, keep, gemm, flash = load("ours"), load("torch"), load("keep"), load("gemm"), load("flash")
     if not (ours or torch_):
         continue
-    everything[model] = {"ours": ours, "ours_gemm_attention": gemm, "ours_keep_activations": keep, "pytorch": torch_}
+    everything[model] = {"ours": ours, "ours_own_flash_attention": flash, "ours_gemm_attention": gemm, "ours_keep_activations": keep, "pytorch": torch_}
     def fmt(x, spec):
         return format(x, spec) if x is not None else "-"
     o_tps = ours["tokens_per_s"] if ours else None
@@ -109,12 +112,15 @@ for model in ("tiny-14m", "gpt2-124m", "gpt-1.3b"):
                  fmt(ours["memory"]["device_used_bytes"] / gib if ours else None, ".2f"),
                  fmt(torch_["memory"]["max_allocated_bytes"] / gib if torch_ else None, ".2f"),
                  fmt(torch_["memory"]["max_reserved_bytes"] / gib if torch_ else None, ".2f"),
+                 (ours.get("attention", "-") if ours else "-"),
+                 fmt(flash["tokens_per_s"] / t_tps if flash and t_tps else None, ".2f"),
+                 fmt(flash["step_ms"] if flash else None, ".2f"),
                  fmt(gemm["tokens_per_s"] / t_tps if gemm and t_tps else None, ".2f"),
                  fmt(gemm["step_ms"] if gemm else None, ".2f"),
                  fmt(keep["tokens_per_s"] / t_tps if keep and t_tps else None, ".2f"),
                  fmt(keep["memory"]["model_bytes"] / gib if keep else None, ".2f")))
 head = ("preset", "batch", "ours ktok/s", "torch ktok/s", "ratio", "ours MFU %", "ours ms", "torch ms",
-        "ours GiB", "ours dev GiB", "torch alloc GiB", "torch rsv GiB", "gemm ratio", "gemm ms", "keep ratio", "keep GiB")
+        "ours GiB", "ours dev GiB", "torch alloc GiB", "torch rsv GiB", "ours attention", "flash ratio", "flash ms", "gemm ratio", "gemm ms", "keep ratio", "keep GiB")
 widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
 print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
 print("  ".join("-" * w for w in widths))
@@ -125,7 +131,8 @@ if rates:
     print(f"MFU = model FLOPs (6N + 12LTd per token) x tokens/s / the cuBLASLt bf16 8192^3 GEMM rate each run "
           f"measured before it ({min(rates):.0f}-{max(rates):.0f} TFLOP/s). ours GiB = GptCuda::device_bytes (live buffers, compare with torch alloc = "
           f"max_memory_allocated); ours dev GiB = drop in cudaMemGetInfo (compare with torch rsv = max_memory_reserved); "
-          f"gemm = ours with --attention gemm (cuBLASLt attention GEMMs, the default before flash attention); "
+          f"ours attention = the fused attention ours ran by default (cudnn where built in); flash = ours with "
+          f"--attention flash (this project's fused kernels); gemm = ours with --attention gemm (cuBLASLt attention GEMMs, the default before flash attention); "
           f"keep = ours with --keep-activations (GELU outputs kept, not recomputed).")
 with open(os.path.join(out, "gpt-speed.json"), "w") as f:
     json.dump(everything, f, indent=2)

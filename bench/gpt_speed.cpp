@@ -154,7 +154,7 @@ struct Options {
   int batch = 16;
   int layers = 0;  // 0: the preset's
   bool keep_activations = false;
-  std::string attention = "flash";
+  std::string attention;  // "" = cuDNN's fused attention where built in, else flash
   int warmup_rounds = 3, rounds = 5, steps_per_round = 10;
   int gemm_size = 8192;
   std::string data;  // "" = the default text
@@ -167,7 +167,7 @@ nlohmann::json run(const Options& o) {
   GptConfig config = GptConfig::preset(o.model);
   if (o.layers > 0) config.layers = o.layers;
   config.recompute_activations = !o.keep_activations;
-  config.flash_attention = o.attention == "flash";
+  config.choose_attention(o.attention);
   config.validate();
   if (o.batch < 1) throw core::UsageError("--batch must be ≥ 1");
   if (o.rounds < 3) throw core::UsageError("--rounds must be ≥ 3 (the middle rounds are averaged)");
@@ -288,6 +288,7 @@ nlohmann::json run(const Options& o) {
   j["layers"] = config.layers;
   j["recompute_activations"] = config.recompute_activations;
   j["flash_attention"] = config.uses_flash_attention();
+  j["attention"] = config.gpu_attention_kernels();
   j["batch"] = o.batch;
   j["data"] = batches.description();
   j["seq"] = config.seq;
@@ -320,8 +321,10 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-activations", o.keep_activations,
                "keep GELU outputs (and, on the GEMM attention path, attention probabilities) for backward (default: "
                "recompute them)");
-  app.add_option("--attention", o.attention, "flash (fused kernels where the head width allows) or gemm")
-      ->check(CLI::IsMember({"flash", "gemm"}));
+  app.add_option("--attention", o.attention,
+                 "cudnn (cuDNN's fused kernels) or flash (this project's) where the head width allows, or gemm; "
+                 "default cudnn where built in, else flash")
+      ->check(CLI::IsMember({"cudnn", "flash", "gemm"}));
   app.add_option("--warmup-rounds", o.warmup_rounds, "discarded rounds");
   app.add_option("--rounds", o.rounds, "timed rounds (the middle ones are averaged)");
   app.add_option("--steps-per-round", o.steps_per_round, "steps per round");

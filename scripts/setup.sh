@@ -1,8 +1,44 @@
 #!/usr/bin/env bash
 # Installs what scalescope needs on a fresh Debian 12 or Ubuntu 24.04 machine (as root, or with sudo).
 # Packages already present are left alone. apt's own output goes to build/setup.log and is shown only on failure.
+#
+#   scripts/setup.sh                    # the packages below
+#   scripts/setup.sh --cudnn-frontend   # also cudnn-frontend (header-only, NVIDIA's, pinned tag) for cuDNN's fused
+#                                       # attention on GPUs: cloned into ~/.cache/scalescope, where CMake looks;
+#                                       # needs git, network, and cuDNN 9 itself (cudnn.h, libcudnn: NVIDIA's
+#                                       # packages, or pip's nvidia-cudnn-cu13 with -DCUDNN_ROOT=its directory)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+CUDNN_FRONTEND_TAG=v1.23.0  # CMakeLists.txt looks for this tag's directory
+with_cudnn_frontend=0
+for arg in "$@"; do
+  case $arg in
+    --cudnn-frontend) with_cudnn_frontend=1 ;;
+    *) echo "setup: unknown option '$arg' (the only option is --cudnn-frontend)" >&2; exit 2 ;;
+  esac
+done
+
+# Clones cudnn-frontend's pinned tag (headers only are used) unless already there; writes to a temporary
+# directory first, so an interrupted clone never looks complete.
+fetch_cudnn_frontend() {
+  local dest="${XDG_CACHE_HOME:-$HOME/.cache}/scalescope/cudnn-frontend-${CUDNN_FRONTEND_TAG#v}"
+  if [ -f "$dest/include/cudnn_frontend.h" ]; then
+    echo "setup: cudnn-frontend ${CUDNN_FRONTEND_TAG} present in $dest"
+    return 0
+  fi
+  command -v git >/dev/null 2>&1 || { echo "setup: --cudnn-frontend needs git" >&2; return 1; }
+  mkdir -p "$(dirname "$dest")"
+  local tmp
+  tmp=$(mktemp -d "$(dirname "$dest")/.cudnn-frontend.XXXXXX")
+  echo "setup: cloning NVIDIA/cudnn-frontend ${CUDNN_FRONTEND_TAG} into $dest"
+  if ! git clone -q --depth 1 --branch "$CUDNN_FRONTEND_TAG" https://github.com/NVIDIA/cudnn-frontend.git "$tmp/src"; then
+    rm -rf "$tmp"
+    echo "setup: cloning cudnn-frontend failed (network?); without it the build uses this project's attention kernels" >&2
+    return 1
+  fi
+  mv "$tmp/src" "$dest" && rm -rf "$tmp"
+}
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -21,7 +57,8 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
-  exit 0
+  [ "$with_cudnn_frontend" -eq 0 ] || fetch_cudnn_frontend
+  exit $?
 fi
 
 command="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -51,4 +88,5 @@ if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-rec
   echo "setup: apt-get failed (full log: build/setup.log)" >&2
   exit 1
 fi
+[ "$with_cudnn_frontend" -eq 0 ] || fetch_cudnn_frontend
 echo "setup: done"

@@ -177,7 +177,15 @@ def main():
     ap.add_argument("--trace-dir", default="",
                     help="after timing, profile 3 more steps (torch.profiler, CPU + CUDA) and write one Kineto trace "
                          "per rank, DIR/rank<R>.json, for `scalescope analyze`")
+    ap.add_argument("--sdpa-backend", default="default", choices=["default", "flash", "cudnn", "efficient"],
+                    help="restrict scaled_dot_product_attention to one backend (torch.nn.attention.sdpa_kernel) for "
+                         "the whole run; default: PyTorch's own choice (FlashAttention-2 on an H200 in torch 2.11)")
     a = ap.parse_args()
+    if a.sdpa_backend != "default":  # held for the whole run: the forward's choice also fixes the backward's kernel
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                   "efficient": SDPBackend.EFFICIENT_ATTENTION}[a.sdpa_backend]
+        sdpa_kernel(backend).__enter__()
 
     layers, d, heads, ffn, vocab, seq = PRESETS[a.model]
     layers = a.layers or layers
@@ -281,12 +289,13 @@ def main():
         return
     print(f"pytorch {a.model} (layers {layers}) world size {world}, batch {a.batch} per rank: {tokens_per_s / 1e3:.1f} k tokens/s, step {step_ms:.2f} ms, "
           f"max allocated {allocated / gib:.2f} GiB, reserved {reserved / gib:.2f} GiB; "
-          f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; torch {torch.__version__}, SDPA flash "
-          f"{torch.backends.cuda.flash_sdp_enabled()}")
+          f"loss {losses[0]:.3f} -> {losses[-1]:.3f}; torch {torch.__version__}, SDPA backend {a.sdpa_backend} (flash "
+          f"{torch.backends.cuda.flash_sdp_enabled()}, cuDNN {torch.backends.cuda.cudnn_sdp_enabled()})")
     result = {
         "schema": "scalescope.gpt_speed/1",
         "implementation": f"pytorch {torch.__version__} eager, autocast bf16, SDPA, fused AdamW",
         "device": torch.cuda.get_device_name(),
+        "sdpa_backend": a.sdpa_backend,
         "model": a.model, "layers": layers, "batch": a.batch, "data": data_description, "seq": seq, "parameters": params, "world_size": world,
         "protocol": {"warmup_rounds": a.warmup_rounds, "rounds": a.rounds, "steps_per_round": a.steps_per_round},
         "round_step_ms": round_ms, "step_ms": step_ms, "tokens_per_s": tokens_per_s,

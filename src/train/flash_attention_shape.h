@@ -17,6 +17,10 @@ struct FlashAttentionShape {
 /// Whether the fused kernels handle this head width (64 or 128: the GPT-2/350m and the 1.3b/Llama presets).
 inline bool flash_attention_supported(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
+/// Whether this build has cuDNN's fused attention (train/cuda/cudnn_attention.h): CMake found cuDNN 9 and
+/// cudnn-frontend (SCALESCOPE_HAVE_CUDNN). Defined in scalescope_train, so CUDA-free code can plan with it.
+bool cudnn_attention_built();
+
 /// Floats of workspace flash_attention_backward needs: B·T·d for the fp32 dq accumulator and B·H·T for
 /// D = rowsum(dy ⊙ y), rounded up to a multiple of 64.
 inline std::size_t flash_attention_workspace_floats(const FlashAttentionShape& s) {

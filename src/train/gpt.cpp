@@ -179,7 +179,48 @@ std::string GptConfig::describe() const {
                      d_model, heads, head_dim(), ffn, vocab, seq, kept);
 }
 
+std::string to_string(FusedAttention f) {
+  switch (f) {
+    case FusedAttention::cudnn: return "cudnn";
+    case FusedAttention::flash: return "flash";
+    case FusedAttention::automatic: break;
+  }
+  return "automatic";
+}
+
+FusedAttention fused_attention_from_string(const std::string& name) {
+  for (const FusedAttention f : {FusedAttention::automatic, FusedAttention::cudnn, FusedAttention::flash})
+    if (to_string(f) == name) return f;
+  throw core::Error(fmt::format("fused attention '{}' is none of automatic, cudnn and flash", name));
+}
+
+bool gpt_kernels::cudnn_attention_built() {
+#if defined(SCALESCOPE_HAVE_CUDNN)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void GptConfig::choose_attention(std::string_view choice) {
+  if (choice.empty()) return;
+  if (choice == "gemm") {
+    flash_attention = false;
+    return;
+  }
+  if (choice != "cudnn" && choice != "flash")
+    throw core::UsageError(fmt::format("--attention '{}' is none of cudnn, flash and gemm", choice),
+                           "use --attention cudnn, flash or gemm, or leave it out (cuDNN's where built in, else flash)");
+  if (choice == "cudnn" && !gpt_kernels::cudnn_attention_built())
+    throw core::UsageError("--attention cudnn: this scalescope was built without cuDNN's fused attention",
+                           "install cuDNN 9 and cudnn-frontend (scripts/setup.sh --cudnn-frontend) and rebuild, or use "
+                           "--attention flash");
+  flash_attention = true;
+  fused_attention = choice == "cudnn" ? FusedAttention::cudnn : FusedAttention::flash;
+}
+
 std::string GptConfig::gpu_attention() const {
+  if (uses_cudnn_attention()) return "flash attention (cuDNN's fused kernels)";
   if (uses_flash_attention()) return "flash attention (fused kernels)";
   if (!flash_attention) return "attention by cuBLASLt GEMMs (--attention gemm)";
   return fmt::format("attention by cuBLASLt GEMMs (head width {}: the fused kernels take 64 and 128)", head_dim());

@@ -37,6 +37,13 @@ struct GptMemoryEstimate {
   double total() const { return parameters + gradients + optimizer + weight_copies + activations; }
 };
 
+/// Whose fused attention kernels GptCuda runs (GptConfig::fused_attention); `--attention cudnn|flash`.
+enum class FusedAttention { automatic, cudnn, flash };
+/// "automatic", "cudnn" or "flash".
+std::string to_string(FusedAttention f);
+/// The inverse of to_string. Errors: core::Error naming the value.
+FusedAttention fused_attention_from_string(const std::string& name);
+
 /// Sizes of a GPT decoder. Presets follow issue #5; `layers` may be lowered so a slice of a large model fits
 /// one GPU while each layer keeps its true compute/gradient balance.
 struct GptConfig {
@@ -59,11 +66,28 @@ struct GptConfig {
   /// tensor in device memory) where the head width allows it (uses_flash_attention), instead of cuBLASLt batched
   /// GEMMs around a softmax kernel. The CPU reference ignores it.
   bool flash_attention = true;
+  /// Which fused kernels run that attention: cuDNN's (cuda/cudnn_attention.h), the project's own
+  /// (cuda/flash_attention.h), or `automatic`: cuDNN's where this build has it (cudnn_attention_built()), else the
+  /// project's. Both share layouts and log-sum-exp, so the memory plan and every other kernel are the same.
+  FusedAttention fused_attention = FusedAttention::automatic;
 
   int head_dim() const { return d_model / heads; }
   /// Whether GptCuda runs the fused attention: flash_attention set and a head width of 64 or 128 (the widths the
   /// kernels are built for; tiny-14m's 26 takes the GEMM path).
   bool uses_flash_attention() const { return flash_attention && gpt_kernels::flash_attention_supported(head_dim()); }
+  /// Whether that fused attention is cuDNN's: uses_flash_attention() and fused_attention cudnn, or automatic in a
+  /// build with cuDNN.
+  bool uses_cudnn_attention() const {
+    return uses_flash_attention() && (fused_attention == FusedAttention::cudnn ||
+                                      (fused_attention == FusedAttention::automatic && gpt_kernels::cudnn_attention_built()));
+  }
+  /// GptCuda's attention kernels in one word, for result files: "cudnn", "flash" or "gemm".
+  const char* gpu_attention_kernels() const {
+    return uses_cudnn_attention() ? "cudnn" : uses_flash_attention() ? "flash" : "gemm";
+  }
+  /// Applies `--attention`: "cudnn" or "flash" (fused_attention; flash_attention on), "gemm" (flash_attention off),
+  /// "" (the defaults). Errors: core::UsageError for another value, or "cudnn" in a build without cuDNN.
+  void choose_attention(std::string_view choice);
   /// How GptCuda computes attention, for reports: "flash attention (fused kernels)", or "attention by cuBLASLt
   /// GEMMs" followed by why ("--attention gemm", or the head width the fused kernels do not take).
   std::string gpu_attention() const;

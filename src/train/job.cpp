@@ -227,9 +227,11 @@ void TrainJobConfig::validate() const {
   if (backend == BackendKind::cpu && model.family == ModelFamily::gpt && !model.gpt.recompute_activations)
     throw core::UsageError("--keep-activations needs GPU ranks: the CPU reference keeps every activation anyway",
                            "drop --keep-activations or use --backend gpu");
-  if (backend == BackendKind::cpu && model.family == ModelFamily::gpt && !model.gpt.flash_attention)
-    throw core::UsageError("--attention gemm needs GPU ranks: this job runs on CPU ranks (--backend cpu, or auto "
-                           "found no GPU), whose fp32 reference has one attention of its own",
+  if (backend == BackendKind::cpu && model.family == ModelFamily::gpt &&
+      (!model.gpt.flash_attention || model.gpt.fused_attention == FusedAttention::cudnn))
+    throw core::UsageError(fmt::format("--attention {} needs GPU ranks: this job runs on CPU ranks (--backend cpu, or "
+                                       "auto found no GPU), whose fp32 reference has one attention of its own",
+                                       model.gpt.flash_attention ? "cudnn" : "gemm"),
                            "drop --attention or use --backend gpu");
   parse_fault(fault);
 }
@@ -242,12 +244,12 @@ std::string TrainJobConfig::data_label() const {
 
 namespace {
 
-/// What computed attention, as run (not as asked): "flash" or "gemm" for a GPT on GPU ranks (GptCuda's path for
-/// this config), "cpu-reference" on CPU ranks, "none" for an MLP.
+/// What computed attention, as run (not as asked): "cudnn", "flash" or "gemm" for a GPT on GPU ranks (GptCuda's
+/// path for this config in this build), "cpu-reference" on CPU ranks, "none" for an MLP.
 std::string attention_label(const TrainJobConfig& c) {
   if (c.model.family != ModelFamily::gpt) return "none";
   if (c.backend == BackendKind::cpu) return "cpu-reference";
-  return c.model.gpt.uses_flash_attention() ? "flash" : "gemm";
+  return c.model.gpt.gpu_attention_kernels();
 }
 
 }  // namespace

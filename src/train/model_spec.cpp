@@ -55,10 +55,7 @@ ModelSpec ModelSpec::from_preset(std::string_view name, const ModelOverrides& o)
     if (o.layers) spec.gpt.layers = o.layers;
     if (o.seq) spec.gpt.seq = o.seq;
     if (o.keep_activations) spec.gpt.recompute_activations = false;
-    if (!o.attention.empty() && o.attention != "flash" && o.attention != "gemm")
-      throw core::UsageError(fmt::format("--attention '{}' is neither flash nor gemm", o.attention),
-                             "use --attention flash (the default) or --attention gemm");
-    if (o.attention == "gemm") spec.gpt.flash_attention = false;
+    spec.gpt.choose_attention(o.attention);
   } else {
     throw core::UsageError(fmt::format("unknown model '{}'", name),
                            fmt::format("choose one of: {}", fmt::join(preset_names(), ", ")));
@@ -116,7 +113,8 @@ void to_json(nlohmann::json& j, const ModelSpec& m) {
   else
     j["gpt"] = {{"layers", m.gpt.layers}, {"d_model", m.gpt.d_model}, {"heads", m.gpt.heads}, {"ffn", m.gpt.ffn},
                 {"vocab", m.gpt.vocab}, {"seq", m.gpt.seq}, {"seed", m.gpt.seed},
-                {"recompute_activations", m.gpt.recompute_activations}, {"flash_attention", m.gpt.flash_attention}};
+                {"recompute_activations", m.gpt.recompute_activations}, {"flash_attention", m.gpt.flash_attention},
+                {"fused_attention", to_string(m.gpt.fused_attention)}};
 }
 
 void from_json(const nlohmann::json& j, ModelSpec& m) {
@@ -136,6 +134,7 @@ void from_json(const nlohmann::json& j, ModelSpec& m) {
     // Absent in descriptions older than the option: today's default. (Results older than 2026-12-01 ran the GEMM
     // path; what a GPU job ran is its config's "attention" key, TrainJobConfig's to_json.)
     m.gpt.flash_attention = c.value("flash_attention", true);
+    m.gpt.fused_attention = fused_attention_from_string(c.value("fused_attention", std::string("automatic")));
   } else {
     throw core::Error("unknown model family '" + family + "' in a job description");
   }

@@ -26,7 +26,8 @@ struct ModelOverrides {
   int hidden = 0;   ///< MLP: hidden width
   int seq = 0;      ///< GPT: context length T
   bool keep_activations = false;  ///< GPT: GptConfig::recompute_activations = false
-  /// GPT: "flash" or "gemm" (GptConfig::flash_attention); empty keeps the default (flash). Given for an MLP, refused.
+  /// GPT: "cudnn", "flash" (GptConfig::fused_attention) or "gemm" (GptConfig::flash_attention off); empty keeps the
+  /// default (cuDNN's fused attention where built in, else flash). Given for an MLP, refused.
   std::string attention;
 };
 

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -32,6 +33,7 @@
 #include "cuda_test_util.h"
 #include "train/cpu/gpt_cpu.h"
 #include "train/cpu/gpt_ops.h"
+#include "train/cuda/cudnn_attention.h"
 #include "train/cuda/device_buffer.h"
 #include "train/cuda/flash_attention.h"
 #include "train/cuda/gpt_cuda.h"
@@ -459,36 +461,36 @@ std::vector<double> attention_lse(const std::vector<double>& qkv, int B, int T, 
   return lse;
 }
 
-}  // namespace
+/// Runs one fused attention's forward and backward: (shape, qkv, dy, y, lse, dqkv) on the fixture's stream.
+using FusedAttentionRun = std::function<void(const k::FlashAttentionShape&, const bf16* qkv, const bf16* dy, bf16* y,
+                                             float* lse, bf16* dqkv)>;
 
-TEST_F(GptCudaTest, FlashAttentionMatchesCpu) {
+/// Checks a fused attention against the fp64 CPU reference: y, lse and each of dq, dk, dv. Both head widths; T a
+/// multiple of the 64-row tiles, below one tile, and ragged (partial last tiles, and for hd 128 the own backward's
+/// 32-query steps); scale 1.5 makes the softmax peaked enough that a wrong mask shows.
+void expect_fused_attention_matches_cpu(const FusedAttentionRun& run, const char* which) {
   struct Case {
     int B, T, H, hd;
   };
-  // Both head widths; T a multiple of the 64-row tiles, below one tile, and ragged (partial last tiles, and for
-  // hd 128 the backward's 32-query steps); scale 1.5 makes the softmax peaked enough that a wrong mask shows.
   for (const Case c : {Case{2, 128, 2, 64}, Case{1, 37, 3, 64}, Case{2, 200, 2, 64}, Case{1, 64, 2, 128},
                        Case{2, 150, 1, 128}, Case{1, 9, 2, 128}}) {
     const int d = c.H * c.hd;
-    const std::string what = "B " + std::to_string(c.B) + " T " + std::to_string(c.T) + " H " + std::to_string(c.H) +
-                             " hd " + std::to_string(c.hd);
+    const std::string what = std::string(which) + ": B " + std::to_string(c.B) + " T " + std::to_string(c.T) + " H " +
+                             std::to_string(c.H) + " hd " + std::to_string(c.hd);
     const k::FlashAttentionShape shape{c.B, c.T, c.H, c.hd};
     const std::size_t R = static_cast<std::size_t>(c.B) * c.T;
     const auto qkv = random_bf16_values(R * 3 * d, 0.0, 1.5, 21 + static_cast<unsigned>(c.T));
     const auto dy = random_bf16_values(R * d, 0.0, 1.0, 22 + static_cast<unsigned>(c.T));
     Device<bf16> qkv_d(qkv.size()), y_d(R * d), dy_d(dy.size()), dqkv_d(qkv.size());
-    Device<float> lse_d(R * c.H), work_d(k::flash_attention_workspace_floats(shape));
+    Device<float> lse_d(R * c.H);
     upload(qkv_d, qkv);
     upload(dy_d, dy);
-    // NaN over every output and the workspace: an element left unwritten, or a read of stale scratch, fails.
-    for (void* p : {static_cast<void*>(y_d.get()), static_cast<void*>(dqkv_d.get())})
-      ASSERT_EQ(cudaMemset(p, 0xFF, (p == y_d.get() ? y_d.size() : dqkv_d.size()) * sizeof(bf16)), cudaSuccess);
+    // NaN over every output: an element left unwritten fails.
+    ASSERT_EQ(cudaMemset(y_d.get(), 0xFF, y_d.size() * sizeof(bf16)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(dqkv_d.get(), 0xFF, dqkv_d.size() * sizeof(bf16)), cudaSuccess);
     ASSERT_EQ(cudaMemset(lse_d.get(), 0xFF, lse_d.size() * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMemset(work_d.get(), 0xFF, work_d.size() * sizeof(float)), cudaSuccess);
-    k::flash_attention_forward(stream_, qkv_d.get(), shape, y_d.get(), lse_d.get());
-    k::flash_attention_backward(stream_, dy_d.get(), qkv_d.get(), y_d.get(), lse_d.get(), shape, work_d.get(),
-                                work_d.size(), dqkv_d.get());
-    sync();
+    run(shape, qkv_d.get(), dy_d.get(), y_d.get(), lse_d.get(), dqkv_d.get());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
     std::vector<double> probs(R * c.H * c.T), y(R * d), dqkv(qkv.size());
     gpt_ops::attention_forward(qkv.data(), c.B, c.T, d, c.H, probs.data(), y.data());
     gpt_ops::attention_backward(dy.data(), qkv.data(), probs.data(), c.B, c.T, d, c.H, dqkv.data());
@@ -504,6 +506,51 @@ TEST_F(GptCudaTest, FlashAttentionMatchesCpu) {
         }
       EXPECT_LT(relative_error(g, w), 5e-2) << what << " d" << "qkv"[part];
     }
+  }
+}
+
+}  // namespace
+
+TEST_F(GptCudaTest, FlashAttentionMatchesCpu) {
+  expect_fused_attention_matches_cpu(
+      [&](const k::FlashAttentionShape& shape, const bf16* qkv, const bf16* dy, bf16* y, float* lse, bf16* dqkv) {
+        Device<float> work(k::flash_attention_workspace_floats(shape));
+        // NaN over the workspace too: a read of stale scratch fails.
+        ASSERT_EQ(cudaMemset(work.get(), 0xFF, work.size() * sizeof(float)), cudaSuccess);
+        k::flash_attention_forward(stream_, qkv, shape, y, lse);
+        k::flash_attention_backward(stream_, dy, qkv, y, lse, shape, work.get(), work.size(), dqkv);
+        sync();
+      },
+      "own kernels");
+}
+
+TEST_F(GptCudaTest, CudnnAttentionMatchesCpu) {
+  if (!k::cudnn_attention_built()) GTEST_SKIP() << "this build has no cuDNN fused attention (CMake found no cuDNN 9 or cudnn-frontend)";
+  expect_fused_attention_matches_cpu(
+      [&](const k::FlashAttentionShape& shape, const bf16* qkv, const bf16* dy, bf16* y, float* lse, bf16* dqkv) {
+        const k::CudnnAttention plans(shape);
+        Device<unsigned char> work(std::max<std::size_t>(plans.workspace_bytes(), 1));
+        ASSERT_EQ(cudaMemset(work.get(), 0xFF, work.size()), cudaSuccess);
+        plans.forward(stream_, qkv, y, lse, work.get());
+        plans.backward(stream_, dy, qkv, y, lse, dqkv, work.get());
+        sync();
+      },
+      "cuDNN");
+}
+
+TEST_F(GptCudaTest, CudnnAttentionIsRefusedOrBuiltAsTheBuildSays) {
+  GptConfig c = GptConfig::sized(1, 128, 2, 256, 64, 16);
+  EXPECT_EQ(c.uses_cudnn_attention(), k::cudnn_attention_built());  // the default: cuDNN's where built in
+  c.choose_attention("flash");
+  EXPECT_FALSE(c.uses_cudnn_attention());
+  EXPECT_TRUE(c.uses_flash_attention());
+  if (k::cudnn_attention_built()) {
+    c.choose_attention("cudnn");
+    EXPECT_TRUE(c.uses_cudnn_attention());
+    EXPECT_THROW(k::CudnnAttention({0, 16, 2, 64}), std::invalid_argument);
+  } else {
+    EXPECT_THROW(c.choose_attention("cudnn"), UsageError);
+    EXPECT_THROW(k::CudnnAttention({1, 16, 2, 64}), Error);
   }
 }
 
@@ -839,8 +886,15 @@ TEST_F(GptCudaTest, LongSequencesUseQueryChunksAndMatchCpu) {
 TEST_F(GptCudaTest, FlashAttentionModelsMatchCpu) {
   // Head widths 64 and 128 take the fused kernels (T = 96 and 80: partial last tiles); the same 64-wide model with
   // flash attention off takes the GEMM path, as a control.
-  compare_step(GptConfig::sized(2, 128, 2, 256, 256, 96), 2, 64);
-  compare_step(GptConfig::sized(1, 256, 2, 512, 200, 80), 2, 3);
+  for (const char* fused : {"flash", "cudnn"}) {
+    if (std::string(fused) == "cudnn" && !k::cudnn_attention_built()) continue;  // CudnnAttentionIsRefused… covers it
+    SCOPED_TRACE(fused);
+    GptConfig c64 = GptConfig::sized(2, 128, 2, 256, 256, 96), c128 = GptConfig::sized(1, 256, 2, 512, 200, 80);
+    c64.choose_attention(fused);
+    c128.choose_attention(fused);
+    compare_step(c64, 2, 64);
+    compare_step(c128, 2, 3);
+  }
   GptConfig gemm = GptConfig::sized(2, 128, 2, 256, 256, 96);
   gemm.flash_attention = false;
   compare_step(gemm, 2, 64);

@@ -39,9 +39,13 @@ class StepGraphTest : public CudaStreamTest {
   /// eagerly or replayed from a CUDA graph.
   static GptConfig small_gpt() { return GptConfig::sized(2, 64, 4, 128, 256, 32); }
 
-  /// The same with head width 64: attention through the flash kernels (cudaFuncSetAttribute, a memset and four
-  /// kernels per layer inside the capture).
-  static GptConfig flash_gpt() { return GptConfig::sized(2, 128, 2, 128, 256, 32); }
+  /// The same with head width 64: attention through fused kernels, `fused` "flash" (the project's:
+  /// cudaFuncSetAttribute, a memset and four kernels per layer inside the capture) or "cudnn" (cuDNN's plans).
+  static GptConfig flash_gpt(const char* fused = "flash") {
+    GptConfig c = GptConfig::sized(2, 128, 2, 128, 256, 32);
+    c.choose_attention(fused);
+    return c;
+  }
 
   Run train(bool graph, int steps, const GptConfig& config = small_gpt()) {
     GptCuda model(config, stream_);
@@ -114,22 +118,28 @@ TEST_F(StepGraphTest, ReplayedStepsTrainAsEagerStepsAndAreEachTimed) {
 }
 
 TEST_F(StepGraphTest, ReplayedFlashAttentionStepsTrainAsEagerSteps) {
-  ASSERT_TRUE(flash_gpt().uses_flash_attention());
   const char* tune = std::getenv("SCALESCOPE_GEMM_AUTOTUNE");
   const std::optional<std::string> saved = tune ? std::optional<std::string>(tune) : std::nullopt;
   ASSERT_EQ(setenv("SCALESCOPE_GEMM_AUTOTUNE", "0", 1), 0);
-  const int steps = 8;
-  const Run eager = train(false, steps, flash_gpt()), replayed = train(true, steps, flash_gpt());
+  for (const char* fused : {"flash", "cudnn"}) {
+    if (std::string(fused) == "cudnn" && !train::gpt_kernels::cudnn_attention_built()) continue;
+    SCOPED_TRACE(fused);
+    const GptConfig config = flash_gpt(fused);
+    ASSERT_TRUE(config.uses_flash_attention());
+    ASSERT_EQ(config.uses_cudnn_attention(), std::string(fused) == "cudnn");
+    const int steps = 8;
+    const Run eager = train(false, steps, config), replayed = train(true, steps, config);
+    EXPECT_EQ(replayed.counts.captured, 1);
+    EXPECT_EQ(replayed.counts.replayed, steps - 1 - DataParallelEngine::kEagerStepsBeforeCapture);
+    ASSERT_EQ(replayed.losses.size(), static_cast<std::size_t>(steps));
+    // dq's atomic adds (as the embedding's) differ in order between the runs: rounding, not stale inputs.
+    for (int s = 0; s < steps; ++s) EXPECT_NEAR(replayed.losses[s], eager.losses[s], 1e-3 * eager.losses[s]) << "step " << s;
+    EXPECT_LT(relative_error(replayed.parameters, 0, eager.parameters, 0, eager.parameters.size()), 1e-3);
+    const std::vector<float> initial = gpt_initial_parameters(config);
+    EXPECT_GT(relative_error(eager.parameters, 0, initial, 0, initial.size()), 5e-3);
+  }
   if (saved) setenv("SCALESCOPE_GEMM_AUTOTUNE", saved->c_str(), 1);
   else unsetenv("SCALESCOPE_GEMM_AUTOTUNE");
-  EXPECT_EQ(replayed.counts.captured, 1);
-  EXPECT_EQ(replayed.counts.replayed, steps - 1 - DataParallelEngine::kEagerStepsBeforeCapture);
-  ASSERT_EQ(replayed.losses.size(), static_cast<std::size_t>(steps));
-  // dq's atomic adds (as the embedding's) differ in order between the runs: rounding, not stale inputs.
-  for (int s = 0; s < steps; ++s) EXPECT_NEAR(replayed.losses[s], eager.losses[s], 1e-3 * eager.losses[s]) << "step " << s;
-  EXPECT_LT(relative_error(replayed.parameters, 0, eager.parameters, 0, eager.parameters.size()), 1e-3);
-  const std::vector<float> initial = gpt_initial_parameters(flash_gpt());
-  EXPECT_GT(relative_error(eager.parameters, 0, initial, 0, initial.size()), 5e-3);
 }
 
 TEST_F(StepGraphTest, AReplayMustNameAsManyEventsAsTheCaptureRecorded) {

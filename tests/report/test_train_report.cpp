@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/reports.h"
+#include "core/error.h"
 #include "train/job.h"
 
 namespace scalescope {
@@ -129,8 +130,29 @@ TEST(TrainReport, ResultFilesSayWhichAttentionRanAndOlderOnesLoad) {
   EXPECT_EQ(nlohmann::json(r).at("config").at("attention"), "gemm");
   r.config.model = train::ModelSpec::from_preset("gpt2-124m", {});
   nlohmann::json j = r;
-  EXPECT_EQ(j.at("config").at("attention"), "flash");
+  // Default: cuDNN's fused attention where this build has it, else the project's own kernels.
+  const bool cudnn = train::gpt_kernels::cudnn_attention_built();
+  EXPECT_EQ(j.at("config").at("attention"), cudnn ? "cudnn" : "flash");
   EXPECT_EQ(j.at("config").at("model").at("gpt").at("flash_attention"), true);
+  EXPECT_EQ(j.at("config").at("model").at("gpt").at("fused_attention"), "automatic");
+  train::ModelOverrides own;
+  own.attention = "flash";
+  r.config.model = train::ModelSpec::from_preset("gpt2-124m", own);
+  j = r;
+  EXPECT_EQ(j.at("config").at("attention"), "flash");
+  EXPECT_EQ(j.get<train::TrainResult>().config.model.gpt.fused_attention, train::FusedAttention::flash)
+      << "the request survives a round trip";
+  train::ModelOverrides cudnn_request;
+  cudnn_request.attention = "cudnn";
+  if (cudnn) {
+    r.config.model = train::ModelSpec::from_preset("gpt2-124m", cudnn_request);
+    j = r;
+    EXPECT_EQ(j.at("config").at("attention"), "cudnn");
+  } else {
+    EXPECT_THROW(train::ModelSpec::from_preset("gpt2-124m", cudnn_request), core::UsageError);
+  }
+  j.at("config").at("model").at("gpt").erase("fused_attention");  // written before the option: automatic
+  EXPECT_EQ(j.get<train::TrainResult>().config.model.gpt.fused_attention, train::FusedAttention::automatic);
   train::ModelOverrides gemm;
   gemm.attention = "gemm";
   r.config.model = train::ModelSpec::from_preset("gpt2-124m", gemm);

@@ -88,10 +88,11 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
                "head width other than 64 and 128 such as tiny-14m's, its attention probabilities) for backward "
                "instead of recomputing them (a faster step for more memory)");
   app.add_option("--attention", f.attention,
-                 "GPT on GPU: flash (fused flash-attention kernels for head widths 64 and 128, no T×T tensor in "
-                 "memory; other widths use the GEMMs) or gemm (cuBLASLt batched GEMMs around a softmax kernel); "
-                 "default flash")
-      ->check(CLI::IsMember({"flash", "gemm"}));
+                 "GPT on GPU: cudnn (cuDNN's fused flash attention), flash (this project's fused kernels) — both "
+                 "for head widths 64 and 128, no T×T tensor in memory; other widths use the GEMMs — or gemm "
+                 "(cuBLASLt batched GEMMs around a softmax kernel); default cudnn where this build has cuDNN, "
+                 "else flash")
+      ->check(CLI::IsMember({"cudnn", "flash", "gemm"}));
   app.add_option("--batch", f.batch,
                  "batch rows: per rank (weak scaling) or global (--strong); default: the preset's (MLP 64 on CPU, "
                  "8192 on GPU; GPT on GPU tiny-14m 64, gpt2-124m 16, gpt-1.3b 8 …; GPT on CPU 2)")

@@ -15,7 +15,7 @@ struct WorkloadFlags {
   std::string model = "auto";
   int context = 0, embed = 0, hidden = 0, layers = 0, seq = 0;  // 0: the preset's value
   bool keep_activations = false;
-  std::string attention;  ///< "" (not given: flash), "flash" or "gemm"
+  std::string attention;  ///< "" (not given: cudnn where built in, else flash), "cudnn", "flash" or "gemm"
   int batch = 0;                                       // 0: backend default
   bool strong = false;
   double first_bucket_mib = 1.0;

@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "gpu/cuda_check.h"
 #include "train/adamw.h"
 #include "train/cuda/device_buffer.h"
+#include "train/cuda/cudnn_attention.h"
 #include "train/cuda/flash_attention.h"
 #include "train/cuda/gpt_kernels.h"
 #include "train/cuda/lt_matmul.h"
@@ -79,6 +82,7 @@ struct GptCuda::State {
         stream(s),
         hdp(round_up(c.head_dim(), 8)),
         flash(c.uses_flash_attention()),
+        cudnn(c.uses_cudnn_attention()),
         vocab_padded(round_up(c.vocab, 8)) {}
   ~State() {
     cudaStreamSynchronize(stream);  // queued kernels may still use the buffers freed below
@@ -153,6 +157,7 @@ struct GptCuda::State {
   cudaStream_t stream;
   int hdp;           // head width padded to a multiple of 8
   bool flash;        // config.uses_flash_attention(): fused kernels, q/k/v in row layout, no T² buffers
+  bool cudnn;        // config.uses_cudnn_attention(): those fused kernels are cuDNN's
   k::AttentionShape attention;  // of the staged batch (GEMM path)
   k::FlashAttentionShape flash_shape;  // of the staged batch (flash path)
   int vocab_padded;  // logits leading dimension
@@ -186,8 +191,14 @@ struct GptCuda::State {
   bf16* scores = nullptr;    // GEMM path, recomputing: [B, H, T, T] scores, then P (forward, and again in backward)
   bf16* dscores = nullptr;   // GEMM path: [B, H, T, T]: dP, then dS
   bf16* dqkvh = nullptr;     // GEMM path: [3, B, H, T, hdp]
-  float* flash_workspace = nullptr;  // flash path: fp32 dq accumulator and row dots (flash_attention_workspace_floats)
+  float* flash_workspace = nullptr;  // own flash kernels: fp32 dq accumulator and row dots (flash_attention_workspace_floats)
   std::size_t flash_workspace_floats = 0;
+  // cuDNN path: plans per batch size (each takes a build of tens to hundreds of ms, so kept), the staged batch's,
+  // and the workspace the largest asks for.
+  std::map<int, std::unique_ptr<k::CudnnAttention>> cudnn_plans;
+  const k::CudnnAttention* cudnn_attention = nullptr;
+  DeviceArray<unsigned char> cudnn_workspace;
+  void select_cudnn_plan(int rows);
   bf16* dres = nullptr;      // [R, d] residual-stream gradient
   bf16* dln = nullptr;       // [R, d] LayerNorm-output (or attention-output) gradient
   bf16* mlp_hidden = nullptr;  // [R, ffn]: MLP hidden gradient; recomputing: the GELU output before it
@@ -207,6 +218,16 @@ struct GptCuda::State {
   AdamWStepCounts steps{layout.size()};
 };
 
+void GptCuda::State::select_cudnn_plan(int batch_rows) {
+  auto& plan = cudnn_plans[batch_rows];
+  if (!plan) plan = std::make_unique<k::CudnnAttention>(k::FlashAttentionShape{batch_rows, config.seq, config.heads, config.head_dim()});
+  if (plan->workspace_bytes() > cudnn_workspace.bytes()) {
+    SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the old workspace may still be in use
+    cudnn_workspace.resize(plan->workspace_bytes());
+  }
+  cudnn_attention = plan.get();
+}
+
 void GptCuda::State::ensure_rows(int needed) {
   if (needed <= capacity_rows) return;
   SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the old buffers may still be in use
@@ -214,7 +235,7 @@ void GptCuda::State::ensure_rows(int needed) {
   const GptConfig& c = config;
   const std::size_t B = z(needed), T = z(c.seq), d = z(c.d_model), f = z(c.ffn), H = z(c.heads);
   const std::size_t R = B * T, head_elems = B * H * T * z(hdp), scores_elems = B * H * T * T;
-  flash_workspace_floats = flash ? k::flash_attention_workspace_floats({needed, c.seq, c.heads, c.head_dim()}) : 0;
+  flash_workspace_floats = flash && !cudnn ? k::flash_attention_workspace_floats({needed, c.seq, c.heads, c.head_dim()}) : 0;
   workspace_floats = std::max({k::layernorm_backward_workspace_floats(R, c.d_model), k::column_workspace_floats(R, 3 * c.d_model, 1),
                                k::column_workspace_floats(R, c.ffn, 1)});
 
@@ -372,6 +393,7 @@ void GptCuda::stage_batch(const TokenBatchView& batch) {
   s.attention = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim(), s.hdp,
                  s.config.seq > kQueryChunk ? kQueryChunk : s.config.seq};
   s.flash_shape = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim()};
+  if (s.cudnn) s.select_cudnn_plan(batch.rows);
   s.forward_done = false;
 }
 
@@ -397,7 +419,10 @@ void GptCuda::forward() {
     k::layernorm_forward(s.stream, x, s.master(base + State::kLn1W), s.master(base + State::kLn1B), z(R), d, a.ln1, a.mean1, a.rstd1);
     if (s.flash) {  // q, k, v kept as the GEMM wrote them
       s.linear(a.ln1, R, d, 3 * d, base + State::kQkvW, a.qkvh, nullptr);
-      k::flash_attention_forward(s.stream, a.qkvh, s.flash_shape, a.att, a.lse);
+      if (s.cudnn)
+        s.cudnn_attention->forward(s.stream, a.qkvh, a.att, a.lse, s.cudnn_workspace.get());
+      else
+        k::flash_attention_forward(s.stream, a.qkvh, s.flash_shape, a.att, a.lse);
     } else {
       s.linear(a.ln1, R, d, 3 * d, base + State::kQkvW, s.qkv, nullptr);
       k::attention_forward(s.stream, s.gemm, s.qkv, s.attention, a.qkvh, a.probs, a.lse, s.heads, a.att);
@@ -497,7 +522,9 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
     s.linear_weight_grad(a.att, s.dres, R, d, d, base + State::kProjW);
     ready(base + State::kProjW);
     s.linear_input_grad(s.dres, R, d, d, base + State::kProjW, s.dln);  // d attention output
-    if (s.flash)
+    if (s.cudnn)
+      s.cudnn_attention->backward(s.stream, s.dln, a.qkvh, a.att, a.lse, s.qkv, s.cudnn_workspace.get());
+    else if (s.flash)
       k::flash_attention_backward(s.stream, s.dln, a.qkvh, a.att, a.lse, s.flash_shape, s.flash_workspace,
                                   s.flash_workspace_floats, s.qkv);
     else

@@ -29,9 +29,10 @@ namespace scalescope::train {
 ///   x_0 = bf16(wte[t] + wpe[i]) from the fp32 tables; the residual stream is stored in bf16;
 ///   LayerNorm in fp32 with fp32 weight/bias, output bf16;
 ///   linear layers y = bf16(x·W + b [+ residual]) with bf16 W and b (cuBLASLt BIAS epilogue, fp32 accumulate);
-///   attention, where GptConfig::uses_flash_attention() (head width 64 or 128, the default): the fused kernels of
-///   cuda/flash_attention.h on q, k, v in the qkv GEMM's row layout (scores fp32 in registers, P bf16 into the
-///   P·V product, nothing of size T² in memory; backward recomputes P per key tile from the kept log-sum-exp);
+///   attention, where GptConfig::uses_flash_attention() (head width 64 or 128, the default): fused kernels on q,
+///   k, v in the qkv GEMM's row layout — cuDNN's (cuda/cudnn_attention.h) where uses_cudnn_attention(), else those
+///   of cuda/flash_attention.h (scores fp32 in registers, P bf16 into the P·V product, nothing of size T² in
+///   memory; backward recomputes P per key tile from the kept log-sum-exp; cuDNN's work the same way);
 ///   otherwise (--attention gemm, or another head width) strided-batched GEMMs: scores bf16 (scaled by 1/√hd in
 ///   the GEMM), causal softmax in fp32 into bf16 probabilities, y = P·V; padded head width hdp (multiple of 8);
 ///   for T > 256 queries go in chunks of 256 so the GEMMs skip score blocks above the diagonal; the
