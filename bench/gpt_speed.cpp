@@ -44,6 +44,7 @@
 #include "core/error.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cupti_tracer.h"
+#include "train/cuda/cudnn_attention.h"
 #include "train/cuda/gpt_cuda.h"
 #include "train/cuda/lt_matmul.h"
 #include "train/gpt.h"
@@ -289,6 +290,7 @@ nlohmann::json run(const Options& o) {
   j["recompute_activations"] = config.recompute_activations;
   j["flash_attention"] = config.uses_flash_attention();
   j["attention"] = config.gpu_attention_kernels();
+  if (config.uses_cudnn_attention()) j["cudnn_version"] = train::gpt_kernels::CudnnAttention::library_version();
   j["batch"] = o.batch;
   j["data"] = batches.description();
   j["seq"] = config.seq;

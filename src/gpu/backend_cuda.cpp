@@ -20,6 +20,7 @@
 #include "gpu/nccl_communicator.h"
 #include "gpu/step_graph.h"
 #include "train/backend.h"
+#include "train/cuda/cudnn_attention.h"
 #include "train/cuda/gpt_cuda.h"
 #include "train/cuda/mlp_lm_cuda.h"
 
@@ -92,6 +93,8 @@ std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model, Strea
                           prop.totalGlobalMem / 1e9);
   b->library_versions =
       fmt::format("{}, CUDA runtime {}.{}", gpu::nccl_version_string(), runtime / 1000, (runtime % 1000) / 10);
+  if (model.family == ModelFamily::gpt && model.gpt.uses_cudnn_attention())
+    b->library_versions += ", cuDNN " + gpt_kernels::CudnnAttention::library_version();
   b->kernel_tracer = gpu::make_cupti_tracer();
   return b;
 }

@@ -363,7 +363,7 @@ std::size_t GptCuda::device_bytes() const {
   const State& s = *s_;
   return s.params.bytes() + s.adam_m.bytes() + s.adam_v.bytes() + s.shadow.bytes() + s.grads.bytes() + s.arena.bytes() +
          s.losses.bytes() + s.tensor_slots_device.bytes() + s.chunks_device.bytes() + s.gemm.workspace_bytes() +
-         s.gathered_tokens.bytes() + s.gathered_dres.bytes() + s.gather_scratch.bytes();
+         s.gathered_tokens.bytes() + s.gathered_dres.bytes() + s.gather_scratch.bytes() + s.cudnn_workspace.bytes();
 }
 
 float* GptCuda::allocate_gradients(const std::vector<std::size_t>& offsets, std::size_t total_elements) {
