@@ -15,30 +15,39 @@ with_cudnn_frontend=0
 for arg in "$@"; do
   case $arg in
     --cudnn-frontend) with_cudnn_frontend=1 ;;
-    *) echo "setup: unknown option '$arg' (the only option is --cudnn-frontend)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup: unknown option '$arg' (the only option is --cudnn-frontend; --help says more)" >&2; exit 2 ;;
   esac
 done
 
-# Clones cudnn-frontend's pinned tag (headers only are used) unless already there; writes to a temporary
-# directory first, so an interrupted clone never looks complete.
+# Clones cudnn-frontend's pinned tag (headers only are used) unless already there. The clone goes to a temporary
+# directory first (removed on any exit), so an interrupted clone never looks complete; a directory left without
+# the header (a partial copy) is replaced. Run it as the user who builds: the cache is that user's.
 fetch_cudnn_frontend() {
   local dest="${XDG_CACHE_HOME:-$HOME/.cache}/scalescope/cudnn-frontend-${CUDNN_FRONTEND_TAG#v}"
   if [ -f "$dest/include/cudnn_frontend.h" ]; then
     echo "setup: cudnn-frontend ${CUDNN_FRONTEND_TAG} present in $dest"
     return 0
   fi
-  command -v git >/dev/null 2>&1 || { echo "setup: --cudnn-frontend needs git" >&2; return 1; }
+  command -v git >/dev/null 2>&1 || { echo "setup: --cudnn-frontend needs git (install it, or clone NVIDIA/cudnn-frontend ${CUDNN_FRONTEND_TAG} yourself and pass -DCUDNN_FRONTEND_ROOT=DIR)" >&2; return 1; }
   mkdir -p "$(dirname "$dest")"
-  local tmp
   tmp=$(mktemp -d "$(dirname "$dest")/.cudnn-frontend.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
   echo "setup: cloning NVIDIA/cudnn-frontend ${CUDNN_FRONTEND_TAG} into $dest"
   if ! git clone -q --depth 1 --branch "$CUDNN_FRONTEND_TAG" https://github.com/NVIDIA/cudnn-frontend.git "$tmp/src"; then
-    rm -rf "$tmp"
     echo "setup: cloning cudnn-frontend failed (network?); without it the build uses this project's attention kernels" >&2
     return 1
   fi
-  mv "$tmp/src" "$dest" && rm -rf "$tmp"
+  [ -f "$tmp/src/include/cudnn_frontend.h" ] || { echo "setup: the clone has no include/cudnn_frontend.h" >&2; return 1; }
+  if [ -e "$dest" ]; then
+    echo "setup: replacing $dest, which has no include/cudnn_frontend.h"
+    rm -rf "$dest"
+  fi
+  mv "$tmp/src" "$dest"
 }
+
+# The headers first: they need no root, so a user without it still gets them.
+if [ "$with_cudnn_frontend" -eq 1 ]; then fetch_cudnn_frontend || exit 1; fi
 
 packages=(
   build-essential cmake ninja-build pkg-config
@@ -57,8 +66,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
-  [ "$with_cudnn_frontend" -eq 0 ] || fetch_cudnn_frontend
-  exit $?
+  exit 0
 fi
 
 command="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -88,5 +96,4 @@ if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-rec
   echo "setup: apt-get failed (full log: build/setup.log)" >&2
   exit 1
 fi
-[ "$with_cudnn_frontend" -eq 0 ] || fetch_cudnn_frontend
 echo "setup: done"

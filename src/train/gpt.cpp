@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -191,7 +192,7 @@ std::string to_string(FusedAttention f) {
 FusedAttention fused_attention_from_string(const std::string& name) {
   for (const FusedAttention f : {FusedAttention::automatic, FusedAttention::cudnn, FusedAttention::flash})
     if (to_string(f) == name) return f;
-  throw core::Error(fmt::format("fused attention '{}' is none of automatic, cudnn and flash", name));
+  throw std::invalid_argument(fmt::format("fused attention '{}' is none of automatic, cudnn and flash", name));
 }
 
 bool gpt_kernels::cudnn_attention_built() {

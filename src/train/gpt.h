@@ -41,7 +41,8 @@ struct GptMemoryEstimate {
 enum class FusedAttention { automatic, cudnn, flash };
 /// "automatic", "cudnn" or "flash".
 std::string to_string(FusedAttention f);
-/// The inverse of to_string. Errors: core::Error naming the value.
+/// The inverse of to_string. Errors: std::invalid_argument naming the value (a damaged job or result file; its
+/// reader adds the file's name).
 FusedAttention fused_attention_from_string(const std::string& name);
 
 /// Sizes of a GPT decoder. Presets follow issue #5; `layers` may be lowered so a slice of a large model fits
@@ -68,7 +69,9 @@ struct GptConfig {
   bool flash_attention = true;
   /// Which fused kernels run that attention: cuDNN's (cuda/cudnn_attention.h), the project's own
   /// (cuda/flash_attention.h), or `automatic`: cuDNN's where this build has it (cudnn_attention_built()), else the
-  /// project's. Both share layouts and log-sum-exp, so the memory plan and every other kernel are the same.
+  /// project's. Both share layouts and log-sum-exp, so every other kernel is the same; the memory plan counts the
+  /// project's fp32 dq accumulator for both, which cuDNN's own workspace and state replace (about 10 MB more at
+  /// gpt-1.3b's shape on an H200, bench/RESULTS.md 2026-12-01 fourth session).
   FusedAttention fused_attention = FusedAttention::automatic;
 
   int head_dim() const { return d_model / heads; }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <nlohmann/json.hpp>
 
 #include "report/reports.h"
@@ -151,6 +153,8 @@ TEST(TrainReport, ResultFilesSayWhichAttentionRanAndOlderOnesLoad) {
   } else {
     EXPECT_THROW(train::ModelSpec::from_preset("gpt2-124m", cudnn_request), core::UsageError);
   }
+  j.at("config").at("model").at("gpt")["fused_attention"] = "bogus";  // a damaged file: named, not read as a default
+  EXPECT_THROW(j.get<train::TrainResult>(), std::invalid_argument);
   j.at("config").at("model").at("gpt").erase("fused_attention");  // written before the option: automatic
   EXPECT_EQ(j.get<train::TrainResult>().config.model.gpt.fused_attention, train::FusedAttention::automatic);
   train::ModelOverrides gemm;

@@ -26,13 +26,15 @@ namespace scalescope::train::gpt_kernels {
 
 /// The forward and backward execution plans for one attention shape, built once (cuDNN's heuristics pick the
 /// engines; building takes tens to hundreds of milliseconds) and run on any stream. Not thread-safe: one object per
-/// model. The dq reduction inside cuDNN's backward may use atomics (its non-deterministic algorithm, the faster
-/// one, as in the project's own kernels), so dq's last bits may vary from run to run.
+/// model. Destroying it destroys its cuDNN handle; GptCuda waits for its stream first. The dq reduction inside
+/// cuDNN's backward may use atomics (its non-deterministic algorithm, the faster one, as in the project's own
+/// kernels), so dq's last bits may vary from run to run.
 class CudnnAttention {
  public:
   /// Builds both plans for `shape` (causal, scale 1/√hd) on the current CUDA device. Errors: core::Error naming
-  /// cuDNN's message when cuDNN has no engine for this shape or GPU (e.g. before sm_80), or when the library is not
-  /// loadable; std::invalid_argument for a non-positive size.
+  /// cuDNN's message when cuDNN has no engine for this shape or GPU (e.g. before sm_80) or one of its
+  /// sub-libraries fails to load; std::invalid_argument for a non-positive size. (libcudnn itself is linked: a
+  /// binary built with it does not start without it.)
   explicit CudnnAttention(const FlashAttentionShape& shape);
   ~CudnnAttention();
   CudnnAttention(const CudnnAttention&) = delete;

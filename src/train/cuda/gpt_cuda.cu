@@ -219,13 +219,18 @@ struct GptCuda::State {
 };
 
 void GptCuda::State::select_cudnn_plan(int batch_rows) {
-  auto& plan = cudnn_plans[batch_rows];
-  if (!plan) plan = std::make_unique<k::CudnnAttention>(k::FlashAttentionShape{batch_rows, config.seq, config.heads, config.head_dim()});
-  if (plan->workspace_bytes() > cudnn_workspace.bytes()) {
-    SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the old workspace may still be in use
-    cudnn_workspace.resize(plan->workspace_bytes());
+  // No plan is selected until both the plan and its workspace exist, so a throw leaves nothing half-set.
+  cudnn_attention = nullptr;
+  auto found = cudnn_plans.find(batch_rows);
+  if (found == cudnn_plans.end()) {
+    auto plan = std::make_unique<k::CudnnAttention>(k::FlashAttentionShape{batch_rows, config.seq, config.heads, config.head_dim()});
+    found = cudnn_plans.emplace(batch_rows, std::move(plan)).first;
   }
-  cudnn_attention = plan.get();
+  if (found->second->workspace_bytes() > cudnn_workspace.bytes()) {
+    SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(stream));  // the old workspace may still be in use
+    cudnn_workspace.resize(found->second->workspace_bytes());
+  }
+  cudnn_attention = found->second.get();
 }
 
 void GptCuda::State::ensure_rows(int needed) {
@@ -388,12 +393,12 @@ void GptCuda::stage_batch(const TokenBatchView& batch) {
   State& s = *s_;
   check_gpt_batch(s.config, batch);
   s.ensure_rows(batch.rows);
+  if (s.cudnn) s.select_cudnn_plan(batch.rows);  // before the batch counts as staged: a failed plan stages nothing
   cuda::stage_tokens(batch.tokens, z(batch.rows) * z(batch.row_tokens), s.staging, s.tokens, s.staged, s.stream);
   s.rows = batch.rows;
   s.attention = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim(), s.hdp,
                  s.config.seq > kQueryChunk ? kQueryChunk : s.config.seq};
   s.flash_shape = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim()};
-  if (s.cudnn) s.select_cudnn_plan(batch.rows);
   s.forward_done = false;
 }
 
