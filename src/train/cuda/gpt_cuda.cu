@@ -393,13 +393,14 @@ void GptCuda::stage_batch(const TokenBatchView& batch) {
   State& s = *s_;
   check_gpt_batch(s.config, batch);
   s.ensure_rows(batch.rows);
-  if (s.cudnn) s.select_cudnn_plan(batch.rows);  // before the batch counts as staged: a failed plan stages nothing
+  s.rows = 0;  // nothing counts as staged until the end: after a throw, forward() and backward() refuse
+  s.forward_done = false;
+  if (s.cudnn) s.select_cudnn_plan(batch.rows);
   cuda::stage_tokens(batch.tokens, z(batch.rows) * z(batch.row_tokens), s.staging, s.tokens, s.staged, s.stream);
   s.rows = batch.rows;
   s.attention = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim(), s.hdp,
                  s.config.seq > kQueryChunk ? kQueryChunk : s.config.seq};
   s.flash_shape = {batch.rows, s.config.seq, s.config.heads, s.config.head_dim()};
-  s.forward_done = false;
 }
 
 void GptCuda::forward() {
