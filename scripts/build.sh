@@ -23,4 +23,4 @@ if ! { cmake -S . -B build -G Ninja "$@" && cmake --build build; } > build/build
   exit 1
 fi
 grep -o "scalescope: CUDA/NCCL backend [A-Z]*" build/build.log | tail -1 | sed 's/^/build: /'
-grep -o "scalescope: cuDNN fused attention [A-Z]*" build/build.log | tail -1 | sed 's/^/build: /'
+grep -o "scalescope: cuDNN fused attention .*" build/build.log | tail -1 | sed 's/^/build: /'

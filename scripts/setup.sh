@@ -36,6 +36,7 @@ fetch_cudnn_frontend() {
   echo "setup: cloning NVIDIA/cudnn-frontend ${CUDNN_FRONTEND_TAG} into $dest"
   if ! git clone -q --depth 1 --branch "$CUDNN_FRONTEND_TAG" https://github.com/NVIDIA/cudnn-frontend.git "$tmp/src"; then
     echo "setup: cloning cudnn-frontend failed (network?); without it the build uses this project's attention kernels" >&2
+    echo "       (or clone NVIDIA/cudnn-frontend ${CUDNN_FRONTEND_TAG} elsewhere and run scripts/build.sh -DCUDNN_FRONTEND_ROOT=DIR)" >&2
     return 1
   fi
   [ -f "$tmp/src/include/cudnn_frontend.h" ] || { echo "setup: the clone has no include/cudnn_frontend.h" >&2; return 1; }

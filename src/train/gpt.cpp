@@ -212,10 +212,17 @@ void GptConfig::choose_attention(std::string_view choice) {
   if (choice != "cudnn" && choice != "flash")
     throw core::UsageError(fmt::format("--attention '{}' is none of cudnn, flash and gemm", choice),
                            "use --attention cudnn, flash or gemm, or leave it out (cuDNN's where built in, else flash)");
-  if (choice == "cudnn" && !gpt_kernels::cudnn_attention_built())
-    throw core::UsageError("--attention cudnn: this scalescope was built without cuDNN's fused attention",
-                           "install cuDNN 9 and cudnn-frontend (scripts/setup.sh --cudnn-frontend) and rebuild, or use "
-                           "--attention flash");
+  if (choice == "cudnn" && !gpt_kernels::cudnn_attention_built()) {
+#if defined(SCALESCOPE_CUDNN_WHY)
+    const std::string why = std::string(" ") + SCALESCOPE_CUDNN_WHY;  // what CMake's configure missed
+#else
+    const std::string why = " (no CUDA backend)";
+#endif
+    throw core::UsageError("--attention cudnn: this scalescope was built without cuDNN's fused attention" + why,
+                           "provide what is missing (cudnn-frontend: scripts/setup.sh --cudnn-frontend, or "
+                           "-DCUDNN_FRONTEND_ROOT=DIR to scripts/build.sh; cuDNN 9: -DCUDNN_ROOT=DIR) and rebuild, or "
+                           "use --attention flash (GPU) or leave --attention out");
+  }
   flash_attention = true;
   fused_attention = choice == "cudnn" ? FusedAttention::cudnn : FusedAttention::flash;
 }

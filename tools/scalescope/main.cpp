@@ -7,12 +7,15 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "train/flash_attention_shape.h"  // cudnn_attention_built
 
 int main(int argc, char** argv) {
   CLI::App app{"scalescope: measures and explains the scaling of data-parallel training"};
-  app.set_version_flag("--version", std::string("scalescope ") + SCALESCOPE_VERSION +
-                                        (SCALESCOPE_BUILT_WITH_CUDA ? " (CUDA/NCCL and CPU/MPI backends)"
-                                                                    : " (CPU/MPI backend only; built without CUDA)"));
+  const char* backends = !SCALESCOPE_BUILT_WITH_CUDA ? " (CPU/MPI backend only; built without CUDA)"
+                         : scalescope::train::gpt_kernels::cudnn_attention_built()
+                             ? " (CUDA/NCCL and CPU/MPI backends; cuDNN's fused attention)"
+                             : " (CUDA/NCCL and CPU/MPI backends; the project's fused attention, built without cuDNN)";
+  app.set_version_flag("--version", std::string("scalescope ") + SCALESCOPE_VERSION + backends);
   app.require_subcommand(1);
   std::vector<scalescope::cli::Action> actions = {scalescope::cli::add_train_command(app),
                                                   scalescope::cli::add_doctor_command(app),
