@@ -4,8 +4,9 @@
 # (batch 64), gpt2-124m (batch 16) and gpt-1.3b (batch 8) — ours with its default (fused attention where the
 # head width allows: cuDNN's where built in; GELU outputs recomputed in backward), with --attention flash (this
 # project's kernels), with --attention gemm and with --keep-activations — and print the comparison table last.
-# Before that, bench_attention_speed times one layer's attention through each path. Results go to $OUT (default ./out): gpt-speed.json (every measurement), gpt-speed.txt (the table),
-# attention.txt, tests.txt (test summary) and logs.tar.gz (everything else). Meant to finish in under 8 minutes.
+# Before that, bench_attention_speed times one layer's attention through each path. Results go to $OUT (default
+# ./out): gpt-speed.json (every measurement), gpt-speed.txt (the table), attention.txt, tests.txt (test summary)
+# and logs.tar.gz (everything else). Meant to finish in under 8 minutes.
 # Both sides train on the same real text (their default --data: $SCALESCOPE_DATA, which device-env.sh points at
 # the carried fortunes package, else /usr/share/games/fortunes).
 #

@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-CUDNN_FRONTEND_TAG=v1.23.0  # CMakeLists.txt looks for this tag's directory
+CUDNN_FRONTEND_TAG=v1.23.0  # CMakeLists.txt's frontend_pinned: it looks for this tag's directory
 with_cudnn_frontend=0
 for arg in "$@"; do
   case $arg in

@@ -91,8 +91,9 @@ struct GptConfig {
   /// Applies `--attention`: "cudnn" or "flash" (fused_attention; flash_attention on), "gemm" (flash_attention off),
   /// "" (the defaults). Errors: core::UsageError for another value, or "cudnn" in a build without cuDNN.
   void choose_attention(std::string_view choice);
-  /// How GptCuda computes attention, for reports: "flash attention (fused kernels)", or "attention by cuBLASLt
-  /// GEMMs" followed by why ("--attention gemm", or the head width the fused kernels do not take).
+  /// How GptCuda computes attention, for reports: "flash attention (cuDNN's fused kernels)", "flash attention
+  /// (fused kernels)" (the project's), or "attention by cuBLASLt GEMMs" followed by why ("--attention gemm", or
+  /// the head width the fused kernels do not take).
   std::string gpu_attention() const;
 
   /// A config of these sizes (the fields of the same names), the defaults for the rest (seed, recomputation).

@@ -27,7 +27,6 @@
 namespace scalescope::train {
 namespace {
 
-
 struct FaultSpec {
   int rank = -1;
   std::int64_t step = -1;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
 
@@ -41,15 +42,30 @@ void check(cudnnStatus_t status, const char* what) {
   if (status != CUDNN_STATUS_SUCCESS) fail(what, cudnnGetErrorString(status));
 }
 
-/// dims [B, H, T, hd] over a [B, T, row] row layout whose head h starts at column `column0 + h·hd`.
-fe::graph::Tensor_attributes rows_tensor(const char* name, Uid uid, const FlashAttentionShape& s, std::int64_t row) {
+/// A tensor's dims and strides, as cuDNN's graph takes them.
+struct Layout {
+  std::vector<std::int64_t> dim, stride;
+};
+
+/// dims [B, H, T, hd] over a [B, T, row] row layout: head h's columns start h·hd after the tensor's base pointer
+/// (q, k and v of qkv differ only in that pointer: base, base + d, base + 2d).
+Layout rows_layout(const FlashAttentionShape& s, std::int64_t row) {
   const std::int64_t B = s.batch, H = s.heads, T = s.seq, hd = s.head_dim;
-  return fe::graph::Tensor_attributes()
-      .set_name(name)
-      .set_uid(uid)
-      .set_dim({B, H, T, hd})
-      .set_stride({T * row, hd, row, 1})
-      .set_data_type(fe::DataType_t::BFLOAT16);
+  return {{B, H, T, hd}, {T * row, hd, row, 1}};
+}
+
+/// lse (cuDNN's stats) [B, H, T, 1] fp32, contiguous.
+Layout lse_layout(const FlashAttentionShape& s) {
+  const std::int64_t B = s.batch, H = s.heads, T = s.seq;
+  return {{B, H, T, 1}, {H * T, T, 1, 1}};
+}
+
+fe::graph::Tensor_attributes input_tensor(const char* name, Uid uid, const Layout& l, fe::DataType_t type) {
+  return fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(l.dim).set_stride(l.stride).set_data_type(type);
+}
+
+void set_output(fe::graph::Tensor_attributes& t, Uid uid, const Layout& l) {
+  t.set_output(true).set_uid(uid).set_dim(l.dim).set_stride(l.stride);
 }
 
 std::shared_ptr<fe::graph::Graph> new_graph() {
@@ -87,47 +103,35 @@ CudnnAttention::CudnnAttention(const FlashAttentionShape& shape) : plans_(std::m
   Plans& p = *plans_;
   p.shape = shape;
   check(cudnnCreate(&p.handle), "creating a cuDNN handle");
-  const std::int64_t d = shape.d_model(), B = shape.batch, H = shape.heads, T = shape.seq;
+  const std::int64_t d = shape.d_model();
   const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  const auto stats_tensor = [&](fe::graph::Graph& g) {
-    return g.tensor(fe::graph::Tensor_attributes()
-                        .set_name("lse")
-                        .set_uid(kStats)
-                        .set_dim({B, H, T, 1})
-                        .set_stride({H * T, T, 1, 1})
-                        .set_data_type(fe::DataType_t::FLOAT));
+  const Layout qkv = rows_layout(shape, 3 * d), rows = rows_layout(shape, d), lse = lse_layout(shape);
+  const auto bf16_in = [](fe::graph::Graph& g, const char* name, Uid uid, const Layout& l) {
+    return g.tensor(input_tensor(name, uid, l, fe::DataType_t::BFLOAT16));
   };
 
   {  // forward: (y, lse) = sdpa(q, k, v)
     p.forward = new_graph();
     fe::graph::Graph& g = *p.forward;
-    auto q = g.tensor(rows_tensor("q", kQ, shape, 3 * d));
-    auto k = g.tensor(rows_tensor("k", kK, shape, 3 * d));
-    auto v = g.tensor(rows_tensor("v", kV, shape, 3 * d));
     auto options = fe::graph::SDPA_attributes().set_name("attention").set_generate_stats(true).set_attn_scale(scale);
     options.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);  // causal
-    auto [y, lse] = g.sdpa(q, k, v, options);
-    y->set_output(true).set_uid(kO).set_dim({B, H, T, shape.head_dim}).set_stride({T * d, shape.head_dim, d, 1});
-    lse->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim({B, H, T, 1}).set_stride(
-        {H * T, T, 1, 1});
+    auto [y, stats] = g.sdpa(bf16_in(g, "q", kQ, qkv), bf16_in(g, "k", kK, qkv), bf16_in(g, "v", kV, qkv), options);
+    set_output(*y, kO, rows);
+    set_output(*stats, kStats, lse);
+    stats->set_data_type(fe::DataType_t::FLOAT);
     build(g, p.handle, "building the forward plan");
   }
   {  // backward: (dq, dk, dv) = sdpa_backward(q, k, v, y, dy, lse)
     p.backward = new_graph();
     fe::graph::Graph& g = *p.backward;
-    auto q = g.tensor(rows_tensor("q", kQ, shape, 3 * d));
-    auto k = g.tensor(rows_tensor("k", kK, shape, 3 * d));
-    auto v = g.tensor(rows_tensor("v", kV, shape, 3 * d));
-    auto y = g.tensor(rows_tensor("y", kO, shape, d));
-    auto dy = g.tensor(rows_tensor("dy", kDo, shape, d));
-    auto lse = stats_tensor(g);
     auto options = fe::graph::SDPA_backward_attributes().set_name("attention_backward").set_attn_scale(scale);
     options.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
-    auto [dq, dk, dv] = g.sdpa_backward(q, k, v, y, dy, lse, options);
-    const std::vector<std::int64_t> dims{B, H, T, shape.head_dim}, strides{T * 3 * d, shape.head_dim, 3 * d, 1};
-    dq->set_output(true).set_uid(kDq).set_dim(dims).set_stride(strides);
-    dk->set_output(true).set_uid(kDk).set_dim(dims).set_stride(strides);
-    dv->set_output(true).set_uid(kDv).set_dim(dims).set_stride(strides);
+    auto [dq, dk, dv] = g.sdpa_backward(bf16_in(g, "q", kQ, qkv), bf16_in(g, "k", kK, qkv), bf16_in(g, "v", kV, qkv),
+                                        bf16_in(g, "y", kO, rows), bf16_in(g, "dy", kDo, rows),
+                                        g.tensor(input_tensor("lse", kStats, lse, fe::DataType_t::FLOAT)), options);
+    set_output(*dq, kDq, qkv);  // straight into the qkv gradient's row layout
+    set_output(*dk, kDk, qkv);
+    set_output(*dv, kDv, qkv);
     build(g, p.handle, "building the backward plan");
   }
   std::int64_t forward_bytes = 0, backward_bytes = 0;
