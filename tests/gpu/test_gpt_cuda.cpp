@@ -275,6 +275,33 @@ TEST_F(GptCudaTest, GeluForwardAndFusedBackwardMatchCpu) {
   EXPECT_LT(relative_error(download(db_d), column_sums(dpre, rows, cols)), 1e-2);
 }
 
+// Backward's one-pass recompute must give the bits of the two kernels it replaces: the GELU output over pre (what
+// gelu_forward writes), d pre over the gradient and the same bias gradient.
+TEST_F(GptCudaTest, GeluRecomputedInTheBackwardPassGivesTheSameBits) {
+  const std::size_t rows = 1031;  // more rows than one chunk, and a ragged last chunk
+  const int cols = 264;
+  const std::size_t n = rows * cols;
+  const auto pre = random_bf16_values(n, 0.0, 3.0, 11);
+  const auto dout = random_bf16_values(n, 0.0, 1.0, 12);
+  Device<bf16> pre_a(n), out_a(n), grad_a(n), pre_b(n), grad_b(n);
+  Device<float> db_a(cols), db_b(cols), ws(k::column_workspace_floats(rows, cols, 1));
+  upload(pre_a, pre);
+  upload(grad_a, dout);
+  upload(pre_b, pre);
+  upload(grad_b, dout);
+  k::gelu_forward(stream_, pre_a.get(), out_a.get(), n);
+  k::gelu_backward_bias_grad(stream_, grad_a.get(), pre_a.get(), rows, cols, db_a.get(), ws.get(), ws.size());
+  k::gelu_recompute_backward_bias_grad(stream_, grad_b.get(), pre_b.get(), rows, cols, db_b.get(), ws.get(), ws.size());
+  sync();
+  EXPECT_EQ(download(pre_b), download(out_a));
+  EXPECT_EQ(download(grad_b), download(grad_a));
+  EXPECT_EQ(download(db_b), download(db_a));
+  EXPECT_NE(download(pre_b), pre);  // it did write the output
+  EXPECT_THROW(k::gelu_recompute_backward_bias_grad(stream_, grad_b.get(), grad_b.get(), rows, cols, db_b.get(),
+                                                    ws.get(), ws.size()),
+               std::invalid_argument);
+}
+
 TEST_F(GptCudaTest, ColumnSumMatchesCpu) {
   const std::size_t rows = 4097;
   const int cols = 2304;
@@ -613,37 +640,44 @@ TEST(LtMatmulSettings, AnUnknownAutotuneValueIsRefusedByName) {
   ASSERT_EQ(unsetenv("SCALESCOPE_GEMM_AUTOTUNE"), 0);
 }
 
+// Rows up to 112 KB are staged in shared memory between the two passes, wider ones read twice: both paths, and
+// gpt2's padded vocabulary.
 TEST_F(GptCudaTest, CrossEntropyMatchesCpu) {
-  const int B = 2, T = 37, V = 1001, ld = 1008;
-  const std::size_t R = static_cast<std::size_t>(B) * T;
-  const auto tokens = random_tokens(B, T + 1, V, 17);
-  auto logits = random_bf16_values(R * V, 0.0, 2.0, 18);
-  std::vector<double> padded(R * ld, 1e4);  // padding columns must be ignored, then zeroed
-  for (std::size_t r = 0; r < R; ++r) std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(r * V), V, padded.begin() + static_cast<std::ptrdiff_t>(r * ld));
-  Device<bf16> logits_d(R * ld);
-  Device<std::int32_t> tokens_d(tokens.size());
-  Device<float> losses_d(R), mean_d(1);
-  upload(logits_d, padded);
-  upload(tokens_d, tokens);
-  const double scale = 1.0 / static_cast<double>(R);
-  k::cross_entropy(stream_, logits_d.get(), ld, tokens_d.get(), B, T, V, static_cast<float>(scale), losses_d.get());
-  k::mean(stream_, losses_d.get(), R, mean_d.get());
-  sync();
-  std::vector<double> losses(R), probs(R * V), dlogits(R * V);
-  gpt_ops::cross_entropy_forward(logits.data(), tokens.data(), B, T, V, losses.data(), probs.data());
-  gpt_ops::cross_entropy_backward(probs.data(), tokens.data(), B, T, V, scale, dlogits.data());
-  EXPECT_LT(relative_error(download(losses_d), losses), 1e-4);
-  EXPECT_NEAR(download(mean_d)[0], std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(R), 1e-4);
-  const auto got = download(logits_d);
-  std::vector<double> got_unpadded(R * V);
-  std::size_t padding_nonzero = 0;
-  for (std::size_t r = 0; r < R; ++r)
-    for (int v = 0; v < ld; ++v) {
-      if (v < V) got_unpadded[r * V + static_cast<std::size_t>(v)] = got[r * ld + static_cast<std::size_t>(v)];
-      else padding_nonzero += got[r * ld + static_cast<std::size_t>(v)] != 0.0;
-    }
-  EXPECT_LT(relative_error(got_unpadded, dlogits), 5e-3);
-  EXPECT_EQ(padding_nonzero, 0u);
+  for (const auto& [V, ld] : {std::pair{1001, 1008}, std::pair{50257, 50304}, std::pair{60001, 60008}}) {
+    SCOPED_TRACE("vocab " + std::to_string(V) + ", ld " + std::to_string(ld));
+    const int B = 2, T = 37;
+    const std::size_t R = static_cast<std::size_t>(B) * T;
+    const auto tokens = random_tokens(B, T + 1, V, 17);
+    auto logits = random_bf16_values(R * V, 0.0, 2.0, 18);
+    std::vector<double> padded(R * ld, 1e4);  // padding columns must be ignored, then zeroed
+    for (std::size_t r = 0; r < R; ++r)
+      std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(r * V), V,
+                  padded.begin() + static_cast<std::ptrdiff_t>(r * ld));
+    Device<bf16> logits_d(R * ld);
+    Device<std::int32_t> tokens_d(tokens.size());
+    Device<float> losses_d(R), mean_d(1);
+    upload(logits_d, padded);
+    upload(tokens_d, tokens);
+    const double scale = 1.0 / static_cast<double>(R);
+    k::cross_entropy(stream_, logits_d.get(), ld, tokens_d.get(), B, T, V, static_cast<float>(scale), losses_d.get());
+    k::mean(stream_, losses_d.get(), R, mean_d.get());
+    sync();
+    std::vector<double> losses(R), probs(R * V), dlogits(R * V);
+    gpt_ops::cross_entropy_forward(logits.data(), tokens.data(), B, T, V, losses.data(), probs.data());
+    gpt_ops::cross_entropy_backward(probs.data(), tokens.data(), B, T, V, scale, dlogits.data());
+    EXPECT_LT(relative_error(download(losses_d), losses), 1e-4);
+    EXPECT_NEAR(download(mean_d)[0], std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(R), 1e-4);
+    const auto got = download(logits_d);
+    std::vector<double> got_unpadded(R * V);
+    std::size_t padding_nonzero = 0;
+    for (std::size_t r = 0; r < R; ++r)
+      for (int v = 0; v < ld; ++v) {
+        if (v < V) got_unpadded[r * V + static_cast<std::size_t>(v)] = got[r * ld + static_cast<std::size_t>(v)];
+        else padding_nonzero += got[r * ld + static_cast<std::size_t>(v)] != 0.0;
+      }
+    EXPECT_LT(relative_error(got_unpadded, dlogits), 5e-3);
+    EXPECT_EQ(padding_nonzero, 0u);
+  }
 }
 
 TEST_F(GptCudaTest, EmbeddingForwardAndBackwardMatchCpu) {

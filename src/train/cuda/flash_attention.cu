@@ -14,6 +14,7 @@ namespace scalescope::train::gpt_kernels {
 namespace {
 
 using bf16 = __nv_bfloat16;
+using support::allow_shared_memory;
 using support::pack_bf16;
 
 constexpr int kWarps = 4;
@@ -500,15 +501,6 @@ void check_shape(const FlashAttentionShape& s) {
 }
 
 float softmax_scale(const FlashAttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
-
-/// Opts the kernel into `bytes` of dynamic shared memory and the largest shared-memory carveout, so that shared
-/// memory does not cap the blocks per SM below what the registers allow.
-template <class Kernel>
-void allow_shared_memory(Kernel kernel, int bytes) {
-  SCALESCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  SCALESCOPE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                             cudaSharedmemCarveoutMaxShared));
-}
 
 template <int HD>
 void forward(cudaStream_t stream, const bf16* qkv, const FlashAttentionShape& s, bf16* y, float* lse) {

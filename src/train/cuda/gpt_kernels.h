@@ -16,6 +16,8 @@
 //                          projection that wrote the residual stream)
 //   gelu_forward           GELU (tanh) of the bias-added GEMM output
 //   gelu_backward_bias_grad  dpre = dact·GELU′(pre) in place + the fc bias gradient Σ_rows dpre
+//   gelu_recompute_backward_bias_grad  the same, and in the same pass GELU(pre) recomputed over pre (backward's
+//                          recomputation of the activation: one read of pre instead of two)
 //   column_sum             Σ_rows x in fp32 (bias gradients), deterministic two-pass
 //   heads_from_rows / rows_from_heads  [B, T, nb·d] ↔ [nb, B, H, T, hdp] relayout for the batched attention
 //                          GEMMs (head width padded to hdp = multiple of 8 with zeros so every matrix is
@@ -110,6 +112,15 @@ void gelu_forward(cudaStream_t stream, const bf16* pre, bf16* out, std::size_t n
 /// overwrite). grad, pre [rows, cols]; cols % 8 == 0; workspace of column_workspace_floats(rows, cols, 1).
 void gelu_backward_bias_grad(cudaStream_t stream, bf16* grad, const bf16* pre, std::size_t rows, int cols,
                              float* dbias, float* workspace, std::size_t workspace_floats);
+
+/// gelu_backward_bias_grad with the forward recomputed in the same pass, for a backward that did not keep the
+/// activation: grad ← bf16(grad·GELU′(pre)) and pre ← bf16(GELU(pre)) in place (the same bits as gelu_forward;
+/// pre's last use, so the activation the next weight gradient reads lands where pre was), and dbias = Σ_rows of
+/// the new grad (fp32, overwrite). 8 bytes per element instead of the 10 of gelu_forward + gelu_backward_bias_grad.
+/// grad, pre [rows, cols], disjoint and 16-byte aligned; cols % 8 == 0; workspace of
+/// column_workspace_floats(rows, cols, 1).
+void gelu_recompute_backward_bias_grad(cudaStream_t stream, bf16* grad, bf16* pre, std::size_t rows, int cols,
+                                       float* dbias, float* workspace, std::size_t workspace_floats);
 
 /// out[c] = Σ_rows x[r, c] in fp32 (overwrite, deterministic). cols % 8 == 0.
 void column_sum(cudaStream_t stream, const bf16* x, std::size_t rows, int cols, float* out, float* workspace,
