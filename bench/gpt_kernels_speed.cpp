@@ -5,7 +5,8 @@
 //
 //   bench_gpt_kernels_speed [--model gpt-1.3b] [--batch 8] [--runs 30] [--only NAME] [--json FILE]
 //
-// Each time is the median CUDA-event time over `runs` calls after 3 warm-up calls. The in-place kernels (the GELU
+// Each time is the median CUDA-event time over `runs` calls after 3 warm-up calls. Inputs repeat a block of 2^20
+// random values. The in-place kernels (the GELU
 // backwards, cross-entropy) run again on what their previous call wrote: the values drift, the bytes and the work
 // do not. `--only NAME` times one kernel (for a profiler: `ncu -k regex:NAME bench_gpt_kernels_speed --only NAME
 // --runs 1`). Fewest bytes per call (bf16 activations, fp32 statistics; R rows of width d or ffn):
@@ -69,14 +70,18 @@ double median_seconds(cudaStream_t stream, int runs, const std::function<void()>
   return t[t.size() / 2];
 }
 
-/// n bf16 values ~ N(mean, stddev²) on the device.
+/// n bf16 values ~ N(mean, stddev²) on the device: one block of up to 2^20 drawn values, repeated (drawing all
+/// of gpt-1.3b's 412 M logits took seconds; a memory-bound kernel's time does not depend on the repetition).
 DeviceArray<bf16> random_bf16(std::size_t n, float mean, float stddev, unsigned seed) {
-  std::vector<bf16> host(n);
+  std::vector<bf16> host(std::min<std::size_t>(n, std::size_t{1} << 20));
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(mean, stddev);
   for (auto& x : host) x = __float2bfloat16(normal(rng));
   DeviceArray<bf16> d(n);
-  SCALESCOPE_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  for (std::size_t at = 0; at < n; at += host.size()) {
+    const std::size_t count = std::min(host.size(), n - at);
+    SCALESCOPE_CUDA_CHECK(cudaMemcpy(d.get() + at, host.data(), count * sizeof(bf16), cudaMemcpyHostToDevice));
+  }
   return d;
 }
 

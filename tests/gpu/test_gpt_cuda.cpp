@@ -154,7 +154,7 @@ class GptCudaTest : public CudaStreamTest {
 // Kernels against the host operations (double, on the same bf16-rounded inputs).
 
 TEST_F(GptCudaTest, LayerNormForwardMatchesCpu) {
-  const std::size_t rows = 1001;  // the last block of 8 rows partly filled
+  const std::size_t rows = 1001;  // the last block (8 rows, 4 at d 2048) partly filled
   // Rows held in registers: 39 packs of 8 (2 per lane, lanes doing unequal work), 768 (gpt2-124m, 3 of 4 packs per
   // lane) and 2048 (gpt-1.3b, every lane 8); 6152 is past the register-held kernel's 2048: the loop kernel.
   for (const int d : {312, 768, 2048, 6152}) {

@@ -617,8 +617,9 @@ __global__ void __launch_bounds__(2 * kThreads) layernorm_backward_fused_kernel(
 }
 
 // The forward with the row held in registers: P packs of 8 per lane (d ≤ 256·P), all loaded before the first
-// sum and read once. Up to d = 2048 (gpt-1.3b; 8 packs, 95 registers: two blocks of 256 threads per SM); the loop
-// kernel above serves wider rows. The two-pass backward (widths the one-pass kernel does not take) keeps its loop
+// sum and read once. Up to d = 2048 (gpt-1.3b; 8 packs, 95 registers); the loop kernel above serves wider rows.
+// A warp holds one row and leaves, so rows in flight decide the speed (ncu at d 2048: 42 % of DRAM bandwidth, 25 %
+// occupancy): the registers allow 21 warps per SM, which blocks of 4 rows use as 20 and blocks of 8 only as 16. The two-pass backward (widths the one-pass kernel does not take) keeps its loop
 // kernel: held in registers, dy and x took 245 registers at 8 packs (one block per SM) or spilled when capped at
 // 128, and ran slower than the loop (3.67 against 2.68 ms per gpt-1.3b step, bench/RESULTS.md, 2026-12-01,
 // second session).
@@ -640,7 +641,7 @@ template <int P>
 __global__ void __launch_bounds__(kThreads, 2)
     layernorm_forward_cached_kernel(const bf16* __restrict__ x, const float* w, const float* b, std::size_t rows, int d,
                                     bf16* __restrict__ y, float* mean, float* rstd) {
-  const std::size_t row = blockIdx.x * static_cast<std::size_t>(kRowsPerBlock) + threadIdx.x / kWarp;
+  const std::size_t row = blockIdx.x * static_cast<std::size_t>(blockDim.x / kWarp) + threadIdx.x / kWarp;
   const int lane = threadIdx.x % kWarp;
   if (row >= rows) return;
   const Pack<8>* in = reinterpret_cast<const Pack<8>*>(x + row * d);
@@ -827,7 +828,7 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(bf16*
 // most one rescale per pack, then exp2(x·log2e − m·log2e) (one FFMA and one MUFU.EX2 per element), bounds checked
 // only in the last, partial pack, and the one-hot target subtracted in its pack alone.
 
-constexpr int kXentThreads = 512;
+constexpr int kXentThreads = 1024;  // 32 registers: two staged blocks fill an SM's 64 warps
 constexpr int kXentStagedMaxBytes = 112 * 1024;  // two blocks per SM within the H100/H200's 227 KB of shared memory
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -1094,8 +1095,10 @@ void layernorm_forward(cudaStream_t stream, const bf16* x, const float* w, const
   require_aligned(w, "w");
   require_aligned(b, "b");
   const bool cached = with_cached_packs(d / 8, [&](auto packs) {
-    layernorm_forward_cached_kernel<decltype(packs)::value>
-        <<<warp_row_blocks(rows), kThreads, 0, stream>>>(x, w, b, rows, d, y, mean, rstd);
+    constexpr int P = decltype(packs)::value;
+    constexpr int rows_per_block = P >= kMaxCachedPacks ? 4 : kRowsPerBlock;
+    const auto blocks = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+    layernorm_forward_cached_kernel<P><<<blocks, rows_per_block * kWarp, 0, stream>>>(x, w, b, rows, d, y, mean, rstd);
   });
   if (!cached) layernorm_forward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(x, w, b, rows, d, y, mean, rstd);
   SCALESCOPE_CUDA_CHECK_LAUNCH();
