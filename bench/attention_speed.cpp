@@ -29,6 +29,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "median_event_time.h"
 #include "train/cuda/cudnn_attention.h"
 #include "train/cuda/device_buffer.h"
 #include "train/cuda/flash_attention.h"
@@ -41,28 +42,7 @@ using namespace scalescope;
 namespace k = train::gpt_kernels;
 using bf16 = __nv_bfloat16;
 
-/// Median CUDA-event time (seconds) of `body` over `runs` calls after 3 warm-up calls.
-template <class Body>
-double median_seconds(cudaStream_t stream, int runs, Body body) {
-  for (int i = 0; i < 3; ++i) body();
-  cudaEvent_t start = nullptr, stop = nullptr;
-  SCALESCOPE_CUDA_CHECK(cudaEventCreate(&start));
-  SCALESCOPE_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
-    body();
-    SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
-    SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    t.push_back(ms / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using bench::median_event_seconds;
 
 using Shape = k::FlashAttentionShape;  // B, T, H, hd; also the flash kernels' shape
 template <typename T>
@@ -99,8 +79,8 @@ nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
              s.head_dim, fwd_flops / 1e9, bwd_flops / 1e9);
   if (k::flash_attention_supported(s.head_dim)) {
     DeviceArray<float> work(k::flash_attention_workspace_floats(s));
-    const double fwd = median_seconds(stream, runs, [&] { k::flash_attention_forward(stream, qkv, s, y, lse); });
-    const double bwd = median_seconds(stream, runs, [&] {
+    const double fwd = median_event_seconds(stream, runs, [&] { k::flash_attention_forward(stream, qkv, s, y, lse); });
+    const double bwd = median_event_seconds(stream, runs, [&] {
       k::flash_attention_backward(stream, dy, qkv, y, lse, s, work.get(), work.size(), dqkv);
     });
     record("flash", fwd, bwd);
@@ -108,8 +88,8 @@ nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
   if (k::flash_attention_supported(s.head_dim) && k::cudnn_attention_built()) {
     const k::CudnnAttention plans(s);  // built before timing
     DeviceArray<unsigned char> work(plans.workspace_bytes());
-    const double fwd = median_seconds(stream, runs, [&] { plans.forward(stream, qkv, y, lse, work.get()); });
-    const double bwd = median_seconds(stream, runs, [&] { plans.backward(stream, dy, qkv, y, lse, dqkv, work.get()); });
+    const double fwd = median_event_seconds(stream, runs, [&] { plans.forward(stream, qkv, y, lse, work.get()); });
+    const double bwd = median_event_seconds(stream, runs, [&] { plans.backward(stream, dy, qkv, y, lse, dqkv, work.get()); });
     record("cudnn", fwd, bwd);
   }
   {
@@ -119,10 +99,10 @@ nlohmann::json measure(cudaStream_t stream, const Shape& s, int runs) {
     DeviceArray<bf16> dqkvh_buffer(3 * gemm_shape.head_elements());
     bf16 *qkvh = qkvh_buffer.get(), *heads = heads_buffer.get(), *scores = scores_buffer.get();
     bf16 *dscores = dscores_buffer.get(), *dqkvh = dqkvh_buffer.get();
-    const double fwd = median_seconds(stream, runs, [&] {
+    const double fwd = median_event_seconds(stream, runs, [&] {
       k::attention_forward(stream, gemm, qkv, gemm_shape, qkvh, scores, lse, heads, y);
     });
-    const double bwd = median_seconds(stream, runs, [&] {
+    const double bwd = median_event_seconds(stream, runs, [&] {
       k::attention_backward(stream, gemm, dy, qkvh, lse, gemm_shape, scores, heads, dscores, dqkvh, dqkv);
     });
     record("gemm", fwd, bwd);

@@ -36,6 +36,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
+#include "median_event_time.h"
 #include "train/cuda/device_buffer.h"
 #include "train/cuda/gpt_kernels.h"
 #include "train/gpt.h"
@@ -48,27 +49,7 @@ using bf16 = __nv_bfloat16;
 template <typename T>
 using DeviceArray = train::cuda::DeviceArray<T>;
 
-/// Median CUDA-event time (seconds) of `body` over `runs` calls after 3 warm-up calls.
-double median_seconds(cudaStream_t stream, int runs, const std::function<void()>& body) {
-  for (int i = 0; i < 3; ++i) body();
-  cudaEvent_t start = nullptr, stop = nullptr;
-  SCALESCOPE_CUDA_CHECK(cudaEventCreate(&start));
-  SCALESCOPE_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    SCALESCOPE_CUDA_CHECK(cudaEventRecord(start, stream));
-    body();
-    SCALESCOPE_CUDA_CHECK(cudaEventRecord(stop, stream));
-    SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    t.push_back(ms / 1e3);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using bench::median_event_seconds;
 
 /// n bf16 values ~ N(mean, stddev²) on the device: one block of up to 2^20 drawn values, repeated (drawing all
 /// of gpt-1.3b's 412 M logits took seconds; a memory-bound kernel's time does not depend on the repetition).
@@ -181,7 +162,7 @@ int main(int argc, char** argv) {
     // The ceiling: a device-to-device copy of the largest kernel's bytes (half read, half written).
     const std::size_t copy_bytes = Rv * sizeof(bf16);
     DeviceArray<unsigned char> copy_dst(copy_bytes);
-    const double copy_s = median_seconds(stream, runs, [&] {
+    const double copy_s = median_event_seconds(stream, runs, [&] {
       SCALESCOPE_CUDA_CHECK(cudaMemcpyAsync(copy_dst.get(), logits.get(), copy_bytes, cudaMemcpyDeviceToDevice, stream));
     });
     const double copy_gbps = 2.0 * static_cast<double>(copy_bytes) / copy_s / 1e9;
@@ -191,7 +172,7 @@ int main(int argc, char** argv) {
                           {"copy_gbps", copy_gbps}, {"kernels", nlohmann::json::array()}};
     for (const auto& kn : kernels) {
       if (!only.empty() && kn.name != only) continue;
-      const double s = median_seconds(stream, runs, kn.call);
+      const double s = median_event_seconds(stream, runs, kn.call);
       const double gbps = kn.bytes / s / 1e9;
       fmt::print("  {:<24} {:8.1f} us  {:7.1f} MB  {:7.1f} GB/s  ({:4.0f} % of the copy)\n", kn.name, s * 1e6,
                  kn.bytes / 1e6, gbps, 100.0 * gbps / copy_gbps);
