@@ -121,7 +121,9 @@ class Model {
   /// Backward pass. Overwrites (does not accumulate) every parameter's gradient (with the embedding gathered:
   /// the token table's head part only, and not the position table's; see gather_embedding_gradient). Calls
   /// `on_gradient_ready(i)` once per parameter i as soon as the work that writes its gradient has been
-  /// issued, in backward order (last layer first), so the engine can start that bucket's all-reduce.
+  /// issued, in backward order (last layer first), so the engine can start that bucket's all-reduce. One backward
+  /// per forward: a model may overwrite what forward kept (GptCuda does, and refuses a second backward with
+  /// std::logic_error).
   virtual void backward(const std::function<void(std::size_t parameter_index)>& on_gradient_ready) = 0;
   /// One AdamW step on the master parameters with the gradients in the flat buffer (already averaged). Throws
   /// std::logic_error before allocate_gradients() or when a part of the previous step was left out.

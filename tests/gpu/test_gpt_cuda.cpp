@@ -647,7 +647,8 @@ TEST_F(GptCudaTest, CrossEntropyMatchesCpu) {
     SCOPED_TRACE("vocab " + std::to_string(V) + ", ld " + std::to_string(ld));
     const int B = 2, T = 37;
     const std::size_t R = static_cast<std::size_t>(B) * T;
-    const auto tokens = random_tokens(B, T + 1, V, 17);
+    auto tokens = random_tokens(B, T + 1, V, 17);
+    tokens[1] = V - 1;  // position (0, 0) predicts the last id: the target in the last, partial pack
     auto logits = random_bf16_values(R * V, 0.0, 2.0, 18);
     std::vector<double> padded(R * ld, 1e4);  // padding columns must be ignored, then zeroed
     for (std::size_t r = 0; r < R; ++r)
@@ -1120,4 +1121,13 @@ TEST_F(GptCudaTest, BadBatchesAndCallsThrow) {
   tokens[3] = 0;
   EXPECT_THROW(gpu.stage_batch({2, 4, tokens.data()}), Error);
   EXPECT_THROW(gpu.stage_batch({0, 5, tokens.data()}), Error);
+  // Backward consumes forward's activations (the GELU output is recomputed over its input): one backward each.
+  const GptConfig config = GptConfig::sized(1, 16, 2, 32, 64, 4);
+  gpu.allocate_gradients(forward_offsets(config.parameter_layout()), config.parameter_count());
+  EXPECT_NO_THROW(gpu.stage_batch({2, 5, tokens.data()}));
+  gpu.forward();
+  EXPECT_NO_THROW(gpu.backward([](std::size_t) {}));
+  EXPECT_THROW(gpu.backward([](std::size_t) {}), std::logic_error);
+  gpu.forward();
+  EXPECT_NO_THROW(gpu.backward([](std::size_t) {}));
 }

@@ -465,6 +465,9 @@ void GptCuda::backward(const std::function<void(std::size_t)>& on_gradient_ready
   State& s = *s_;
   if (s.grad_offsets.empty()) throw std::logic_error("GptCuda::backward before allocate_gradients");
   if (!s.forward_done) throw std::logic_error("GptCuda::backward before forward");
+  // Backward overwrites what forward kept (the GELU output over its pre-activation, d logits over the logits): a
+  // second backward needs a second forward.
+  s.forward_done = false;
   const GptConfig& c = s.config;
   const int B = s.rows, T = c.seq, d = c.d_model, f = c.ffn, L = c.layers;
   const int R = B * T;

@@ -40,7 +40,8 @@ namespace scalescope::train {
 ///   kept log-sum-exp) unless GptConfig::recompute_activations is false, which keeps them per layer;
 ///   GELU in fp32 on the bf16 pre-activation; logits bf16 [R, V]; loss and d logits from one fused fp32 pass;
 ///   backward recomputes the GELU output (from the kept pre-activation, over it, in the GELU backward's pass)
-///   unless recompute_activations is false; backward consumes what forward kept: one backward per forward;
+///   unless recompute_activations is false; backward consumes what forward kept, so a second backward without a
+///   forward between throws std::logic_error;
 ///   weight gradients fp32 from the GEMM; bias and LayerNorm gradients fp32 column sums (deterministic);
 ///   the tied embedding's gradient = head GEMM (fp32) + fp32 atomic scatter-add of the input gradient, or, once
 ///   gather_embedding_gradient() was called, + the deterministic scatter-add of every rank's gathered rows.

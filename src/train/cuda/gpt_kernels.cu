@@ -619,8 +619,8 @@ __global__ void __launch_bounds__(2 * kThreads) layernorm_backward_fused_kernel(
 // The forward with the row held in registers: P packs of 8 per lane (d ≤ 256·P), all loaded before the first
 // sum and read once. Up to d = 2048 (gpt-1.3b; 8 packs, 95 registers); the loop kernel above serves wider rows.
 // A warp holds one row and leaves, so rows in flight decide the speed (ncu at d 2048: 42 % of DRAM bandwidth, 25 %
-// occupancy): the registers allow 21 warps per SM, which blocks of 4 rows use as 20 and blocks of 8 only as 16. The two-pass backward (widths the one-pass kernel does not take) keeps its loop
-// kernel: held in registers, dy and x took 245 registers at 8 packs (one block per SM) or spilled when capped at
+// occupancy): the registers allow 21 warps per SM, which blocks of 4 rows use as 20 and blocks of 8 only as 16.
+// The two-pass backward (widths the one-pass kernel does not take) keeps its loop kernel: held in registers, dy and x took 245 registers at 8 packs (one block per SM) or spilled when capped at
 // 128, and ran slower than the loop (3.67 against 2.68 ms per gpt-1.3b step, bench/RESULTS.md, 2026-12-01,
 // second session).
 constexpr int kMaxCachedPacks = 8;
@@ -826,7 +826,8 @@ __global__ void __launch_bounds__(kThreads) causal_softmax_backward_kernel(bf16*
 // take two reads. The kernel was instruction-bound (ncu at gpt-1.3b's shape: 67 % SM throughput, 43 % DRAM, with
 // an online-softmax update and two compares per element), so the passes work per 8-value pack: one max and at
 // most one rescale per pack, then exp2(x·log2e − m·log2e) (one FFMA and one MUFU.EX2 per element), bounds checked
-// only in the last, partial pack, and the one-hot target subtracted in its pack alone.
+// only in the last, partial pack, and the one-hot target subtracted in its pack alone. m·log2e overflows for
+// |logit| > 2.3e38 (bf16 reaches 3.4e38): only a run that has already diverged gets there, and its loss is not finite.
 
 constexpr int kXentThreads = 1024;  // 32 registers: two staged blocks fill an SM's 64 warps
 constexpr int kXentStagedMaxBytes = 112 * 1024;  // two blocks per SM within the H100/H200's 227 KB of shared memory
@@ -1349,14 +1350,38 @@ void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* d
   rows_from_heads(stream, dqkvh, 3, s.batch, T, s.heads, s.head_dim, hdp, dqkv);
 }
 
+namespace {
+
+/// Bytes of a logits row the staged cross-entropy holds on the current device: kXentStagedMaxBytes, or less where
+/// the device's opt-in shared memory per block minus the kernel's static arrays is smaller; cached per device.
+std::size_t xent_staged_limit() {
+  int device = 0;
+  SCALESCOPE_CUDA_CHECK(cudaGetDevice(&device));
+  static std::mutex mutex;
+  static std::map<int, std::size_t> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = cache.find(device); it != cache.end()) return it->second;
+  int optin = 0;
+  SCALESCOPE_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  cudaFuncAttributes attributes{};
+  SCALESCOPE_CUDA_CHECK(cudaFuncGetAttributes(&attributes, cross_entropy_kernel<true>));
+  const std::size_t room = static_cast<std::size_t>(std::max(0, optin - static_cast<int>(attributes.sharedSizeBytes)));
+  return cache[device] = std::min(room, static_cast<std::size_t>(kXentStagedMaxBytes));
+}
+
+}  // namespace
+
 void cross_entropy(cudaStream_t stream, bf16* logits, int ld, const std::int32_t* tokens, int batch, int seq, int vocab,
                    float scale, float* losses) {
   require(ld % 8 == 0 && ld >= vocab, "logits leading dimension must be a multiple of 8 and ≥ vocab");
   require_aligned(logits, "logits");
   const std::size_t rows = static_cast<std::size_t>(batch) * seq;
   const std::size_t row_bytes = static_cast<std::size_t>(ld) * sizeof(bf16);
-  if (row_bytes <= static_cast<std::size_t>(kXentStagedMaxBytes)) {
-    support::allow_shared_memory(cross_entropy_kernel<true>, static_cast<int>(row_bytes));
+  const std::size_t staged_limit = xent_staged_limit();
+  if (row_bytes <= staged_limit) {
+    // Always the device's one limit, whatever this row needs: a smaller one would fail a graph node captured earlier
+    // with a wider row.
+    support::allow_shared_memory(cross_entropy_kernel<true>, static_cast<int>(staged_limit));
     cross_entropy_kernel<true><<<static_cast<unsigned>(rows), kXentThreads, row_bytes, stream>>>(logits, ld, tokens, seq,
                                                                                                  vocab, scale, losses);
   } else {

@@ -30,8 +30,9 @@
 //                          scale in alpha, P·v; dP, q·kᵀ again, dq, dk, dv) and the softmax kernels above, in
 //                          order: not flash attention — the bf16 probabilities [B, H, T, T] are materialised in
 //                          a scratch buffer, but, as in flash attention, not kept between forward and backward
-//   cross_entropy          softmax cross-entropy forward and backward in one pass over the logits: per-position
-//                          loss (fp32) and d logits (bf16) written over the logits
+//   cross_entropy          softmax cross-entropy forward and backward, one kernel: per-position loss (fp32) and
+//                          d logits (bf16) written over the logits; the row read once from DRAM where it fits in
+//                          shared memory (≤ 112 KB: vocabularies up to 57344), else twice
 //   mean                   deterministic mean of the per-position losses
 //   adamw                  multi-tensor AdamW over the given chunks (all parameters, or a range) in one launch,
 //                          writing the bf16 copies
@@ -117,7 +118,8 @@ void gelu_backward_bias_grad(cudaStream_t stream, bf16* grad, const bf16* pre, s
 /// activation: grad ← bf16(grad·GELU′(pre)) and pre ← bf16(GELU(pre)) in place (the same bits as gelu_forward;
 /// pre's last use, so the activation the next weight gradient reads lands where pre was), and dbias = Σ_rows of
 /// the new grad (fp32, overwrite). 8 bytes per element instead of the 10 of gelu_forward + gelu_backward_bias_grad.
-/// grad, pre [rows, cols], disjoint and 16-byte aligned; cols % 8 == 0; workspace of
+/// grad, pre [rows, cols], disjoint (std::invalid_argument when they are the same buffer; a partial overlap is not
+/// detected) and 16-byte aligned; cols % 8 == 0; workspace of
 /// column_workspace_floats(rows, cols, 1).
 void gelu_recompute_backward_bias_grad(cudaStream_t stream, bf16* grad, bf16* pre, std::size_t rows, int cols,
                                        float* dbias, float* workspace, std::size_t workspace_floats);
@@ -186,7 +188,8 @@ void attention_backward(cudaStream_t stream, cuda::LtMatmul& gemm, const bf16* d
 /// Fused softmax cross-entropy forward and backward over the vocabulary for each of the B·T positions:
 /// losses[r] = logsumexp(l_r) − l_r[target] (fp32 math on the bf16 logits) and, over the logits in place,
 /// dlogits = bf16(scale·(softmax(l_r) − onehot(target))), with target = tokens[b, i + 1]. logits [B·T, ld]
-/// with ld % 8 == 0 and ld ≥ vocab; columns in [vocab, ld) are set to 0.
+/// with ld % 8 == 0 and ld ≥ vocab; columns in [vocab, ld) are set to 0. std::invalid_argument for a bad ld or an
+/// unaligned pointer; core::Error from CUDA (the launch, or the shared-memory opt-in of the staged kernel).
 void cross_entropy(cudaStream_t stream, bf16* logits, int ld, const std::int32_t* tokens, int batch, int seq,
                    int vocab, float scale, float* losses);
 
