@@ -215,42 +215,26 @@ struct SumOp {
   }
 };
 
-/// grad ← bf16(grad·GELU′(pre)) in place, and Σ_rows of the rounded result (what the GEMMs see).
+/// grad ← bf16(grad·GELU′(pre)) in place, and Σ_rows of the rounded result (what the GEMMs see). RECOMPUTE: also
+/// pre ← bf16(GELU(pre)) in place from the same load (gelu and gelu_grad share one σ), the bits gelu_forward writes.
+template <bool RECOMPUTE>
 struct GeluBackwardOp {
   bf16* grad;
-  const bf16* pre;
+  std::conditional_t<RECOMPUTE, bf16*, const bf16*> pre;
   int cols;
   __device__ void operator()(std::size_t r, int c0, float (&acc)[1][kColVec]) const {
     Pack<kColVec>* gp = reinterpret_cast<Pack<kColVec>*>(grad + r * cols + c0);
     Pack<kColVec> g = *gp;
-    const Pack<kColVec> x = *reinterpret_cast<const Pack<kColVec>*>(pre + r * cols + c0);
-#pragma unroll
-    for (int v = 0; v < kColVec; ++v) {
-      g.v[v] = __float2bfloat16(to_f(g.v[v]) * gelu_grad(to_f(x.v[v])));
-      acc[0][v] += to_f(g.v[v]);
-    }
-    *gp = g;
-  }
-};
-
-/// GeluBackwardOp, and pre ← bf16(GELU(pre)) in place from the same load (gelu and gelu_grad share one σ).
-struct GeluRecomputeBackwardOp {
-  bf16* grad;
-  bf16* pre;
-  int cols;
-  __device__ void operator()(std::size_t r, int c0, float (&acc)[1][kColVec]) const {
-    Pack<kColVec>* gp = reinterpret_cast<Pack<kColVec>*>(grad + r * cols + c0);
-    Pack<kColVec>* xp = reinterpret_cast<Pack<kColVec>*>(pre + r * cols + c0);
-    Pack<kColVec> g = *gp, x = *xp;
+    Pack<kColVec> x = *reinterpret_cast<const Pack<kColVec>*>(pre + r * cols + c0);
 #pragma unroll
     for (int v = 0; v < kColVec; ++v) {
       const float xf = to_f(x.v[v]);
       g.v[v] = __float2bfloat16(to_f(g.v[v]) * gelu_grad(xf));
-      x.v[v] = __float2bfloat16(gelu(xf));
+      if constexpr (RECOMPUTE) x.v[v] = __float2bfloat16(gelu(xf));
       acc[0][v] += to_f(g.v[v]);
     }
     *gp = g;
-    *xp = x;
+    if constexpr (RECOMPUTE) *reinterpret_cast<Pack<kColVec>*>(pre + r * cols + c0) = x;
   }
 };
 
@@ -620,9 +604,9 @@ __global__ void __launch_bounds__(2 * kThreads) layernorm_backward_fused_kernel(
 // sum and read once. Up to d = 2048 (gpt-1.3b; 8 packs, 95 registers); the loop kernel above serves wider rows.
 // A warp holds one row and leaves, so rows in flight decide the speed (ncu at d 2048: 42 % of DRAM bandwidth, 25 %
 // occupancy): the registers allow 21 warps per SM, which blocks of 4 rows use as 20 and blocks of 8 only as 16.
-// The two-pass backward (widths the one-pass kernel does not take) keeps its loop kernel: held in registers, dy and x took 245 registers at 8 packs (one block per SM) or spilled when capped at
-// 128, and ran slower than the loop (3.67 against 2.68 ms per gpt-1.3b step, bench/RESULTS.md, 2026-12-01,
-// second session).
+// The two-pass backward (widths the one-pass kernel does not take) keeps its loop kernel: held in registers, dy
+// and x took 245 registers at 8 packs (one block per SM) or spilled when capped at 128, and ran slower than the
+// loop (3.67 against 2.68 ms per gpt-1.3b step, bench/RESULTS.md, 2026-12-01, second session).
 constexpr int kMaxCachedPacks = 8;
 
 /// Calls f(std::integral_constant<int, P>{}) for the smallest P in {1, 2, 4, 8} with 32·P ≥ packs, or returns
@@ -1178,7 +1162,8 @@ void gelu_backward_bias_grad(cudaStream_t stream, bf16* grad, const bf16* pre, s
                              float* workspace, std::size_t workspace_floats) {
   require_aligned(grad, "grad");
   require_aligned(pre, "pre");
-  column_reduce<1>(stream, rows, cols, GeluBackwardOp{grad, pre, cols}, workspace, workspace_floats, dbias, nullptr, nullptr);
+  column_reduce<1>(stream, rows, cols, GeluBackwardOp<false>{grad, pre, cols}, workspace, workspace_floats, dbias,
+                   nullptr, nullptr);
 }
 
 void gelu_recompute_backward_bias_grad(cudaStream_t stream, bf16* grad, bf16* pre, std::size_t rows, int cols,
@@ -1186,7 +1171,7 @@ void gelu_recompute_backward_bias_grad(cudaStream_t stream, bf16* grad, bf16* pr
   require_aligned(grad, "grad");
   require_aligned(pre, "pre");
   require(grad != pre, "GELU backward: grad and pre must be different buffers");
-  column_reduce<1>(stream, rows, cols, GeluRecomputeBackwardOp{grad, pre, cols}, workspace, workspace_floats, dbias,
+  column_reduce<1>(stream, rows, cols, GeluBackwardOp<true>{grad, pre, cols}, workspace, workspace_floats, dbias,
                    nullptr, nullptr);
 }
 
