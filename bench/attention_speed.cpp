@@ -139,6 +139,10 @@ int main(int argc, char** argv) {
     nlohmann::json all = nlohmann::json::array();
     for (const Shape& s : parsed) all.push_back(measure(stream, s, runs));
     if (!json.empty()) core::write_file_atomically(json, all.dump(2) + "\n");
+  } catch (const core::Error& e) {
+    fmt::print(stderr, "bench_attention_speed: {}\n", e.what());
+    if (!e.remedy().empty()) fmt::print(stderr, "  what to do: {}\n", e.remedy());
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_attention_speed: {}\n", e.what());
     return 1;

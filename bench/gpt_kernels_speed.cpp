@@ -96,16 +96,15 @@ int main(int argc, char** argv) {
   app.add_option("--model", model, "GPT preset whose widths are used")->capture_default_str();
   app.add_option("--batch", batch, "rows (each seq positions)")->capture_default_str()->check(CLI::Range(1, 4096));
   app.add_option("--runs", runs, "timed calls per kernel (median)")->capture_default_str()->check(CLI::Range(1, 100000));
-  app.add_option("--only", only, "time only the kernel of this name");
+  std::string names;
+  for (const auto& n : kKernelNames) names += (names.empty() ? "" : ", ") + n;
+  app.add_option("--only", only, "time only the kernel of this name: " + names);
   app.add_option("--json", json, "write the results as JSON to this file (atomically)");
   CLI11_PARSE(app, argc, argv);
   try {
     const train::GptConfig c = train::GptConfig::preset(model);
-    if (!only.empty() && std::find(kKernelNames.begin(), kKernelNames.end(), only) == kKernelNames.end()) {
-      std::string names;
-      for (const auto& n : kKernelNames) names += (names.empty() ? "" : ", ") + n;
+    if (!only.empty() && std::find(kKernelNames.begin(), kKernelNames.end(), only) == kKernelNames.end())
       throw core::UsageError("--only '" + only + "' names no kernel here", "one of: " + names);
-    }
     if (!json.empty()) core::check_output_path_writable(json);
     const std::size_t R = static_cast<std::size_t>(batch) * c.seq;
     const int d = c.d_model, f = c.ffn, ld = (c.vocab + 7) / 8 * 8;
@@ -183,6 +182,10 @@ int main(int argc, char** argv) {
   } catch (const core::UsageError& e) {
     fmt::print(stderr, "bench_gpt_kernels_speed: {}{}\n", e.what(), e.remedy().empty() ? "" : " (" + e.remedy() + ")");
     return 2;
+  } catch (const core::Error& e) {
+    fmt::print(stderr, "bench_gpt_kernels_speed: {}\n", e.what());
+    if (!e.remedy().empty()) fmt::print(stderr, "  what to do: {}\n", e.remedy());
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_gpt_kernels_speed: {}\n", e.what());
     return 1;

@@ -11,10 +11,16 @@
 
 namespace scalescope::gpu {
 
+/// Throws core::Error naming the failed call, where it is and CUDA's message. The remedy depends on the error: no
+/// driver or no device (the first CUDA call on a machine without a GPU) says to run where there is one; anything
+/// else, to check the GPU's health and memory.
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  const bool no_gpu = err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice;
   throw core::Error(std::string("CUDA error in ") + call + " at " + file + ":" + std::to_string(line) + ": " +
                         cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")",
-                    "check that the GPU is healthy (nvidia-smi) and that the model fits in its memory");
+                    no_gpu ? "no usable NVIDIA GPU or driver here: run on a machine with an NVIDIA GPU and its driver "
+                             "(nvidia-smi lists it), and check CUDA_VISIBLE_DEVICES"
+                           : "check that the GPU is healthy (nvidia-smi) and that the model fits in its memory");
 }
 
 [[noreturn]] inline void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line) {

@@ -31,6 +31,7 @@
 
 #include "core/error.h"
 #include "cuda_test_util.h"
+#include "gpu/cuda_check.h"
 #include "train/cpu/gpt_cpu.h"
 #include "train/cpu/gpt_ops.h"
 #include "train/cuda/cudnn_attention.h"
@@ -629,6 +630,25 @@ TEST_F(GptCudaTest, AutotunedGemmsComputeTheSameProducts) {
 }
 
 // Runs without a GPU too: the variable is read before cuBLASLt is touched.
+// Runs without a GPU: the first CUDA call on such a machine fails with one of these, and the error says what to do.
+TEST(CudaErrors, NoDriverOrDeviceSaysToRunWhereThereIsAGpu) {
+  for (const cudaError_t err : {cudaErrorInsufficientDriver, cudaErrorNoDevice}) {
+    try {
+      scalescope::gpu::throw_cuda_error(err, "cudaStreamCreate(&s)", "file.cpp", 7);
+      FAIL() << "no throw";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cudaStreamCreate(&s) at file.cpp:7"), std::string::npos) << e.what();
+      EXPECT_NE(e.remedy().find("machine with an NVIDIA GPU"), std::string::npos) << e.remedy();
+    }
+  }
+  try {
+    scalescope::gpu::throw_cuda_error(cudaErrorMemoryAllocation, "cudaMalloc(&p, n)", "file.cpp", 9);
+    FAIL() << "no throw";
+  } catch (const Error& e) {
+    EXPECT_NE(e.remedy().find("fits in its memory"), std::string::npos) << e.remedy();
+  }
+}
+
 TEST(LtMatmulSettings, AnUnknownAutotuneValueIsRefusedByName) {
   ASSERT_EQ(setenv("SCALESCOPE_GEMM_AUTOTUNE", "yes please", 1), 0);
   try {
