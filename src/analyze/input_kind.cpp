@@ -140,6 +140,13 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
         return d;
       }
     }
+    // The merged timeline of `analyze --timeline` (chrome_trace_writer.cpp) is a trace of all ranks at once: read
+    // as one rank's, a re-run over *.json would count it as another rank that idles 100 % of the step.
+    if (contains(peek, "\"generator\":\"scalescope analyze\"")) {
+      d.reason = "the merged timeline of all ranks that `scalescope analyze --timeline` wrote (for Perfetto), not "
+                 "one rank's profiler trace: leave it out of the inputs";
+      return d;
+    }
     for (std::string_view key : {"\"traceEvents\"", "\"schemaVersion\"", "\"distributedInfo\""})
       if (contains(peek, key)) {
         d.kinds = {InputKind::kineto_trace};

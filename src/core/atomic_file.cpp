@@ -31,17 +31,35 @@ void check_output_path_writable(const std::string& path) {
     throw Error("output path '" + path + "' is not a regular file (a device, FIFO or socket)",
                 "pass the name of a regular file, e.g. --out result.json");
   const std::string dir = directory_of(path);
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error("output directory '" + dir + "' does not exist", "create it first (mkdir -p " + dir + ")");
+  if (stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    throw Error("output directory '" + dir + "' is a file, not a directory", "choose another --out location");
+  if (stat(dir.c_str(), &st) != 0) {
+    const int err = errno;
+    throw Error("output directory '" + dir + "' does not exist",
+                err == ENOTDIR ? "part of its path is a file, not a directory: choose another --out location"
+                                 : "create it first (mkdir -p " + dir + ")");
+  }
   // A probe file rather than access(W_OK), which as root says yes even where no file can be created (/proc,
   // /sys, a read-only mount): the result will be created the same way, through mkstemp in this directory.
   std::string probe = path + ".probe.XXXXXX";
   const int fd = mkstemp(probe.data());
-  if (fd < 0)
-    throw Error("output directory '" + dir + "' is not writable: " + std::strerror(errno),
+  if (fd < 0) {
+    const int err = errno;  // ENOENT for an existing directory: a virtual file system such as /proc
+    throw Error("output directory '" + dir + "' is not writable: " +
+                    (err == ENOENT ? std::string("no file can be created there") : std::string(std::strerror(err))),
                 "choose another --out location");
+  }
   close(fd);
   unlink(probe.c_str());
+}
+
+void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs) {
+  for (const auto& input : inputs) {
+    std::error_code ec;
+    if (!path.empty() && !input.empty() && std::filesystem::equivalent(path, input, ec))
+      throw UsageError(flag + " '" + path + "' is the input '" + input + "': writing it would replace what was read",
+                       "write " + flag + " to another file");
+  }
 }
 
 void write_file_atomically(const std::string& path, std::string_view content) {

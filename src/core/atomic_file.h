@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace scalescope::core {
 
@@ -16,5 +17,10 @@ void write_file_atomically(const std::string& path, std::string_view content);
 /// and `path` is not a directory, device, FIFO or socket). Throws core::Error with the reason otherwise.
 /// Creates and removes a probe file beside `path` (PATH.probe.XXXXXX); leaves nothing behind.
 void check_output_path_writable(const std::string& path);
+
+/// Throws core::UsageError (exit 2) when the output `path`, given with `flag` (e.g. "--out"), is the same file as
+/// one of `inputs` — by std::filesystem::equivalent, so also through links and other spellings of the path: the
+/// result would replace what it was read from. Paths that do not exist (yet) are no input of this run.
+void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs);
 
 }  // namespace scalescope::core

@@ -135,6 +135,11 @@ TEST(AnalyzeCli, ScalescopeJsonGivesTheDoctorVerdict) {
     EXPECT_EQ(r.status, 1) << stub << "\n" << r.output;
     EXPECT_NE(r.output.find("without measured points"), std::string::npos) << r.output;
   }
+  // Nor does train write one without its config and step times (it was summarised as "world size -, step - ms").
+  write(dir / "train.json", R"({"schema": "scalescope.train/1"})");
+  r = run_cli("analyze " + quote(dir / "train.json"));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("without its config and step_s objects"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
 
@@ -166,6 +171,21 @@ TEST(AnalyzeCli, ProfilerTracesOfTwoRanksGiveTheCombinedReportAndATimeline) {
   ASSERT_TRUE(fs::exists(timeline));
   const auto t = read_json(timeline);
   EXPECT_TRUE(t.contains("traceEvents")) << "Perfetto reads Chrome-trace JSON with a traceEvents array";
+  // Run again over *.json, which now takes in the merged timeline: it is not read as a third rank.
+  const auto timeline2 = dir / "merged2.json";
+  const auto again = run_cli("analyze " + quote(r0) + " " + quote(r1) + " " + quote(timeline) + " --timeline " +
+                             quote(timeline2));
+  EXPECT_EQ(again.status, 1) << again.output;
+  EXPECT_NE(again.output.find("2 ranks analysed"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("merged timeline of all ranks that `scalescope analyze --timeline` wrote"),
+            std::string::npos)
+      << again.output;
+  // A timeline asked of inputs with no trace among them is an error, not silence.
+  const auto none = run_cli("analyze " + quote(timeline) + " --timeline " + quote(dir / "t3.json"));
+  EXPECT_EQ(none.status, 1) << none.output;
+  EXPECT_NE(none.output.find("none of the inputs is a profiler trace, so no timeline was written"), std::string::npos)
+      << none.output;
+  EXPECT_FALSE(fs::exists(dir / "t3.json"));
   fs::remove_all(dir);
 }
 

@@ -168,7 +168,11 @@ std::pair<std::string, nlohmann::json> summarize_scalescope_json(const std::stri
     }
     if (j.contains("failure") && j["failure"].is_string()) line += "; failed: " + j["failure"].get<std::string>();
   } else if (schema == "scalescope.train/1") {
-    const auto& c = j.contains("config") ? j["config"] : nlohmann::json::object();
+    // train writes a report only after a whole run: with its configuration and its step times (train_command.cpp).
+    if (!j.contains("config") || !j["config"].is_object() || !j.contains("step_s") || !j["step_s"].is_object())
+      throw core::Error("a scalescope.train/1 report without its config and step_s objects: train never writes one",
+                        "pass the file train wrote (--out), not a hand-edited or truncated copy");
+    const auto& c = j["config"];
     // The headline step time is the trimmed mean (middle 3 of 5 rounds), shown in ms like every other view.
     const nlohmann::json step = j.contains("step_s") && j["step_s"].is_object() ? j["step_s"].value("trimmed_mean", nlohmann::json())
                                                                                    : nlohmann::json();
@@ -228,6 +232,17 @@ void record_error(FileResult& r, const std::string& what, const core::Error& e) 
 }
 
 int run(const AnalyzeFlags& f) {
+  std::vector<std::string> inputs = f.files;
+  if (!f.baseline.empty()) inputs.push_back(f.baseline);
+  core::check_output_is_not_input(f.out, "--out", inputs);
+  core::check_output_is_not_input(f.timeline, "--timeline", inputs);
+  if (!f.out.empty() && !f.timeline.empty()) {
+    std::error_code ec_out, ec_timeline;
+    if (std::filesystem::weakly_canonical(f.out, ec_out) == std::filesystem::weakly_canonical(f.timeline, ec_timeline) &&
+        !ec_out && !ec_timeline)
+      throw core::UsageError("--out and --timeline are the same file '" + f.out + "': one would replace the other",
+                             "give them two file names, e.g. --out analysis.json --timeline timeline.json");
+  }
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   if (!f.timeline.empty()) {  // before reading anything: the analysis must not be lost to a bad output path
     try {
@@ -331,6 +346,10 @@ int run(const AnalyzeFlags& f) {
   nlohmann::json combined = nlohmann::json::object();
   std::string combined_text;
   std::vector<std::pair<std::string, std::string>> baseline_errors;  // cause, remedy
+  std::vector<std::pair<std::string, std::string>> timeline_errors;
+  if (!f.timeline.empty() && trace_files.empty())  // said with the other errors, after what was read
+    timeline_errors.push_back({"--timeline '" + f.timeline + "': none of the inputs is a profiler trace, so no timeline was written",
+                               "pass the ranks' profiler traces (PyTorch profiler or scalescope --kernel-trace) with it"});
   if (!trace_files.empty()) {
     std::vector<std::string> paths;
     for (auto i : trace_files) paths.push_back(results[i].path);
@@ -389,6 +408,10 @@ int run(const AnalyzeFlags& f) {
   if (!baseline_errors.empty()) {
     status = 1;
     combined["baseline_errors"] = print_errors(baseline_errors);
+  }
+  if (!timeline_errors.empty()) {
+    status = 1;
+    combined["timeline_errors"] = print_errors(timeline_errors);
   }
   if (!f.out.empty()) {
     nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined}};

@@ -23,6 +23,7 @@ struct TopoFlags {
 };
 
 int run(const TopoFlags& f) {
+  core::check_output_is_not_input(f.out, "--out", {f.from, f.compare});
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   // Read --compare first: a bad file is an error before any discovery runs.
   std::optional<topo::TopologyReading> other;
