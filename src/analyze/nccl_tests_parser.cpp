@@ -622,6 +622,15 @@ class Parser {
       for (std::size_t k = fields.size() + expected_extra; k < rest.size(); ++k) extra += (extra.empty() ? "" : " ") + std::string(rest[k]);
       warn(number, fmt::format("values after the last column ignored: '{}'", shorten(extra, 40)));
     }
+    if (layout.wrong_name == "#wrong") {  // the "error" of old outputs is a maximum error, not a count
+      const double wrong = std::max(row.out_of_place.wrong.value_or(0.0), row.in_place.wrong.value_or(0.0));
+      if (wrong > 0) {
+        ++sweep_.rows_with_wrong_elements;
+        warn(number, fmt::format("size {}: #wrong {:g}: the run's data check found wrong elements, so this row's "
+                                 "bandwidth is not that of a correct collective",
+                                 row.size_bytes, wrong));
+      }
+    }
     sweep_.rows.push_back(std::move(row));
     infos_.push_back(info);
     return true;
@@ -722,6 +731,10 @@ class Parser {
       return;
     }
     double v = num->value;
+    if (v < 0 && f != Field::root) {  // no time, bandwidth or count of wrong elements is negative
+      warn(number, fmt::format("{} '{}' is negative; not used", name, shorten(t, 20)));
+      return;
+    }
     if (layout.time_in_ms && (f == Field::time || f == Field::i_min || f == Field::i_max || f == Field::i_p99)) {
       v *= 1000.0;
       num->half_ulp *= 1000.0;

@@ -2,6 +2,7 @@
 // A collective benchmark sweep — the rows of an nccl-tests table — whether measured live by
 // `scalescope comm` or read from a saved nccl-tests output by `scalescope comm --from`.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -51,6 +52,10 @@ struct Sweep {
   std::vector<SweepRow> rows;          ///< in the order measured/printed
   std::optional<double> reported_avg_busbw_gbps;  ///< nccl-tests' "# Avg bus bandwidth" footer, if present
   std::vector<std::string> warnings;   ///< what could not be read, each naming the line
+  /// Rows of a saved nccl-tests output whose #wrong counts wrong elements (> 0) in either direction: the run that
+  /// wrote it failed its data check, so its bandwidths are not those of a correct collective. 0 for live sweeps,
+  /// which fail at once instead, and for old outputs whose "error" column is a maximum error.
+  std::size_t rows_with_wrong_elements = 0;
 };
 
 /// JSON objects with one key per field, named as the fields; absent values are null (never 0).

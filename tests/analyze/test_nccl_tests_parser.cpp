@@ -72,7 +72,23 @@ TEST(NcclTestsParser, CurrentLayout) {
   EXPECT_DOUBLE_EQ(*r.in_place.busbw_gbps, 0.09);
   EXPECT_DOUBLE_EQ(*r.in_place.wrong, 2);
   EXPECT_DOUBLE_EQ(*s.reported_avg_busbw_gbps, 0.0425);
-  EXPECT_TRUE(s.warnings.empty()) << all_warnings(s);
+  // The in-place #wrong 2 of the second row is the run's failed data check: said, and counted for `comm --from`.
+  EXPECT_EQ(s.rows_with_wrong_elements, 1u);
+  ASSERT_EQ(s.warnings.size(), 1u) << all_warnings(s);
+  EXPECT_NE(s.warnings[0].find("size 1024: #wrong 2"), std::string::npos) << s.warnings[0];
+}
+
+TEST(NcclTestsParser, NegativeValuesAreNotUsed) {
+  const char* text =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "        1024           256     float     sum      -1  -268588    0.08    0.08      0    11.64    0.09    0.09      0\n";
+  auto s = parse_nccl_tests(text, "neg.log");
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_FALSE(s.rows[0].out_of_place.time_us);
+  EXPECT_DOUBLE_EQ(*s.rows[0].in_place.time_us, 11.64);
+  EXPECT_EQ(s.rows_with_wrong_elements, 0u);
+  ASSERT_FALSE(s.warnings.empty());  // then what the table without a program name leaves open
+  EXPECT_NE(s.warnings[0].find("time '-268588' is negative; not used"), std::string::npos) << all_warnings(s);
 }
 
 TEST(NcclTestsParser, OldLayoutWithoutRootAndErrorColumnNA) {

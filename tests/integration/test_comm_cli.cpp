@@ -53,6 +53,23 @@ TEST(CommCli, ReadsAnNcclTestsOutputAndWritesJson) {
   fs::remove_all(dir);
 }
 
+// A saved run whose data check failed (#wrong > 0) is a failed run, as a live one is: exit 1, the JSON still written.
+TEST(CommCli, WrongElementsInTheFileFailTheRun) {
+  auto dir = scratch_dir("comm_wrong");
+  std::string text = kOutput;
+  const std::string row = "   8388608       2097152     float     sum      -1    84.29   99.52  174.16      0";
+  const auto at = text.find(row);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at + row.size() - 1, 1, "7");
+  std::ofstream(dir / "ar.txt") << text;
+  auto r = run_cli("comm --from " + (dir / "ar.txt").string() + " --out " + (dir / "r.json").string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "size 8388608: #wrong 7");
+  expect_mentions(r.output, "1 row(s) of '" + (dir / "ar.txt").string() + "' report wrong elements");
+  EXPECT_EQ(read_json(dir / "r.json")["sweep"]["rows_with_wrong_elements"], 1);
+  fs::remove_all(dir);
+}
+
 TEST(CommCli, ForeignOrMissingFilesFailWithTheReason) {
   auto dir = scratch_dir("comm_bad");
   std::ofstream(dir / "notes.txt") << "GPU0 X NV18\nsome text\n";

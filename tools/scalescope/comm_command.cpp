@@ -204,6 +204,7 @@ analyze::Sweep sweep_from_file(const CommFlags& f) {
 
 int run(const CommFlags& f) {
   if (f.from.empty()) return run_live(f);
+  core::check_output_is_not_input(f.out, "--out", {f.from});
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   const analyze::Sweep sweep = sweep_from_file(f);
   const auto analysis = analyze::analyze_sweep(sweep, analysis_options(f));
@@ -213,6 +214,14 @@ int run(const CommFlags& f) {
   if (!f.out.empty()) {
     core::write_file_atomically(f.out, analyze::comm_report_json(sweep, analysis).dump(1) + "\n");
     std::fprintf(stderr, "wrote %s\n", f.out.c_str());
+  }
+  if (sweep.rows_with_wrong_elements > 0) {  // as a live run that finds wrong elements: a failed run
+    std::fprintf(stderr,
+                 "scalescope: error: %zu row(s) of '%s' report wrong elements (#wrong > 0): the run that wrote it "
+                 "failed its data check\n  what to do: rerun the test; wrong results point at a faulty GPU, link or "
+                 "NCCL build, not at slow communication\n",
+                 sweep.rows_with_wrong_elements, f.from.c_str());
+    return 1;
   }
   return 0;
 }
