@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_flags.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
   app.add_option("--shape", shapes, "B,T,H,hd (repeatable; default: gpt2-124m at 16 rows and gpt-1.3b at 8)");
   app.add_option("--runs", runs, "timed calls per measurement (median)")->check(CLI::Range(1, 100000));
   app.add_option("--json", json, "write the results as JSON to this file");
-  CLI11_PARSE(app, argc, argv);
+  if (const int status = scalescope::bench::parse_flags(app, argc, argv, "bench_attention_speed"); status >= 0) return status;
   try {
     std::vector<Shape> parsed;  // every shape checked before the first is timed
     for (const auto& text : shapes) parsed.push_back(parse_shape(text));

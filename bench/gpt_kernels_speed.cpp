@@ -33,6 +33,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_flags.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
   for (const auto& n : kKernelNames) names += (names.empty() ? "" : ", ") + n;
   app.add_option("--only", only, "time only the kernel of this name: " + names);
   app.add_option("--json", json, "write the results as JSON to this file (atomically)");
-  CLI11_PARSE(app, argc, argv);
+  if (const int status = scalescope::bench::parse_flags(app, argc, argv, "bench_gpt_kernels_speed"); status >= 0) return status;
   try {
     const train::GptConfig c = train::GptConfig::preset(model);
     if (!only.empty() && std::find(kKernelNames.begin(), kKernelNames.end(), only) == kKernelNames.end())

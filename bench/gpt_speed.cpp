@@ -40,6 +40,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_flags.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gpu/cuda_check.h"
@@ -318,8 +319,8 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_gpt_speed: tokens/s, step time, MFU and memory of the CUDA GPT on one GPU"};
   Options o;
   app.add_option("--model", o.model, "GPT preset: " + fmt::format("{}", fmt::join(GptConfig::preset_names(), ", ")));
-  app.add_option("--batch", o.batch, "rows per step (each seq + 1 tokens)");
-  app.add_option("--layers", o.layers, "override the preset's layer count (0: keep)");
+  app.add_option("--batch", o.batch, "rows per step (each seq + 1 tokens)")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--layers", o.layers, "override the preset's layer count (0: keep)")->check(CLI::Range(0, 1000));
   app.add_flag("--keep-activations", o.keep_activations,
                "keep GELU outputs (and, on the GEMM attention path, attention probabilities) for backward (default: "
                "recompute them)");
@@ -327,10 +328,11 @@ int main(int argc, char** argv) {
                  "cudnn (cuDNN's fused kernels) or flash (this project's) where the head width allows, or gemm; "
                  "default cudnn where built in, else flash")
       ->check(CLI::IsMember({"cudnn", "flash", "gemm"}));
-  app.add_option("--warmup-rounds", o.warmup_rounds, "discarded rounds");
-  app.add_option("--rounds", o.rounds, "timed rounds (the middle ones are averaged)");
-  app.add_option("--steps-per-round", o.steps_per_round, "steps per round");
-  app.add_option("--gemm-size", o.gemm_size, "n of the n³ bf16 GEMM whose rate is MFU's denominator");
+  app.add_option("--warmup-rounds", o.warmup_rounds, "discarded rounds")->check(CLI::Range(0, 1000));
+  app.add_option("--rounds", o.rounds, "timed rounds (the middle ones are averaged; 3 to 1000)")->check(CLI::Range(3, 1000));
+  app.add_option("--steps-per-round", o.steps_per_round, "steps per round")->check(CLI::Range(1, 100000));
+  app.add_option("--gemm-size", o.gemm_size, "n of the n³ bf16 GEMM whose rate is MFU's denominator (256 to 32768)")
+      ->check(CLI::Range(256, 32768));
   app.add_option("--data", o.data,
                  "training tokens: a text file or directory, an llm.c/nanoGPT .bin token file, 'synthetic' (random "
                  "bytes) or 'random' (ids uniform over the vocabulary); default $SCALESCOPE_DATA, else "
@@ -341,7 +343,7 @@ int main(int argc, char** argv) {
                  "(read by `scalescope analyze` and bench/kernel_diff.py)");
   app.add_option("--trace-steps", o.trace_steps, "steps traced by --kernel-trace (1 to 100)")
       ->check(CLI::Range(1, 100))->needs(trace_option);
-  CLI11_PARSE(app, argc, argv);
+  if (const int status = scalescope::bench::parse_flags(app, argc, argv, "bench_gpt_speed"); status >= 0) return status;
   try {
     const nlohmann::json j = run(o);
     if (!o.json.empty()) core::write_file_atomically(o.json, j.dump(2) + "\n");

@@ -1,6 +1,7 @@
 #include "comm/launcher.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -142,6 +143,7 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
     std::vector<std::string> args = spec.argv;
     for (auto& s : args) argv.push_back(s.data());
     argv.push_back(nullptr);
+    const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
       int err = errno;
@@ -150,6 +152,10 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
       throw core::Error(fmt::format("cannot start {}: fork failed: {}", spec.label, std::strerror(err)));
     }
     if (pid == 0) {
+      // Should this process die without stopping its ranks (SIGKILL, the OOM killer), they get SIGTERM instead of
+      // running on with no timeout watching them; mpirun passes it on to its ranks. A parent gone already: stop.
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(1);
       execve(argv[0], argv.data(), envp.data());
       std::fprintf(stderr, "scalescope: error: cannot execute %s: %s\n", argv[0], std::strerror(errno));
       _exit(127);
@@ -195,7 +201,7 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
     }
     if (!stopping && timeout_seconds > 0 &&
         std::chrono::duration<double>(now - start).count() > timeout_seconds) {
-      failure = fmt::format("the ranks did not finish within the {:.0f} s timeout (a hang: a rank may be stuck in "
+      failure = fmt::format("the ranks did not finish within the {:g} s timeout (a hang: a rank may be stuck in "
                             "a collective)", timeout_seconds);
       remedy = "if the run is only slow, raise --timeout (0: never)";
       stopping = true;

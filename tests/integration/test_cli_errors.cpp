@@ -97,7 +97,10 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
 }
 
 TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {
-  for (const char* flag : {"--timeout nan", "--bucket-cap-mb nan", "--bucket-cap-mb 1e30", "--lr 1e39"}) {
+  // --timeout inf reached the ranks' job file as JSON null (an internal error); --rounds near INT_MAX overflowed
+  // warm-up + timed rounds into an empty sample.
+  for (const char* flag : {"--timeout nan", "--timeout inf", "--bucket-cap-mb nan", "--bucket-cap-mb 1e30", "--lr 1e39",
+                           "--rounds 2147483647", "--warmup-rounds 2147483647", "--steps-per-round 1e7"}) {
     auto r = run_cli(std::string("train ") + flag + kQuick);
     EXPECT_EQ(r.status, 2) << flag << "\n" << r.output;
     EXPECT_EQ(r.output.find("internal error"), std::string::npos) << flag << "\n" << r.output;
@@ -246,6 +249,31 @@ TEST(CliErrors, OutputThatWouldReplaceSomethingElseIsRejected) {
   fs::remove_all(dir);
 }
 
+// Every command that reads files refuses an output (--out, analyze's --timeline) that is one of its inputs, before
+// reading anything; train's --data case is above.
+TEST(CliErrors, OutputThatIsAnInputIsRejected) {
+  auto dir = scratch_dir("outin");
+  auto input = dir / "in.txt";
+  const std::string content = "not read: the command must stop before\n";
+  std::ofstream(input) << content;
+  auto other = dir / "other.json";
+  for (const std::string& args :
+       {"analyze " + input.string() + " --out " + input.string(),
+        "analyze " + input.string() + " --timeline " + input.string(),
+        "analyze " + input.string() + " --out " + (dir / "." / "in.txt").string(),  // another spelling
+        "analyze " + input.string() + " --out " + other.string() + " --timeline " + other.string(),
+        "topo --from " + input.string() + " --out " + input.string(),
+        "comm --from " + input.string() + " --out " + input.string()}) {
+    auto r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("would replace"), std::string::npos) << args << "\n" << r.output;
+    std::ifstream in(input);
+    EXPECT_EQ(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), content) << args;
+    EXPECT_FALSE(fs::exists(other)) << args;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(CliErrors, GpuBackendWithoutEnoughGpus) {
   // More ranks than GPUs: on a CPU-only machine (and on any machine with fewer than 64 GPUs).
   // No GPU at all is the machine's fault (exit 1); too few is the command line's (exit 2).
@@ -321,6 +349,44 @@ TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
     std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
     EXPECT_EQ(text.find(tmp.string()), std::string::npos) << "left running: pid " << e.path().filename();
   }
+  fs::remove_all(tmp);
+}
+
+TEST(CliErrors, SigkillOfScalescopeStillStopsTheRanks) {
+  // SIGKILL (or the OOM killer) gives scalescope no chance to stop its ranks: mpirun and both ranks ran on, with
+  // no timeout watching them. They now get SIGTERM when it dies (PR_SET_PDEATHSIG). Its hand-over directory in
+  // TMPDIR stays behind: nothing is left to remove it.
+  auto tmp = scratch_dir("sigkill");
+  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 1000000 " +
+                          "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
+                          (tmp / "log.txt").string() + " 2>&1";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("TMPDIR", tmp.c_str(), 1);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto survivors = [&] {
+    std::vector<std::string> pids;
+    for (const auto& e : fs::directory_iterator("/proc")) {  // the ranks' command lines name their job file
+      std::ifstream cmdline(e.path() / "cmdline");
+      std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+      if (text.find(tmp.string()) != std::string::npos) pids.push_back(e.path().filename().string());
+    }
+    return pids;
+  };
+  for (int i = 0; i < 100 && survivors().size() < 2; ++i) usleep(100000);
+  sleep(2);  // let mpirun start the ranks
+  ASSERT_FALSE(survivors().empty()) << "the ranks never started";
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::vector<std::string> left = survivors();
+  for (int i = 0; i < 150 && !left.empty(); ++i, usleep(100000)) left = survivors();
+  EXPECT_TRUE(left.empty()) << "still running 15 s after scalescope was killed: " << left.size() << " process(es), pid "
+                            << (left.empty() ? "" : left[0]);
+  for (const auto& p : left) kill(std::stoi(p), SIGKILL);
   fs::remove_all(tmp);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Flags shared by `train` and `doctor`: the workload, its batch, buckets, data and measurement protocol.
 
+#include <limits>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -48,8 +49,12 @@ void check_output_path(const std::string& out, const train::TrainJobConfig& conf
 /// core::UsageError naming the problem.
 void check_kernel_trace_dir(const std::string& dir, train::TrainJobConfig config);
 
-/// A flag's number check: positive (or ≥ 0 when `zero_allowed`), with a one-line message.
-CLI::Validator number_check(bool zero_allowed);
+/// A flag's number check: finite, positive (or ≥ 0 when `zero_allowed`) and at most `at_most`, with a one-line
+/// message (inf is refused: --timeout inf reached the ranks' job file as JSON null).
+CLI::Validator number_check(bool zero_allowed, double at_most = std::numeric_limits<double>::max());
+
+/// The most --rounds, --warmup-rounds and --steps-per-round take each: their sums stay far from int's range.
+inline constexpr double kMaxRounds = 1e6;
 
 /// CLI11 validator for --out: an empty file name (e.g. `--out "$UNSET"`) is refused instead of writing nothing, and a
 /// name starting with '-' (CLI11 gives --out the next word even when it is a flag) as looking like a flag.
