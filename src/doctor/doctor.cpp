@@ -64,8 +64,11 @@ std::optional<std::string> step_stall_note(const train::TrainResult& r) {
   if (e.count < 10 || !(e.median > 0) || !(e.p95 > kStallingStepRatio * e.median)) return std::nullopt;
   return fmt::format("N={}: some steps stall — per-step time p95 {:.2f} ms vs median {:.2f} ms (max {:.2f} ms, {} "
                      "steps): a rank paused now and then (host work between steps, another process on its cores or "
-                     "GPU); the step ms above is the mean of the middle 3 rounds, stalls included",
-                     r.config.world_size, 1e3 * e.p95, 1e3 * e.median, 1e3 * e.max, e.count);
+                     "GPU); the step ms above is the {} of the rounds, stalls included",
+                     r.config.world_size, 1e3 * e.p95, 1e3 * e.median, 1e3 * e.max, e.count,
+                     r.config.protocol.timed_rounds >= 3
+                         ? fmt::format("mean of the middle {}", r.config.protocol.timed_rounds - 2)
+                         : std::string("mean"));
 }
 
 std::optional<std::string> boundary_note(const KernelBreakdown& k) {

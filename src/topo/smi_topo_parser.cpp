@@ -283,7 +283,7 @@ std::optional<Link> parse_link_token(std::string_view t) {
   if (t.size() >= 3 && t.size() <= 5 && t.substr(0, 2) == "NV" &&
       std::all_of(t.begin() + 2, t.end(), is_digit)) {
     int n = std::stoi(std::string(t.substr(2)));
-    if (n >= 1) return Link{LinkClass::nvlink, n};
+    if (n >= 1 && n <= kMaxNvLinks) return Link{LinkClass::nvlink, n};  // NV0 and NV19+ are no GPU's links
   }
   return std::nullopt;
 }

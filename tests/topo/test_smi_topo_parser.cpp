@@ -47,6 +47,9 @@ TEST(CellTokens, LinkTokensMapToClasses) {
   EXPECT_EQ(parse_link_token("SOC")->cls, LinkClass::sys);
   EXPECT_EQ(parse_link_token("N/A")->cls, LinkClass::unknown);
   EXPECT_FALSE(parse_link_token("NV0"));
+  EXPECT_EQ(parse_link_token("NV18")->nvlinks, 18);  // NVML_NVLINK_MAX_LINKS: the most any GPU has
+  EXPECT_FALSE(parse_link_token("NV19"));            // not 19 × 25 GB/s of expected bandwidth
+  EXPECT_FALSE(parse_link_token("NV99"));
   EXPECT_FALSE(parse_link_token("NS"));
   EXPECT_FALSE(parse_link_token("pix"));
 }

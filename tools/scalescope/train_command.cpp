@@ -69,7 +69,7 @@ int run(const TrainFlags& f) {
   } catch (const core::UsageError&) {
     throw;
   } catch (const core::Error& e) {  // a failed run measured nothing whole: say that --out was left alone
-    if (f.out.empty()) throw;
+    if (f.out.empty() || e.remedy().find("nothing was written") != std::string::npos) throw;  // said already
     throw core::Error(e.what(), (e.remedy().empty() ? "" : e.remedy() + "; ") + "nothing was written to " + f.out);
   }
   return 0;
