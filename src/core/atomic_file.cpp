@@ -32,11 +32,11 @@ void check_output_path_writable(const std::string& path) {
                 "pass the name of a regular file, e.g. --out result.json");
   const std::string dir = directory_of(path);
   if (stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
-    throw Error("output directory '" + dir + "' is a file, not a directory", "choose another --out location");
+    throw Error("output directory '" + dir + "' is a file, not a directory", "choose another location for the output");
   if (stat(dir.c_str(), &st) != 0) {
     const int err = errno;
     throw Error("output directory '" + dir + "' does not exist",
-                err == ENOTDIR ? "part of its path is a file, not a directory: choose another --out location"
+                err == ENOTDIR ? "part of its path is a file, not a directory: choose another location for the output"
                                  : "create it first (mkdir -p " + dir + ")");
   }
   // A probe file rather than access(W_OK), which as root says yes even where no file can be created (/proc,
@@ -47,7 +47,7 @@ void check_output_path_writable(const std::string& path) {
     const int err = errno;  // ENOENT for an existing directory: a virtual file system such as /proc
     throw Error("output directory '" + dir + "' is not writable: " +
                     (err == ENOENT ? std::string("no file can be created there") : std::string(std::strerror(err))),
-                "choose another --out location");
+                "choose another location for the output");
   }
   close(fd);
   unlink(probe.c_str());
@@ -60,6 +60,19 @@ void check_output_is_not_input(const std::string& path, const std::string& flag,
       throw UsageError(flag + " '" + path + "' is the input '" + input + "': writing it would replace what was read",
                        "write " + flag + " to another file");
   }
+}
+
+void check_outputs_differ(const std::string& a, const std::string& flag_a, const std::string& b, const std::string& flag_b) {
+  if (a.empty() || b.empty()) return;
+  // weakly_canonical leaves a relative path whose first component does not exist relative: absolute first.
+  const auto resolved = [](const std::string& p) {
+    std::error_code ec;
+    auto r = std::filesystem::weakly_canonical(std::filesystem::absolute(p, ec), ec);
+    return ec ? std::filesystem::path(p).lexically_normal() : r;
+  };
+  if (resolved(a) == resolved(b))
+    throw UsageError(flag_a + " and " + flag_b + " are the same file '" + a + "': one would replace the other",
+                     "give them two file names");
 }
 
 void write_file_atomically(const std::string& path, std::string_view content) {

@@ -23,4 +23,9 @@ void check_output_path_writable(const std::string& path);
 /// result would replace what it was read from. Paths that do not exist (yet) are no input of this run.
 void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs);
 
+/// Throws core::UsageError (exit 2) when two outputs of one run (`a` given with `flag_a`, `b` with `flag_b`) are
+/// the same file, one replacing the other. Neither needs to exist: both are made absolute and normalised first,
+/// so "o.json" and "./o.json" are one file. Empty paths (an output not asked for) never clash.
+void check_outputs_differ(const std::string& a, const std::string& flag_a, const std::string& b, const std::string& flag_b);
+
 }  // namespace scalescope::core

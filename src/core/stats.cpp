@@ -49,6 +49,11 @@ void MeasurementProtocol::validate() const {
   if (steps_per_round < 1)
     throw UsageError(fmt::format("steps per round must be ≥ 1, got {}", steps_per_round),
                      "pass 1 or more steps per round");
+  if (warmup_rounds > kMaxRounds || timed_rounds > kMaxRounds || steps_per_round > kMaxStepsPerRound)
+    throw UsageError(fmt::format("{} warm-up rounds, {} timed rounds and {} steps per round: at most {} rounds of each "
+                                 "kind and {} steps per round",
+                                 warmup_rounds, timed_rounds, steps_per_round, kMaxRounds, kMaxStepsPerRound),
+                     "pass fewer rounds or steps (the seed protocol: 3 warm-up and 5 timed rounds)");
 }
 
 bool MeasurementProtocol::is_seed_compliant() const noexcept { return warmup_rounds >= 3 && timed_rounds >= 5; }

@@ -20,9 +20,14 @@ struct MeasurementProtocol {
   /// Training steps per round; a round's time is the mean step time over these steps. ≥ 1.
   int steps_per_round = 10;
 
-  /// Throws core::UsageError naming the field and value if warmup_rounds < 0, timed_rounds < 1 or
-  /// steps_per_round < 1. Fewer warm-up or timed rounds than the seed asks for are accepted (quick runs);
-  /// is_seed_compliant() reports them.
+  /// The most rounds of either kind and steps per round: (warm-up + timed rounds) × steps per round, the steps
+  /// of a run, stays within int (2e4 × 1e5 = 2e9 < 2^31).
+  static constexpr int kMaxRounds = 10000;
+  static constexpr int kMaxStepsPerRound = 100000;
+
+  /// Throws core::UsageError naming the field and value if warmup_rounds < 0, timed_rounds < 1,
+  /// steps_per_round < 1, or one is beyond kMaxRounds / kMaxStepsPerRound. Fewer warm-up or timed rounds than
+  /// the seed asks for are accepted (quick runs); is_seed_compliant() reports them.
   void validate() const;
 
   /// True when the protocol is at least as strict as the seed's: warmup_rounds ≥ 3 and timed_rounds ≥ 5.

@@ -84,3 +84,40 @@ TEST(AtomicFile, DirectoryWhereNoFileCanBeCreatedIsRefusedBeforeTheRun) {
   EXPECT_TRUE(fs::is_empty(dir));
   fs::remove_all(dir);
 }
+
+// Two outputs of one run that name one file, in any spelling, and neither there yet (analyze's --out and
+// --timeline: "o.json" and "./o.json" got past weakly_canonical, which leaves such relative paths relative).
+TEST(AtomicFile, TwoOutputsThatAreOneFileAreRefused) {
+  using scalescope::core::check_outputs_differ;
+  using scalescope::core::UsageError;
+  const auto dir = fresh_dir("outputs_differ");
+  const auto cwd = fs::current_path();
+  fs::current_path(dir);
+  EXPECT_THROW(check_outputs_differ("o.json", "--out", "./o.json", "--timeline"), UsageError);
+  EXPECT_THROW(check_outputs_differ("o.json", "--out", (dir / "o.json").string(), "--timeline"), UsageError);
+  EXPECT_THROW(check_outputs_differ("new/../o.json", "--out", "o.json", "--timeline"), UsageError);
+  EXPECT_NO_THROW(check_outputs_differ("o.json", "--out", "t.json", "--timeline"));
+  EXPECT_NO_THROW(check_outputs_differ("o.json", "--out", "", "--timeline"));  // not asked for
+  try {
+    check_outputs_differ("o.json", "--out", "./o.json", "--timeline");
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--out and --timeline are the same file"), std::string::npos) << e.what();
+  }
+  fs::current_path(cwd);
+  fs::remove_all(dir);
+}
+
+// An output that is one of the inputs, through another spelling or a symbolic link.
+TEST(AtomicFile, AnOutputThatIsAnInputIsRefused) {
+  using scalescope::core::check_output_is_not_input;
+  using scalescope::core::UsageError;
+  const auto dir = fresh_dir("output_input");
+  std::ofstream(dir / "in.txt") << "x";
+  fs::create_symlink(dir / "in.txt", dir / "link.txt");
+  EXPECT_THROW(check_output_is_not_input((dir / "." / "in.txt").string(), "--out", {(dir / "in.txt").string()}),
+               UsageError);
+  EXPECT_THROW(check_output_is_not_input((dir / "link.txt").string(), "--out", {(dir / "in.txt").string()}), UsageError);
+  EXPECT_NO_THROW(check_output_is_not_input((dir / "new.json").string(), "--out", {(dir / "in.txt").string()}));
+  EXPECT_NO_THROW(check_output_is_not_input("", "--out", {(dir / "in.txt").string()}));
+  fs::remove_all(dir);
+}

@@ -100,7 +100,8 @@ TEST(CliErrors, NonFiniteNumbersAreUsageErrors) {
   // --timeout inf reached the ranks' job file as JSON null (an internal error); --rounds near INT_MAX overflowed
   // warm-up + timed rounds into an empty sample.
   for (const char* flag : {"--timeout nan", "--timeout inf", "--bucket-cap-mb nan", "--bucket-cap-mb 1e30", "--lr 1e39",
-                           "--rounds 2147483647", "--warmup-rounds 2147483647", "--steps-per-round 1e7"}) {
+                           "--rounds 2147483647", "--warmup-rounds 2147483647", "--steps-per-round 10000000",
+                           "--rounds 10001"}) {
     auto r = run_cli(std::string("train ") + flag + kQuick);
     EXPECT_EQ(r.status, 2) << flag << "\n" << r.output;
     EXPECT_EQ(r.output.find("internal error"), std::string::npos) << flag << "\n" << r.output;
@@ -262,6 +263,8 @@ TEST(CliErrors, OutputThatIsAnInputIsRejected) {
         "analyze " + input.string() + " --timeline " + input.string(),
         "analyze " + input.string() + " --out " + (dir / "." / "in.txt").string(),  // another spelling
         "analyze " + input.string() + " --out " + other.string() + " --timeline " + other.string(),
+        // Neither exists yet, one relative: "cd DIR && analyze … --out other.json --timeline ./other.json".
+        "analyze " + input.string() + " --out " + other.string() + " --timeline " + (dir / "." / "other.json").string(),
         "topo --from " + input.string() + " --out " + input.string(),
         "comm --from " + input.string() + " --out " + input.string()}) {
     auto r = run_cli(args);
@@ -312,7 +315,7 @@ TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
   // hand-over directory in TMPDIR behind.
   auto tmp = scratch_dir("sigterm");
   auto log = tmp / "log.txt";
-  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 1000000 " +
+  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 100000 " +
                           "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
                           log.string() + " 2>&1";
   pid_t pid = fork();
@@ -357,7 +360,7 @@ TEST(CliErrors, SigkillOfScalescopeStillStopsTheRanks) {
   // no timeout watching them. They now get SIGTERM when it dies (PR_SET_PDEATHSIG). Its hand-over directory in
   // TMPDIR stays behind: nothing is left to remove it.
   auto tmp = scratch_dir("sigkill");
-  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 1000000 " +
+  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 100000 " +
                           "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
                           (tmp / "log.txt").string() + " 2>&1";
   pid_t pid = fork();

@@ -236,13 +236,7 @@ int run(const AnalyzeFlags& f) {
   if (!f.baseline.empty()) inputs.push_back(f.baseline);
   core::check_output_is_not_input(f.out, "--out", inputs);
   core::check_output_is_not_input(f.timeline, "--timeline", inputs);
-  if (!f.out.empty() && !f.timeline.empty()) {
-    std::error_code ec_out, ec_timeline;
-    if (std::filesystem::weakly_canonical(f.out, ec_out) == std::filesystem::weakly_canonical(f.timeline, ec_timeline) &&
-        !ec_out && !ec_timeline)
-      throw core::UsageError("--out and --timeline are the same file '" + f.out + "': one would replace the other",
-                             "give them two file names, e.g. --out analysis.json --timeline timeline.json");
-  }
+  core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   if (!f.timeline.empty()) {  // before reading anything: the analysis must not be lost to a bad output path
     try {
@@ -316,6 +310,12 @@ int run(const AnalyzeFlags& f) {
             r.terminal += report::render_comm_summary(sweep, a);
             for (const auto& w : sweep.warnings) r.terminal += "  note: " + w + "\n";
             r.json["nccl_tests"] = analyze::comm_report_json(sweep, a);
+            if (sweep.rows_with_wrong_elements > 0)  // a failed run, as `comm --from` says of it
+              r.errors.push_back({fmt::format("'{}': {} row(s) report wrong elements (#wrong > 0): the run that "
+                                              "wrote it failed its data check",
+                                              path, sweep.rows_with_wrong_elements),
+                                  "rerun the test; wrong results point at a faulty GPU, link or NCCL build, not at "
+                                  "slow communication"});
             break;
           }
           case analyze::InputKind::smi_topo: {
