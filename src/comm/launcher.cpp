@@ -154,7 +154,9 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
     if (pid == 0) {
       // Should this process die without stopping its ranks (SIGKILL, the OOM killer), they get SIGTERM instead of
       // running on with no timeout watching them; mpirun passes it on to its ranks. A parent gone already: stop.
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      // Until execve the child has scalescope's handlers (StopSignals), which would swallow that SIGTERM: default.
+      for (int sig : {SIGTERM, SIGINT, SIGHUP}) signal(sig, SIG_DFL);
+      prctl(PR_SET_PDEATHSIG, SIGTERM);  // follows the forking thread: run_processes waits in it for the ranks
       if (getppid() != parent) _exit(1);
       execve(argv[0], argv.data(), envp.data());
       std::fprintf(stderr, "scalescope: error: cannot execute %s: %s\n", argv[0], std::strerror(errno));
@@ -201,7 +203,7 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
     }
     if (!stopping && timeout_seconds > 0 &&
         std::chrono::duration<double>(now - start).count() > timeout_seconds) {
-      failure = fmt::format("the ranks did not finish within the {:g} s timeout (a hang: a rank may be stuck in "
+      failure = fmt::format("the ranks did not finish within the {:.15g} s timeout (a hang: a rank may be stuck in "
                             "a collective)", timeout_seconds);
       remedy = "if the run is only slow, raise --timeout (0: never)";
       stopping = true;

@@ -10,6 +10,7 @@
 #include "core/atomic_file.h"
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "train/backend.h"
 
 namespace scalescope::cli {
@@ -22,7 +23,7 @@ CLI::Validator number_check(bool zero_allowed, double at_most) {
         if (!CLI::detail::lexical_cast(text, x)) return "'" + text + "' is not a number";
         if (zero_allowed ? !(x >= 0) : !(x > 0)) return text + (zero_allowed ? " must be ≥ 0" : " must be positive");
         if (!std::isfinite(x)) return text + " is not a finite number";
-        if (x > at_most) return fmt::format("{} is more than {:g}, the most this option takes", text, at_most);
+        if (x > at_most) return fmt::format("{} is more than {:.15g}, the most this option takes", text, at_most);
         return {};
       },
       zero_allowed ? "NONNEGATIVE" : "POSITIVE");
@@ -130,11 +131,11 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
                  "'synthetic' for random bytes "
                  "(default: $SCALESCOPE_DATA, else /usr/share/games/fortunes from the Debian package 'fortunes')");
   app.add_option("--warmup-rounds", f.warmup_rounds, "rounds run and discarded before timing (seed: ≥ 3)")
-      ->check(number_check(true, kMaxRounds))->capture_default_str();
+      ->check(number_check(true, core::MeasurementProtocol::kMaxRounds))->capture_default_str();
   app.add_option("--rounds", f.timed_rounds, "timed rounds (seed: 5; headline = mean of the middle 3)")
-      ->check(number_check(false, kMaxRounds))->capture_default_str();
+      ->check(number_check(false, core::MeasurementProtocol::kMaxRounds))->capture_default_str();
   app.add_option("--steps-per-round", f.steps_per_round, "training steps per round")
-      ->check(number_check(false, kMaxRounds))->capture_default_str();
+      ->check(number_check(false, core::MeasurementProtocol::kMaxStepsPerRound))->capture_default_str();
   app.add_option("--lr", f.learning_rate, "AdamW learning rate")
       ->check(number_check(false))->capture_default_str();
   app.add_option("--timeout", f.timeout_seconds, "stop a run whose ranks take longer than this, seconds (0: never)")

@@ -53,8 +53,6 @@ void check_kernel_trace_dir(const std::string& dir, train::TrainJobConfig config
 /// message (inf is refused: --timeout inf reached the ranks' job file as JSON null).
 CLI::Validator number_check(bool zero_allowed, double at_most = std::numeric_limits<double>::max());
 
-/// The most --rounds, --warmup-rounds and --steps-per-round take each: their sums stay far from int's range.
-inline constexpr double kMaxRounds = 1e6;
 
 /// CLI11 validator for --out: an empty file name (e.g. `--out "$UNSET"`) is refused instead of writing nothing, and a
 /// name starting with '-' (CLI11 gives --out the next word even when it is a flag) as looking like a flag.
