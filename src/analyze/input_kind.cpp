@@ -93,6 +93,27 @@ std::string_view to_string(InputKind k) {
   return "unknown";
 }
 
+namespace {
+
+// A JSON member "generator": "<name>" in `text`, with any blanks around the colon (a file re-saved by jq & co.).
+bool names_generator(std::string_view text, std::string_view name) {
+  for (std::size_t at = text.find("\"generator\""); at != std::string_view::npos;
+       at = text.find("\"generator\"", at + 1)) {
+    std::size_t p = at + 11;
+    const auto blanks = [&] {
+      while (p < text.size() && (text[p] == ' ' || text[p] == '\t' || text[p] == '\n' || text[p] == '\r')) ++p;
+    };
+    blanks();
+    if (p >= text.size() || text[p] != ':') continue;
+    ++p;
+    blanks();
+    if (text.substr(p, name.size() + 2) == "\"" + std::string(name) + "\"") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool InputDetection::has(InputKind k) const { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); }
 
 InputDetection detect_input(std::string_view text, std::string_view name, bool complete) {
@@ -142,7 +163,7 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
     }
     // The merged timeline of `analyze --timeline` (chrome_trace_writer.cpp) is a trace of all ranks at once: read
     // as one rank's, a re-run over *.json would count it as another rank that idles 100 % of the step.
-    if (contains(peek, "\"generator\":\"scalescope analyze\"")) {
+    if (names_generator(peek, "scalescope analyze")) {
       d.reason = "the merged timeline of all ranks that `scalescope analyze --timeline` wrote (for Perfetto), not "
                  "one rank's profiler trace: leave it out of the inputs";
       return d;

@@ -622,9 +622,11 @@ class Parser {
       for (std::size_t k = fields.size() + expected_extra; k < rest.size(); ++k) extra += (extra.empty() ? "" : " ") + std::string(rest[k]);
       warn(number, fmt::format("values after the last column ignored: '{}'", shorten(extra, 40)));
     }
-    if (layout.wrong_name == "#wrong") {  // the "error" of old outputs is a maximum error, not a count
+    // The "error" column of old outputs is a maximum error, not a count: only a #wrong header, or a whole number
+    // where no header names the column (1e-07 of a headerless old table is no count of elements), counts.
+    if (layout.wrong_name == "#wrong") {
       const double wrong = std::max(row.out_of_place.wrong.value_or(0.0), row.in_place.wrong.value_or(0.0));
-      if (wrong > 0) {
+      if (wrong > 0 && (layout.from_header || wrong == std::floor(wrong))) {
         ++sweep_.rows_with_wrong_elements;
         warn(number, fmt::format("size {}: #wrong {:g}: the run's data check found wrong elements, so this row's "
                                  "bandwidth is not that of a correct collective",

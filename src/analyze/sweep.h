@@ -52,9 +52,9 @@ struct Sweep {
   std::vector<SweepRow> rows;          ///< in the order measured/printed
   std::optional<double> reported_avg_busbw_gbps;  ///< nccl-tests' "# Avg bus bandwidth" footer, if present
   std::vector<std::string> warnings;   ///< what could not be read, each naming the line
-  /// Rows of a saved nccl-tests output whose #wrong counts wrong elements (> 0) in either direction: the run that
-  /// wrote it failed its data check, so its bandwidths are not those of a correct collective. 0 for live sweeps,
-  /// which fail at once instead, and for old outputs whose "error" column is a maximum error.
+  /// Rows whose #wrong counts wrong elements (> 0) in either direction: the run failed its data check, so their
+  /// bandwidths are not those of a correct collective. Counted by the nccl-tests parser (not for old outputs whose
+  /// "error" column is a maximum error, nor for fractional values of a headerless table) and by `comm` live.
   std::size_t rows_with_wrong_elements = 0;
 };
 

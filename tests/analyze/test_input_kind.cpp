@@ -18,6 +18,22 @@ TEST(InputKind, TraceFromItsHeadAlone) {
   EXPECT_TRUE(d.has(InputKind::kineto_trace));
 }
 
+// The merged timeline `analyze --timeline` writes holds every rank: as one rank's trace it would be a rank that
+// idles 100 % of the step. Refused by name, as written and as re-saved with blanks around the colon.
+TEST(InputKind, OwnMergedTimelineIsNoRankTrace) {
+  for (const char* text :
+       {R"({"displayTimeUnit":"ms","otherData":{"generator":"scalescope analyze","clock":"x"},
+"traceEvents":[]})",
+        R"({ "displayTimeUnit": "ms", "otherData": { "generator" :  "scalescope analyze" }, "traceEvents": [] })"}) {
+    const auto d = detect_input(text, "merged.json", true);
+    EXPECT_TRUE(d.kinds.empty()) << text;
+    EXPECT_NE(d.reason.find("merged timeline of all ranks"), std::string::npos) << d.reason;
+  }
+  // Another tool's generator is a trace as before.
+  const auto other = detect_input(R"({"otherData": {"generator": "other"}, "traceEvents": []})", "t.json", true);
+  EXPECT_TRUE(other.has(InputKind::kineto_trace)) << other.reason;
+}
+
 TEST(InputKind, GzipIsATraceOnlyByName) {
   const std::string gz("\x1f\x8b\x08\x00rest", 8);
   auto d = detect_input(gz, "rank0.json.gz", false);

@@ -78,6 +78,16 @@ TEST(NcclTestsParser, CurrentLayout) {
   EXPECT_NE(s.warnings[0].find("size 1024: #wrong 2"), std::string::npos) << s.warnings[0];
 }
 
+// Without a header, the last column may be an old output's maximum error: a fraction is no count of elements.
+TEST(NcclTestsParser, AHeaderlessFractionIsNoCountOfWrongElements) {
+  const char* text =
+      "        1024           256     float     sum      -1    12.10    0.08    0.08  1e-07    11.64    0.09    0.09  2e-07\n"
+      "        2048           512     float     sum      -1    12.20    0.17    0.17      0    11.70    0.18    0.18      3\n";
+  auto s = parse_nccl_tests(text, "old.log");
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.rows_with_wrong_elements, 1u) << all_warnings(s);  // the 3, not the 1e-07
+}
+
 TEST(NcclTestsParser, NegativeValuesAreNotUsed) {
   const char* text =
       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"

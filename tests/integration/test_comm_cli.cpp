@@ -67,6 +67,10 @@ TEST(CommCli, WrongElementsInTheFileFailTheRun) {
   expect_mentions(r.output, "size 8388608: #wrong 7");
   expect_mentions(r.output, "1 row(s) of '" + (dir / "ar.txt").string() + "' report wrong elements");
   EXPECT_EQ(read_json(dir / "r.json")["sweep"]["rows_with_wrong_elements"], 1);
+  // analyze reads it through the same parser and says the same.
+  r = run_cli("analyze " + (dir / "ar.txt").string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "1 row(s) report wrong elements");
   fs::remove_all(dir);
 }
 

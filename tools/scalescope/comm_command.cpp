@@ -164,10 +164,14 @@ int run_live(const CommFlags& f) {
   double wrong = 0;
   std::printf("# scalescope comm: %s backend, %d rank(s), %s, rank 0 on %s\n", run->backend.c_str(), run->world_size,
               run->library_version.c_str(), run->device.c_str());
-  for (const auto& sweep : run->sweeps) {
+  for (analyze::Sweep sweep : run->sweeps) {
     for (const auto& w : sweep.warnings) std::fprintf(stderr, "scalescope: warning: %s\n", w.c_str());
     if (sweep.rows.empty()) continue;
-    for (const auto& row : sweep.rows) wrong += row.out_of_place.wrong.value_or(0) + row.in_place.wrong.value_or(0);
+    for (const auto& row : sweep.rows) {
+      const double row_wrong = row.out_of_place.wrong.value_or(0) + row.in_place.wrong.value_or(0);
+      wrong += row_wrong;
+      if (row_wrong > 0) ++sweep.rows_with_wrong_elements;  // live #wrong always counts elements
+    }
     const auto analysis = analyze::analyze_sweep(sweep, analysis_options(f));
     print_report(sweep, analysis);
     reports.push_back(analyze::comm_report_json(sweep, analysis));
