@@ -12,7 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -208,10 +210,25 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--size-gb") size_gb = std::stod(next());
+    // A number flag's whole value must be a number: std::stod alone throws out of main (abort) or takes "2x" as 2.
+    const auto number = [&](const std::string& v) -> double {
+      std::size_t used = 0;
+      double x = 0;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || !std::isfinite(x) || x <= 0) {
+        fmt::print(stderr, "bench_analyze_speed: error: {} '{}' is not a positive number\n", a, v);
+        std::exit(2);
+      }
+      return x;
+    };
+    if (a == "--size-gb") size_gb = number(next());
     else if (a == "--dir") dir = next();
     else if (a == "--corpus") corpus = next();
-    else if (a == "--repeat") repeat = std::max(1, std::stoi(next()));
+    else if (a == "--repeat") repeat = static_cast<int>(std::clamp(number(next()), 1.0, 1000.0));
     else if (a == "--keep") keep = true;
     else if (a == "--no-generate") gen = false;
     else {

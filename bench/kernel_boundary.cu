@@ -26,6 +26,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench_flags.h"
 #include "core/atomic_file.h"
 
 namespace {
@@ -114,7 +115,8 @@ int main(int argc, char** argv) {
   app.add_option("--spin-us", spin_us, "length of each spinning kernel, µs")->check(CLI::Range(0.5, 1000.0));
   app.add_option("--reps", reps, "timed launches of each graph (median)")->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "write the figures as JSON");
-  CLI11_PARSE(app, argc, argv);
+  if (const int status = scalescope::bench::parse_flags(app, argc, argv, "bench_kernel_boundary"); status >= 0)
+    return status;
 
   int devices = 0;
   check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
