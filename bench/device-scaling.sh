@@ -2,7 +2,10 @@
 # Issue #5 item 7 on a GPU machine: weak-scaling efficiency of the GPT presets at 1, 2, 4 … GPUs, scalescope
 # (`scalescope train --backend gpu -n N`) beside PyTorch DDP (bench/peers/gpt_pytorch.py under torchrun), same
 # architecture, batch per GPU and gradient dtype (fp32), with NVLink/P2P and with NCCL_P2P_DISABLE=1 (N ≥ 2).
-# One call; the table is printed last (bench/scaling_table.py). Outputs under $OUT.
+# The table is printed last (bench/scaling_table.py). Outputs under $OUT. All three presets at 1, 2 and 4 GPUs do
+# not fit one device call's 10 minutes: on nvidia-h200-x4 (bench/RESULTS.md, 2026-11-29) SCALING_MODELS="tiny-14m:64
+# gpt2-124m:16" SCALING_NS="1 2 4" took 319 s with the build, and gpt-1.3b:8 at N = 1 and 4 about 400 s with two doctor
+# runs; so one call per such group.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
