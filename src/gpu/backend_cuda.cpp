@@ -43,6 +43,8 @@ struct GpuRankBackend final : RankBackend {
 
 }  // namespace
 
+bool built_with_cuda() noexcept { return true; }
+
 int visible_gpu_count(std::string* why_none) {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);

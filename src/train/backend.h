@@ -69,6 +69,10 @@ std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend();
 /// no driver is present. `why_none` receives the reason when it is 0.
 int visible_gpu_count(std::string* why_none = nullptr);
 
+/// True when this build has the CUDA/NCCL backend (nvcc was found at configure time); false in CPU-only builds,
+/// where no machine lets --backend gpu run.
+bool built_with_cuda() noexcept;
+
 /// Hardware threads of this machine (std::thread::hardware_concurrency, at least 1): the devices of CPU ranks.
 int cpu_core_count();
 

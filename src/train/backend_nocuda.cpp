@@ -10,6 +10,8 @@ int visible_gpu_count(std::string* why_none) {
   return 0;
 }
 
+bool built_with_cuda() noexcept { return false; }
+
 std::vector<std::pair<std::string, std::string>> gpu_launch_environment() {
   throw core::Error("scalescope was built without CUDA, so it cannot run GPU ranks",
                     "rebuild on a machine with nvcc and NCCL (scripts/setup.sh), or use --backend cpu");

@@ -636,6 +636,10 @@ void require_devices(BackendKind backend, int world_size) {
   }
   std::string why;
   const int gpus = visible_gpu_count(&why);
+  if (gpus == 0 && !built_with_cuda())  // no machine helps this binary: say how to get one that can
+    throw core::Error("--backend gpu, but this scalescope was built without CUDA",
+                      "rebuild where nvcc and NCCL are installed (scripts/setup.sh, then scripts/build.sh), or use "
+                      "--backend cpu");
   if (gpus == 0)  // the machine, not the command line: exit 1
     throw core::Error(fmt::format("--backend gpu, but no GPU is usable here{}", why.empty() ? "" : " (" + why + ")"),
                       "use --backend cpu (or auto), or run on a machine with an NVIDIA GPU and driver; check "

@@ -281,9 +281,12 @@ TEST(CliErrors, GpuBackendWithoutEnoughGpus) {
   // More ranks than GPUs: on a CPU-only machine (and on any machine with fewer than 64 GPUs).
   // No GPU at all is the machine's fault (exit 1); too few is the command line's (exit 2).
   auto r = run_cli("train --backend gpu --world-size 64 --model mlp-1m -q");
-  const bool none = r.output.find("no GPU is usable here") != std::string::npos;
+  // A CPU-only build says so and how to rebuild; a CUDA build on a machine without a GPU says there is none.
+  const bool cpu_only = r.output.find("this scalescope was built without CUDA") != std::string::npos;
+  const bool none = cpu_only || r.output.find("no GPU is usable here") != std::string::npos;
   EXPECT_EQ(r.status, none ? 1 : 2) << r.output;
   expect_mentions(r.output, none ? "use --backend cpu" : "needs 64 GPUs");
+  if (cpu_only) expect_mentions(r.output, "rebuild where nvcc and NCCL are installed");
 }
 
 TEST(CliErrors, DyingRankStopsTheJobAndWritesNothing) {

@@ -121,7 +121,7 @@ void add_workload_options(CLI::App& app, WorkloadFlags& f) {
   app.add_flag("--cuda-graph", f.cuda_graph,
                "GPU, GPT: capture each step's forward, backward and all-reduces into a CUDA graph after 3 eager "
                "steps and replay it (less launch work; phases stay timed by CUDA events). Measured: tiny-14m 4 % "
-               "faster at 2 GPUs, gpt2-124m -1.0 % at 1 GPU and +0.3 % at 2, gpt-1.3b -0.3 to -0.5 % (bench/RESULTS.md)");
+               "faster at 2 GPUs, gpt2-124m -1.0 % at 1 GPU and +0.3 % at 2, gpt-1.3b -0.3 to -0.5 % (bench/RESULTS.md, 2026-11-30, second session)");
   app.add_option("--stream-priority", f.stream_priority,
                  "GPU: which CUDA stream the GPU schedules first while all-reduces overlap backward: equal (as "
                  "PyTorch DDP), comm (NCCL's, like ProcessGroupNCCL's is_high_priority_stream) or compute")
