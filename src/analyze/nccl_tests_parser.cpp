@@ -904,10 +904,11 @@ class Parser {
     const bool columns_pin = have_columns && columns.lo == columns.hi;
     if (!n && n_command) {
       n = n_command;
-      warn(n_command_line, n_command_how.empty()
-                               ? fmt::format("ranks: no device list; {} taken from scalescope's report header", *n)
-                               : fmt::format("ranks: no device list; {} taken from this command line ({})", *n,
-                                             n_command_how));
+      // scalescope's own report header ("# scalescope comm: … N rank(s)") states the rank count: no guess to
+      // warn about when its table is read back. A launcher's command line is a guess (it may be another run's).
+      if (!n_command_how.empty())
+        warn(n_command_line,
+             fmt::format("ranks: no device list; {} taken from this command line ({})", *n, n_command_how));
     }
     if (!n && log_nranks_) {
       n = log_nranks_;

@@ -429,7 +429,8 @@ TEST(NcclTestsParser, ScalescopeCommsOwnHeaderNamesTheCollectiveAndRanks) {
   EXPECT_EQ(s.collective, Collective::all_reduce);
   EXPECT_EQ(s.ranks, 2);
   EXPECT_EQ(s.source, "scalescope comm (mpi) (ar.log)");
-  for (const auto& w : s.warnings) EXPECT_EQ(w.find("cannot tell the collective"), std::string::npos) << w;
+  // Read back, scalescope's own table is read without a guess to warn about (its header states the ranks).
+  EXPECT_TRUE(s.warnings.empty()) << all_warnings(s);
   // The header decides between the collectives whose columns look alike (all-reduce and send/recv at n = 2).
   std::string sendrecv = text;
   sendrecv.replace(sendrecv.find("all_reduce_perf"), 15, "sendrecv_perf");
