@@ -109,6 +109,14 @@ void to_json(nlohmann::json& j, const ScalingLoss& l) {
        {"compute_s", l.compute}, {"data_wait_s", l.data_wait}, {"other_s", l.other}};
 }
 
+void check_world_sizes(const std::vector<int>& sizes) {
+  if (sizes.empty() || sizes.front() != 1)
+    throw core::UsageError("the world sizes must start at 1: every metric compares against one rank",
+                           "e.g. --world-sizes 1,2,4");
+  for (std::size_t i = 1; i < sizes.size(); ++i)
+    if (sizes[i] <= sizes[i - 1]) throw core::UsageError("the world sizes must be ascending, without repeats");
+}
+
 DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_size,
                         const std::function<void(const std::string&)>& progress) {
   DoctorReport report;
@@ -118,11 +126,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
   report.mode = config.job.mode;
   std::vector<int> sizes = config.world_sizes.empty() ? default_world_sizes(max_world_size) : config.world_sizes;
   report.max_world_size = sizes.back();
-  if (sizes.front() != 1)
-    throw core::UsageError("the world sizes must start at 1: every metric compares against one rank",
-                           "e.g. --world-sizes 1,2,4");
-  for (std::size_t i = 1; i < sizes.size(); ++i)
-    if (sizes[i] <= sizes[i - 1]) throw core::UsageError("the world sizes must be ascending, without repeats");
+  check_world_sizes(sizes);
   const auto trace_dir_of = [&](int n) {
     return config.kernel_trace_dir.empty()
                ? std::string()

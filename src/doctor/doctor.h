@@ -56,6 +56,10 @@ KernelBreakdown kernel_breakdown(const std::string& dir, int world_size);
 /// when devices < 1.
 std::vector<int> default_world_sizes(int devices);
 
+/// Throws core::UsageError unless `sizes` starts at 1 and ascends without repeats (what run_doctor needs: every
+/// metric compares against one rank). For the CLI to check --world-sizes before it probes anything.
+void check_world_sizes(const std::vector<int>& sizes);
+
 /// Where the step time beyond perfect scaling went, per step in seconds. The ideal step is the 1-rank step
 /// (weak scaling: same work per rank) or the 1-rank step / N (strong scaling). The parts add up to
 /// measured − ideal: exposed communication beyond the 1-rank run's, compute slower than ideal (contention for

@@ -50,6 +50,10 @@ TEST(CliErrors, BadValuesAreUsageErrors) {
   r = run_cli("doctor --world-sizes 2,4" + kQuick);
   EXPECT_EQ(r.status, 2);
   expect_mentions(r.output, "start at 1");
+  r = run_cli("doctor --world-sizes 1,2,2" + kQuick);
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "ascending");
+  EXPECT_EQ(r.output.find("topology"), std::string::npos) << "refused before the topology probe:\n" << r.output;
   r = run_cli("train --stream-priority comm" + kQuick);  // CPU ranks have no CUDA streams
   EXPECT_EQ(r.status, 2) << r.output;
   expect_mentions(r.output, "needs GPU ranks");

@@ -42,6 +42,7 @@ int run(const DoctorFlags& f) {
                                     : std::string("use --world-sizes 1,2,4 (those sizes) or --max-world-size N (1, 2, "
                                                   "4 … up to N); 'scalescope train -n N' runs one world size"));
   }
+  if (!f.world_sizes.empty()) doctor::check_world_sizes(f.world_sizes);  // before any probe prints a line
   doctor::DoctorConfig config;
   config.job = f.workload.resolve(1);
   if (f.kernel_trace) {
