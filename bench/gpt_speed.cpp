@@ -175,8 +175,7 @@ nlohmann::json run(const Options& o) {
   if (o.rounds < 3) throw core::UsageError("--rounds must be ≥ 3 (the middle rounds are averaged)");
   for (const std::string& path : {o.json, o.kernel_trace})  // before minutes of measuring, not after
     if (!path.empty()) core::check_output_path_writable(path);
-  if (!o.json.empty() && o.json == o.kernel_trace)
-    throw core::UsageError("--json and --kernel-trace name the same file '" + o.json + "'; give two names");
+  core::check_outputs_differ(o.json, "--json", o.kernel_trace, "--kernel-trace");
   std::unique_ptr<train::KernelTracer> tracer;
   if (!o.kernel_trace.empty()) {
     tracer = gpu::make_cupti_tracer();  // registers nothing until start()

@@ -733,7 +733,7 @@ class Parser {
       return;
     }
     double v = num->value;
-    if (v < 0 && f != Field::root) {  // no time, bandwidth or count of wrong elements is negative
+    if (v < 0) {  // no time, bandwidth or count of wrong elements is negative (redop and root returned above)
       warn(number, fmt::format("{} '{}' is negative; not used", name, shorten(t, 20)));
       return;
     }

@@ -53,11 +53,12 @@ void check_output_path_writable(const std::string& path) {
   unlink(probe.c_str());
 }
 
-void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs) {
+void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs,
+                               const std::string& what) {
   for (const auto& input : inputs) {
     std::error_code ec;
     if (!path.empty() && !input.empty() && std::filesystem::equivalent(path, input, ec))
-      throw UsageError(flag + " '" + path + "' is the input '" + input + "': writing it would replace what was read",
+      throw UsageError(flag + " '" + path + "' is " + what + " '" + input + "': writing it would replace what was read",
                        "write " + flag + " to another file");
   }
 }

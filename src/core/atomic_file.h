@@ -20,8 +20,10 @@ void check_output_path_writable(const std::string& path);
 
 /// Throws core::UsageError (exit 2) when the output `path`, given with `flag` (e.g. "--out"), is the same file as
 /// one of `inputs` — by std::filesystem::equivalent, so also through links and other spellings of the path: the
-/// result would replace what it was read from. Paths that do not exist (yet) are no input of this run.
-void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs);
+/// result would replace what it was read from. `what` names the inputs in the message ("the input", "the training
+/// data"). Paths that do not exist (yet) are no input of this run.
+void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs,
+                               const std::string& what = "the input");
 
 /// Throws core::UsageError (exit 2) when two outputs of one run (`a` given with `flag_a`, `b` with `flag_b`) are
 /// the same file, one replacing the other. Neither needs to exist: both are made absolute and normalised first,

@@ -61,11 +61,7 @@ void check_kernel_trace_dir(const std::string& dir, train::TrainJobConfig config
 
 void check_output_path(const std::string& out, const train::TrainJobConfig& config) {
   core::check_output_path_writable(out);
-  std::error_code ec;
-  if (!config.data.empty() && config.data != "synthetic" && std::filesystem::equivalent(out, config.data, ec))
-    throw core::UsageError(fmt::format("--out '{}' is the training data '{}': the result would replace it", out,
-                                       config.data),
-                           "write the result to another file");
+  if (config.data != "synthetic") core::check_output_is_not_input(out, "--out", {config.data}, "the training data");
 }
 
 void add_workload_options(CLI::App& app, WorkloadFlags& f) {
