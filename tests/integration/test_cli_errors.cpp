@@ -19,6 +19,32 @@ const std::string kQuick = " --backend cpu --model mlp-1m --batch 4 --warmup-rou
 void expect_mentions(const std::string& output, const std::string& what) {
   EXPECT_NE(output.find(what), std::string::npos) << "expected '" << what << "' in:\n" << output;
 }
+
+/// Starts a 2-rank CPU train that runs for minutes (no timeout), TMPDIR = `tmp`, its output in tmp/log.txt; the
+/// pid is scalescope's own (sh execs it). For the tests that signal it.
+pid_t start_long_cpu_train(const fs::path& tmp) {
+  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 100000 " +
+                          "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
+                          (tmp / "log.txt").string() + " 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("TMPDIR", tmp.c_str(), 1);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Pids of the processes whose command line names `tmp` (mpirun and the ranks: their job file is under it).
+std::vector<std::string> processes_naming(const fs::path& tmp) {
+  std::vector<std::string> pids;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::ifstream cmdline(e.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (text.find(tmp.string()) != std::string::npos) pids.push_back(e.path().filename().string());
+  }
+  return pids;
+}
 }  // namespace
 
 TEST(CliErrors, UnknownFlagIsAUsageError) {
@@ -321,17 +347,8 @@ TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
   // SIGTERM to scalescope alone left mpirun and the ranks running (for ever with --timeout 0) and the
   // hand-over directory in TMPDIR behind.
   auto tmp = scratch_dir("sigterm");
-  auto log = tmp / "log.txt";
-  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 100000 " +
-                          "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
-                          log.string() + " 2>&1";
-  pid_t pid = fork();
+  const pid_t pid = start_long_cpu_train(tmp);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv("TMPDIR", tmp.c_str(), 1);
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
   auto job_dir_exists = [&] {
     for (const auto& e : fs::directory_iterator(tmp))
       if (e.path().filename().string().starts_with("scalescope-job-")) return true;
@@ -350,15 +367,11 @@ TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
   }
   ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 1);
-  std::ifstream in(log);
+  std::ifstream in(tmp / "log.txt");
   std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   expect_mentions(output, "interrupted by signal");
   EXPECT_FALSE(job_dir_exists()) << "the hand-over directory was left behind";
-  for (const auto& e : fs::directory_iterator("/proc")) {  // no rank (its job file is under tmp) survives
-    std::ifstream cmdline(e.path() / "cmdline");
-    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    EXPECT_EQ(text.find(tmp.string()), std::string::npos) << "left running: pid " << e.path().filename();
-  }
+  for (const auto& p : processes_naming(tmp)) ADD_FAILURE() << "left running: pid " << p;  // no rank survives
   fs::remove_all(tmp);
 }
 
@@ -367,25 +380,9 @@ TEST(CliErrors, SigkillOfScalescopeStillStopsTheRanks) {
   // no timeout watching them. They now get SIGTERM when it dies (PR_SET_PDEATHSIG). Its hand-over directory in
   // TMPDIR stays behind: nothing is left to remove it.
   auto tmp = scratch_dir("sigkill");
-  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 100000 " +
-                          "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
-                          (tmp / "log.txt").string() + " 2>&1";
-  pid_t pid = fork();
+  const pid_t pid = start_long_cpu_train(tmp);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv("TMPDIR", tmp.c_str(), 1);
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  auto survivors = [&] {
-    std::vector<std::string> pids;
-    for (const auto& e : fs::directory_iterator("/proc")) {  // the ranks' command lines name their job file
-      std::ifstream cmdline(e.path() / "cmdline");
-      std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-      if (text.find(tmp.string()) != std::string::npos) pids.push_back(e.path().filename().string());
-    }
-    return pids;
-  };
+  auto survivors = [&] { return processes_naming(tmp); };
   for (int i = 0; i < 100 && survivors().size() < 2; ++i) usleep(100000);
   sleep(2);  // let mpirun start the ranks
   ASSERT_FALSE(survivors().empty()) << "the ranks never started";
