@@ -4,8 +4,12 @@
 // each trace of the shared corpus, each in a child process so that its peak RSS (getrusage ru_maxrss, via
 // wait4) is its own. Reports MB/s of uncompressed JSON per CPU-second (user + system: "per core") and per
 // wall-second, and peak RSS against the file size. MB = 1e6 bytes.
+// It also writes a synthetic NCCL debug log of --nccl-log-mb MB (NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=COLL:
+// one COLL line per collective, the line that dominates long logs, after an init with Channel lines) and reads
+// and analyses it the same way (read_nccl_log_file + analyze_nccl_logs), for the parser's memory per line.
 //
-// Usage: bench_analyze_speed [--size-gb X] [--dir DIR] [--keep] [--corpus DIR] [--repeat N] [--no-generate]
+// Usage: bench_analyze_speed [--size-gb X] [--nccl-log-mb X] [--dir DIR] [--keep] [--corpus DIR] [--repeat N]
+//                            [--no-generate]
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -24,6 +28,7 @@
 
 #include <fmt/format.h>
 
+#include "analyze/nccl_log.h"
 #include "analyze/trace_analysis.h"
 #include "core/error.h"
 
@@ -115,6 +120,31 @@ std::uint64_t generate(const std::string& path, std::uint64_t target) {
   return written;
 }
 
+/// Writes a synthetic NCCL log of at least `target` bytes: the version line, 24 ring channels of rank 0 to 1, then
+/// AllReduce COLL lines as NCCL 2.18+ prints them (opCount in hex). Returns the bytes written.
+std::uint64_t generate_nccl_log(const std::string& path, std::uint64_t target) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw core::Error("cannot create " + path + ": " + std::strerror(errno), "pass --dir DIR with room");
+  std::uint64_t written = 0;
+  const auto put = [&](const std::string& s) {
+    if (std::fwrite(s.data(), 1, s.size(), f) != s.size()) {
+      std::fclose(f);
+      throw core::Error("cannot write " + path + ": " + std::strerror(errno), "free disk space");
+    }
+    written += s.size();
+  };
+  put("gpu-node-17:31337:31337 [0] NCCL INFO NCCL version 2.28.3+cuda13.0\n");
+  for (int c = 0; c < 24; ++c)
+    put(fmt::format("gpu-node-17:31337:31400 [0] NCCL INFO Channel {:02d}/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n", c));
+  for (std::uint64_t op = 0; written < target; ++op)
+    put(fmt::format("gpu-node-17:31337:31337 [0] NCCL INFO AllReduce: opCount {:x} sendbuff 0x7f3a5c000000 recvbuff "
+                    "0x7f3a5c000000 count {} datatype 7 op 0 root 0 comm 0x55f68495f4f0 [nranks=2] stream "
+                    "0x55f684a00000\n",
+                    op, 6553600 + (op % 7) * 1024));
+  if (std::fclose(f) != 0) throw core::Error("cannot write " + path + ": " + std::strerror(errno), "free disk space");
+  return written;
+}
+
 struct Measure {
   bool ok = false;
   std::uint64_t json_bytes = 0, file_bytes = 0, events = 0, kept = 0;
@@ -124,7 +154,7 @@ struct Measure {
 };
 
 /// Reads and analyses `path` in a child process; its CPU time and peak RSS come from wait4.
-Measure measure(const std::string& path) {
+Measure measure(const std::string& path, bool nccl_log) {
   int fds[2];
   if (pipe(fds) != 0) throw core::Error("pipe failed", "");
   const auto t0 = std::chrono::steady_clock::now();
@@ -134,6 +164,18 @@ Measure measure(const std::string& path) {
     std::string out;
     try {
       const auto a = std::chrono::steady_clock::now();
+      if (nccl_log) {  // events = lines, kept = COLL lines kept
+        analyze::NcclLog log = analyze::read_nccl_log_file(path);
+        const auto b = std::chrono::steady_clock::now();
+        const auto r = analyze::analyze_nccl_logs(std::span<const analyze::NcclLog>(&log, 1));
+        const auto c = std::chrono::steady_clock::now();
+        const auto bytes = static_cast<unsigned long long>(fs::file_size(path));
+        out = fmt::format("ok {} {} {} {} {} {} {}", bytes, bytes, log.lines, log.collectives.size(),
+                          std::chrono::duration<double>(b - a).count(), std::chrono::duration<double>(c - b).count(),
+                          r.processes);
+        if (write(fds[1], out.data(), out.size()) < 0) _exit(2);
+        _exit(0);
+      }
       analyze::Trace t = analyze::read_trace_file(path);
       const auto b = std::chrono::steady_clock::now();
       const std::uint64_t json = t.json_bytes, file = t.file_bytes, events = t.events_read, kept = t.events.size();
@@ -196,7 +238,7 @@ void print_row(const std::string& name, const Measure& m) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  double size_gb = 1.0;
+  double size_gb = 1.0, nccl_log_mb = 64.0;
   std::string dir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp";
   std::string corpus = SCALESCOPE_SHARED_CORPUS_DIR "/traces";
   bool keep = false, gen = true;
@@ -226,13 +268,14 @@ int main(int argc, char** argv) {
       return x;
     };
     if (a == "--size-gb") size_gb = number(next());
+    else if (a == "--nccl-log-mb") nccl_log_mb = number(next());
     else if (a == "--dir") dir = next();
     else if (a == "--corpus") corpus = next();
     else if (a == "--repeat") repeat = static_cast<int>(std::clamp(number(next()), 1.0, 1000.0));
     else if (a == "--keep") keep = true;
     else if (a == "--no-generate") gen = false;
     else {
-      fmt::print(stderr, "usage: bench_analyze_speed [--size-gb X] [--dir DIR] [--keep] [--corpus DIR] [--repeat N] [--no-generate]\n");
+      fmt::print(stderr, "usage: bench_analyze_speed [--size-gb X] [--nccl-log-mb X] [--dir DIR] [--keep] [--corpus DIR] [--repeat N] [--no-generate]\n");
       return 2;
     }
   }
@@ -252,8 +295,13 @@ int main(int argc, char** argv) {
     fmt::print("{:<58} {:>9} {:>9} {:>10} {:>9} {:>7} {:>7} {:>7} {:>8} {:>8} {:>8} {:>6} {:>6}\n", "trace", "JSON MB",
                "file MB", "events", "kept", "read s", "anal s", "CPU s", "MB/s/cpu", "MB/s", "RSS MiB", "RSS/f", "RSS/J");
     std::vector<std::string> paths;
-    std::string synthetic;
+    std::string synthetic, synthetic_log;
     if (gen) {
+      synthetic_log = (fs::path(dir) / fmt::format("scalescope_bench_nccl_{}.log", getpid())).string();
+      const std::uint64_t log_bytes = generate_nccl_log(synthetic_log, static_cast<std::uint64_t>(nccl_log_mb * 1e6));
+      fmt::print("(generated {} : {:.1f} MB; its row: events = lines, kept = COLL lines)\n", synthetic_log,
+                 static_cast<double>(log_bytes) / 1e6);
+      paths.push_back(synthetic_log);
       synthetic = (fs::path(dir) / fmt::format("scalescope_bench_trace_{}.json", getpid())).string();
       const auto t0 = std::chrono::steady_clock::now();
       const std::uint64_t bytes = generate(synthetic, static_cast<std::uint64_t>(size_gb * 1e9));
@@ -270,11 +318,15 @@ int main(int argc, char** argv) {
     }
     for (const auto& p : paths)
       for (int r = 0; r < repeat; ++r) {
-        const Measure m = measure(p);
-        const std::string name = p == synthetic ? "synthetic" : fs::path(p).filename().string();
+        const Measure m = measure(p, p == synthetic_log);
+        const std::string name = p == synthetic       ? "synthetic"
+                                 : p == synthetic_log ? "synthetic NCCL log (COLL lines)"
+                                                      : fs::path(p).filename().string();
         print_row(name.size() > 58 ? name.substr(0, 55) + "..." : name, m);
       }
-    if (!synthetic.empty() && !keep) fs::remove(synthetic);
+    if (!keep)
+      for (const auto& p : {synthetic, synthetic_log})
+        if (!p.empty()) fs::remove(p);
     fmt::print("MB = 1e6 bytes of uncompressed JSON; MB/s/cpu = MB / (user + system CPU seconds of the child); "
                "RSS/f = peak RSS / file size on disk (compressed for .gz); RSS/J = peak RSS / JSON size\n");
   } catch (const std::exception& e) {

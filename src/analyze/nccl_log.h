@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <span>
@@ -243,7 +244,9 @@ struct NcclLog {
   std::vector<NcclNetEvent> net_events;
   std::vector<NcclWarning> warnings;
   std::vector<NcclUnwind> orphan_unwind;  ///< "-> N" lines with no WARN before them in their process
-  std::vector<NcclCollectiveCall> collectives;
+  /// COLL lines, at most 1 000 000 (the first). A deque, not a vector: growing it never holds two copies, which
+  /// for a log of COLL lines was most of the peak memory.
+  std::deque<NcclCollectiveCall> collectives;
   std::vector<NcclGraphPattern> graph_patterns;
   std::vector<NcclP2pCheck> p2p_checks;
   std::vector<std::string> notes;      ///< how damaged lines were read, each naming its line

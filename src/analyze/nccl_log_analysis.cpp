@@ -463,8 +463,8 @@ void to_json(nlohmann::json& j, const NcclOrigin& o) {
 }
 
 namespace {
-template <class T, class F>
-nlohmann::json capped(const std::vector<T>& v, std::size_t cap, F f) {
+template <class Container, class F>
+nlohmann::json capped(const Container& v, std::size_t cap, F f) {
   nlohmann::json a = nlohmann::json::array();
   for (std::size_t i = 0; i < v.size() && i < cap; ++i) a.push_back(f(v[i]));
   return a;

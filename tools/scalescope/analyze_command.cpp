@@ -286,8 +286,8 @@ int run(const AnalyzeFlags& f) {
             break;
           case analyze::InputKind::nccl_log: {
             auto log = analyze::parse_nccl_log(input.text, path);
-            const std::vector<analyze::NcclLog> one{log};
-            const auto a = analyze::analyze_nccl_logs(one);
+            // A span over the one log, not a vector of it: a copy would double the memory of a large log.
+            const auto a = analyze::analyze_nccl_logs(std::span<const analyze::NcclLog>(&log, 1));
             r.terminal += "NCCL log:\n" + render_nccl(a);
             r.json["nccl_log"] = {{"log", log}, {"analysis", a}};
             nccl_logs.push_back(std::move(log));
@@ -295,8 +295,7 @@ int run(const AnalyzeFlags& f) {
           }
           case analyze::InputKind::watchdog: {
             auto log = analyze::parse_watchdog(input.text, path);
-            const std::vector<analyze::WatchdogLog> one{log};
-            const auto a = analyze::analyze_watchdog(one);
+            const auto a = analyze::analyze_watchdog(std::span<const analyze::WatchdogLog>(&log, 1));
             r.terminal += "watchdog:\n" + render_watchdog(a);
             r.json["watchdog"] = {{"log", log}, {"analysis", a}};
             watchdog_logs.push_back(std::move(log));
