@@ -58,6 +58,16 @@ TEST(CliErrors, MissingCommandIsAUsageError) {
   EXPECT_EQ(r.status, 2);
 }
 
+TEST(CliErrors, AValueOfTheWrongTypeNamesWhatTheFlagWants) {
+  // CLI11 alone says "Could not convert: --batch = 9999999999", neither why nor what would do.
+  for (const std::string value : {"9999999999", "1.5"}) {
+    auto r = run_cli("train --batch " + value);
+    EXPECT_EQ(r.status, 2) << r.output;
+    expect_mentions(r.output, "--batch: '" + value + "' is not a value this flag takes");
+    expect_mentions(r.output, "a whole number (no decimal point or exponent) that fits the flag's range");
+  }
+}
+
 TEST(CliErrors, BadValuesAreUsageErrors) {
   auto zero = run_cli("train --world-size 0");
   EXPECT_EQ(zero.status, 2);

@@ -2,12 +2,43 @@
 
 #include <cstdio>
 #include <new>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
 #include "core/error.h"
 #include "train/flash_attention_shape.h"  // cudnn_attention_built
+
+namespace {
+
+/// CLI11's "Could not convert: --batch = 9999999999" says neither why nor what would do. This names the flag's type
+/// from its help ("INT", "UINT", "FLOAT") and what that type takes; other messages pass through unchanged.
+std::string conversion_message(const CLI::App& app, const CLI::ConversionError& e) {
+  const std::string what = e.what();
+  const std::string prefix = "Could not convert: ";
+  const auto eq = what.find(" = ");
+  if (what.rfind(prefix, 0) != 0 || eq == std::string::npos) return what;
+  const std::string name = what.substr(prefix.size(), eq - prefix.size());
+  const std::string value = what.substr(eq + 3);
+  std::string type;
+  for (const CLI::App* sub : app.get_subcommands())
+    if (const CLI::Option* opt = sub->get_option_no_throw(name)) type = opt->get_type_name();
+  if (type.empty())
+    if (const CLI::Option* opt = app.get_option_no_throw(name)) type = opt->get_type_name();
+  const std::string base = type.substr(0, type.find(':'));  // "INT:POSITIVE": the type, then its checks
+  std::string wants;
+  if (base == "INT") wants = "a whole number (no decimal point or exponent) that fits the flag's range";
+  else if (base == "UINT") wants = "a whole number, not negative, that fits the flag's range";
+  else if (base == "FLOAT") wants = "a number";
+  else if (!type.empty()) wants = "a value of type " + type;
+  else wants = "a value of the type its help names";
+  if (!type.empty() && type != "INT" && type != "UINT" && type != "FLOAT" && base != type)
+    wants += " (" + type + " in its help)";
+  return name + ": '" + value + "' is not a value this flag takes: it wants " + wants;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"scalescope: measures and explains the scaling of data-parallel training"};
@@ -30,6 +61,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ConversionError& e) {
+    std::fprintf(stderr, "scalescope: error: %s\n  run 'scalescope --help' or 'scalescope COMMAND --help'\n",
+                 conversion_message(app, e).c_str());
+    return 2;
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "scalescope: error: %s\n  run 'scalescope --help' or 'scalescope COMMAND --help'\n", e.what());
     return 2;
