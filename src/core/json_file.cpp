@@ -1,12 +1,17 @@
 #include "core/json_file.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -22,6 +27,59 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what) 
   }
 }
 
+namespace {
+
+constexpr const char* kJobDirectoryPrefix = "scalescope-job-";
+
+/// The start time of process `pid` in clock ticks since boot (/proc/PID/stat field 22), or nullopt when it cannot
+/// be read (no such process). The command name (field 2) may hold spaces and ')', so fields are counted from the
+/// last ')'.
+std::optional<unsigned long long> process_start_ticks(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!in || !std::getline(in, stat)) return std::nullopt;
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i < 22; ++i)  // fields 3 (state) to 21
+    if (!(rest >> field)) return std::nullopt;
+  unsigned long long start = 0;
+  if (!(rest >> start)) return std::nullopt;
+  return start;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+}  // namespace
+
+int remove_orphaned_job_directories(const std::string& base) {
+  int removed = 0;
+  std::error_code ec;
+  const std::string host = host_name();
+  for (std::filesystem::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto& path = it->path();
+    if (path.filename().string().rfind(kJobDirectoryPrefix, 0) != 0) continue;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    std::ifstream owner(path / "owner");
+    std::string owner_host;
+    long pid = 0;
+    unsigned long long start = 0;
+    if (!(owner >> owner_host >> pid >> start) || owner_host != host || pid <= 0) continue;
+    const bool alive = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+    const auto now_start = alive ? process_start_ticks(pid) : std::nullopt;
+    if (alive && (!now_start || start == 0 || *now_start == start)) continue;  // its owner runs, or cannot be told apart
+    std::error_code remove_error;
+    if (std::filesystem::remove_all(path, remove_error) > 0 && !remove_error) ++removed;
+  }
+  return removed;
+}
+
 TemporaryDirectory::TemporaryDirectory() {
   const std::string remedy = "point TMPDIR at an existing, writable directory (or unset it)";
   std::error_code ec;
@@ -30,10 +88,21 @@ TemporaryDirectory::TemporaryDirectory() {
     throw Error(std::string("the temporary directory (TMPDIR='") + (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "") +
                     "') is not usable: " + ec.message(),
                 remedy);
-  std::string tmpl = (base / "scalescope-job-XXXXXX").string();
+  remove_orphaned_job_directories(base.string());
+  std::string tmpl = (base / (std::string(kJobDirectoryPrefix) + "XXXXXX")).string();
   if (!mkdtemp(tmpl.data()))
     throw Error("cannot create a temporary directory in '" + base.string() + "': " + std::strerror(errno), remedy);
   path_ = tmpl;
+  // The owner file is written whole or not at all (a reader that finds it cut short skips the directory).
+  const auto start = process_start_ticks(::getpid());
+  std::ofstream owner(path_ + "/owner");
+  owner << host_name() << ' ' << ::getpid() << ' ' << start.value_or(0) << '\n';
+  owner.close();
+  if (!owner) {
+    std::error_code ec2;
+    std::filesystem::remove_all(path_, ec2);
+    throw Error("cannot write in the temporary directory '" + path_ + "': " + std::strerror(errno), remedy);
+  }
 }
 
 TemporaryDirectory::~TemporaryDirectory() {

@@ -388,7 +388,7 @@ TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
 TEST(CliErrors, SigkillOfScalescopeStillStopsTheRanks) {
   // SIGKILL (or the OOM killer) gives scalescope no chance to stop its ranks: mpirun and both ranks ran on, with
   // no timeout watching them. They now get SIGTERM when it dies (PR_SET_PDEATHSIG). Its hand-over directory in
-  // TMPDIR stays behind: nothing is left to remove it.
+  // TMPDIR stays behind, as nothing is left to remove it, until the next run finds its owner gone.
   auto tmp = scratch_dir("sigkill");
   const pid_t pid = start_long_cpu_train(tmp);
   ASSERT_GE(pid, 0);
@@ -404,6 +404,15 @@ TEST(CliErrors, SigkillOfScalescopeStillStopsTheRanks) {
   EXPECT_TRUE(left.empty()) << "still running 15 s after scalescope was killed: " << left.size() << " process(es), pid "
                             << (left.empty() ? "" : left[0]);
   for (const auto& p : left) kill(std::stoi(p), SIGKILL);
+  const auto job_dirs = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(tmp)) n += e.path().filename().string().rfind("scalescope-job-", 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(job_dirs(), 1) << "the killed run's hand-over directory";
+  auto next = run_cli("train" + kQuick, {{"TMPDIR", tmp.string()}});
+  EXPECT_EQ(next.status, 0) << next.output;
+  EXPECT_EQ(job_dirs(), 0) << "the next run left the killed run's directory (or its own)";
   fs::remove_all(tmp);
 }
 

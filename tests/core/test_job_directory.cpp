@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/json_file.h"
+
+namespace fs = std::filesystem;
+using scalescope::core::remove_orphaned_job_directories;
+using scalescope::core::TemporaryDirectory;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("scalescope_test_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string this_host() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+/// The id of a process that has exited and been reaped: no process has it (until the kernel reuses it).
+pid_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return pid;
+}
+
+fs::path job_dir(const fs::path& base, const std::string& suffix, const std::string& owner_text) {
+  auto d = base / ("scalescope-job-" + suffix);
+  fs::create_directories(d);
+  std::ofstream(d / "result.json") << "{}";
+  if (!owner_text.empty()) std::ofstream(d / "owner") << owner_text;
+  return d;
+}
+
+/// This process's start time as TemporaryDirectory records it: the owner file of a fresh directory.
+std::string own_owner_line(const fs::path& base) {
+  setenv("TMPDIR", base.c_str(), 1);
+  TemporaryDirectory own;
+  std::ifstream in(own.path() + "/owner");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+TEST(JobDirectory, HoldsAnOwnerFileNamingThisHostAndProcess) {
+  auto base = fresh_dir("jobdir_owner");
+  std::istringstream line(own_owner_line(base));
+  std::string host;
+  long pid = 0;
+  unsigned long long start = 0;
+  ASSERT_TRUE(line >> host >> pid >> start);
+  EXPECT_EQ(host, this_host());
+  EXPECT_EQ(pid, getpid());
+  EXPECT_GT(start, 0u);
+  fs::remove_all(base);
+}
+
+TEST(JobDirectory, OnlyDirectoriesOfGoneOwnersOnThisHostAreRemoved) {
+  auto base = fresh_dir("jobdir_reap");
+  const std::string live = own_owner_line(base);  // this process, with its real start time
+  const auto host = this_host();
+  const auto dead = job_dir(base, "dead01", host + " " + std::to_string(dead_pid()) + " 12345\n");
+  std::istringstream fields(live);
+  std::string h;
+  long pid = 0;
+  unsigned long long start = 0;
+  fields >> h >> pid >> start;
+  // A reused id: this process's id with an earlier start time is a gone owner too.
+  const auto reused = job_dir(base, "reuse1", host + " " + std::to_string(pid) + " " + std::to_string(start - 1) + "\n");
+  const auto in_use = job_dir(base, "inuse1", live + "\n");
+  const auto other_host = job_dir(base, "other1", "some-other-host " + std::to_string(dead_pid()) + " 1\n");
+  const auto no_owner = job_dir(base, "noown1", "");
+  const auto cut_short = job_dir(base, "short1", host + " ");
+  const auto unrelated = base / "not-a-job-dir";
+  fs::create_directories(unrelated);
+  std::ofstream(unrelated / "owner") << host << " " << dead_pid() << " 1\n";
+
+  EXPECT_EQ(remove_orphaned_job_directories(base.string()), 2);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(reused));
+  for (const auto& kept : {in_use, other_host, no_owner, cut_short, unrelated}) EXPECT_TRUE(fs::exists(kept)) << kept;
+  EXPECT_EQ(remove_orphaned_job_directories(base.string()), 0);
+  fs::remove_all(base);
+}
+
+TEST(JobDirectory, ANewDirectoryTidiesTheOrphansOfEarlierRuns) {
+  auto base = fresh_dir("jobdir_new");
+  const auto dead = job_dir(base, "dead02", this_host() + " " + std::to_string(dead_pid()) + " 99\n");
+  setenv("TMPDIR", base.c_str(), 1);
+  {
+    TemporaryDirectory fresh;
+    EXPECT_FALSE(fs::exists(dead));
+    EXPECT_TRUE(fs::exists(fresh.path() + "/owner"));
+  }
+  EXPECT_TRUE(fs::is_empty(base));
+  fs::remove_all(base);
+}
+
+TEST(JobDirectory, AMissingBaseIsNotAnError) {
+  EXPECT_EQ(remove_orphaned_job_directories("/nonexistent/scalescope-test-base"), 0);
+}
