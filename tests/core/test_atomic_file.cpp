@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 using scalescope::core::Error;
@@ -20,12 +21,7 @@ std::string read_all(const fs::path& p) {
   ss << in.rdbuf();
   return ss.str();
 }
-fs::path fresh_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("scalescope_test_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path fresh_dir(const std::string& name) { return scalescope::testing::scratch_dir(name); }
 }  // namespace
 
 TEST(AtomicFile, WritesWholeContentAndReplaces) {

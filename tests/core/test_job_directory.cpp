@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/json_file.h"
+#include "support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 using scalescope::core::remove_orphaned_job_directories;
@@ -17,12 +18,7 @@ using scalescope::core::TemporaryDirectory;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("scalescope_test_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path fresh_dir(const std::string& name) { return scalescope::testing::scratch_dir(name); }
 
 std::string this_host() {
   char name[256] = {};

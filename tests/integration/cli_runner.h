@@ -14,19 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/scratch_dir.h"
+
 namespace scalescope::testing {
 
 struct CliRun {
   int status = -1;      ///< exit status (128 + signal when killed)
   std::string output;   ///< stdout and stderr together
 };
-
-inline std::filesystem::path scratch_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("scalescope_it_" + name + "_" + std::to_string(getpid()));
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
 
 /// Runs `SCALESCOPE_EXE args` through /bin/sh (args are pasted as written: quote them yourself), with
 /// `environment` added (NAME, value pairs; values must not need quoting).

@@ -11,18 +11,14 @@
 
 #include "core/error.h"
 #include "train/text_data.h"
+#include "support/scratch_dir.h"
 
 using namespace scalescope::train;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("scalescope_data_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path scratch(const std::string& name) { return scalescope::testing::scratch_dir("data_" + name); }
 
 void write_bytes(const fs::path& p, const void* data, std::size_t n) {
   std::ofstream out(p, std::ios::binary);
