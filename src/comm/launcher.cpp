@@ -61,29 +61,29 @@ std::string find_on_path(const std::string& name) {
 volatile sig_atomic_t g_stop_signal = 0;
 extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-/// While the ranks run, SIGINT, SIGTERM and SIGHUP stop them instead of killing this process alone, which
-/// left mpirun and the ranks running (for ever with --timeout 0) and the hand-over directory behind.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~StopSignals() {
-    for (std::size_t i = 0; i < kSignals.size(); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-};
+constexpr std::array<int, 3> kStopSignals = {SIGINT, SIGTERM, SIGHUP};
+int g_stop_scope_depth = 0;
+std::array<struct sigaction, 3> g_old_actions{};
 
 }  // namespace
+
+StopSignalScope::StopSignalScope() {
+  if (g_stop_scope_depth++ > 0) return;  // an outer scope's handlers and flag stay
+  g_stop_signal = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (std::size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &sa, &g_old_actions[i]);
+}
+
+StopSignalScope::~StopSignalScope() {
+  if (--g_stop_scope_depth > 0) return;
+  for (std::size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &g_old_actions[i], nullptr);
+}
+
+int received_stop_signal() { return g_stop_scope_depth > 0 ? static_cast<int>(g_stop_signal) : 0; }
+
+std::string interrupted_message(int sig) { return fmt::format("interrupted by signal {} ({})", sig, strsignal(sig)); }
 
 std::optional<RankInfo> rank_from_launcher_environment() {
   const bool has_rank = std::getenv(kEnvRank), has_size = std::getenv(kEnvWorldSize);
@@ -127,7 +127,9 @@ ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv)
 }
 
 void run_processes(const std::vector<ProcessSpec>& processes, double timeout_seconds) {
-  StopSignals stop_signals;
+  const StopSignalScope stop_signals;
+  if (g_stop_signal != 0)  // came before (in an enclosing scope): start nothing
+    throw core::Error(interrupted_message(g_stop_signal), "the run was stopped before it started");
   std::vector<pid_t> pids;
   auto stop_all = [&](int sig) {
     for (pid_t p : pids)
@@ -154,7 +156,7 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
     if (pid == 0) {
       // Should this process die without stopping its ranks (SIGKILL, the OOM killer), they get SIGTERM instead of
       // running on with no timeout watching them; mpirun passes it on to its ranks. A parent gone already: stop.
-      // Until execve the child has scalescope's handlers (StopSignals), which would swallow that SIGTERM: default.
+      // Until execve the child has scalescope's handlers (StopSignalScope), which would swallow that SIGTERM: default.
       for (int sig : {SIGTERM, SIGINT, SIGHUP}) signal(sig, SIG_DFL);
       prctl(PR_SET_PDEATHSIG, SIGTERM);  // follows the forking thread: run_processes waits in it for the ranks
       if (getppid() != parent) _exit(1);
@@ -181,8 +183,15 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
         --running;
         bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (!ok && failure.empty() && !stopping) {
-          double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          failure = fmt::format("{} {} after {:.1f} s", processes[i].label, describe_status(status), t);
+          if (g_stop_signal != 0) {
+            // A terminal's Ctrl-C reaches the whole process group: mpirun may end of it before this loop looks at
+            // the flag, which read as mpirun failing on its own.
+            failure = interrupted_message(g_stop_signal);
+            remedy = "the run was stopped before it finished";
+          } else {
+            double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            failure = fmt::format("{} {} after {:.1f} s", processes[i].label, describe_status(status), t);
+          }
         }
       }
       if (!failure.empty() && !stopping) {
@@ -194,8 +203,7 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
     }
     auto now = std::chrono::steady_clock::now();
     if (!stopping && g_stop_signal != 0) {
-      failure = fmt::format("interrupted by signal {} ({})", static_cast<int>(g_stop_signal),
-                            strsignal(g_stop_signal));
+      failure = interrupted_message(g_stop_signal);
       remedy = "the run was stopped before it finished";
       stopping = true;
       stop_all(SIGTERM);

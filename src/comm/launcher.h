@@ -31,11 +31,30 @@ struct ProcessSpec {
   std::string label;  ///< how errors name it, e.g. "rank 1"
 };
 
+/// For its lifetime, SIGINT, SIGTERM and SIGHUP only set a flag (received_stop_signal) instead of killing this
+/// process, so that a run can stop its ranks and keep what it measured. Scopes nest: an inner one (run_processes')
+/// keeps the outer one's handlers and flag, so a signal that came between two runs of a sweep is still seen. The
+/// outermost one clears the flag when it starts and puts the earlier handlers back when it ends. Main thread only.
+class StopSignalScope {
+ public:
+  StopSignalScope();
+  ~StopSignalScope();
+  StopSignalScope(const StopSignalScope&) = delete;
+  StopSignalScope& operator=(const StopSignalScope&) = delete;
+};
+
+/// The signal number received since the outermost StopSignalScope began, or 0 (also when no scope is alive).
+int received_stop_signal();
+
+/// "interrupted by signal 2 (Interrupt)": how a stopped run is named in errors.
+std::string interrupted_message(int signal_number);
+
 /// Starts every process (they inherit stdout/stderr), waits for all of them and returns when all exited
 /// with status 0. When one exits non-zero or is killed, the others are sent SIGTERM (SIGKILL 5 s later)
 /// and core::Error names the first failure: "rank 1 was killed by signal 9 (Killed)". When
 /// `timeout_seconds` > 0 elapses first, all are killed and core::Error says so. SIGINT, SIGTERM or SIGHUP
-/// received meanwhile stops them the same way and core::Error names the signal.
+/// received meanwhile (or before, within an enclosing StopSignalScope) stops them the same way and core::Error
+/// names the signal, also when a process ended of the same signal first (a terminal's Ctrl-C reaches them all).
 void run_processes(const std::vector<ProcessSpec>& processes, double timeout_seconds);
 
 /// The `mpirun` command line that starts `argv` as `world_size` CPU ranks on this node: oversubscription

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/launcher.h"
 #include "core/error.h"
 
 namespace scalescope::doctor {
@@ -141,7 +142,14 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
   }
 
   std::vector<std::pair<int, diagnose::VerdictFinding>> verdicts;
+  // For the whole sweep, not only while ranks run: a Ctrl-C while the next world size loads its data killed the
+  // process and lost the world sizes already measured. Now it ends the sweep with those kept (complete: false).
+  const comm::StopSignalScope stop_signals;
   for (int n : sizes) {
+    if (const int sig = comm::received_stop_signal()) {
+      report.failure = fmt::format("world size {} not measured: {}", n, comm::interrupted_message(sig));
+      break;
+    }
     train::TrainJobConfig job = config.job;
     job.world_size = n;
     job.kernel_trace_dir = trace_dir_of(n);
