@@ -488,6 +488,9 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
     throw core::Error("this scalescope was built without CUPTI, which --kernel-trace needs",
                       "rebuild on a machine whose CUDA toolkit has CUPTI (libcupti), or drop --kernel-trace");
   TextCorpus corpus = load_corpus(config, model.row_tokens());
+  // Also here, not only in launch_job's pre-flight: ranks started by mpirun or srun have no pre-flight, and a token
+  // id beyond the vocabulary failed at some later step with advice about the data loader.
+  corpus.require_vocabulary(config.model.vocab(), config.model.name);
   BatchSampler sampler(corpus, model.row_tokens(), config.data_seed);
   EngineOptions engine_options = config.engine;
   engine_options.rows_per_rank = config.rows_per_rank();
@@ -562,6 +565,12 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   r.library_versions = backend->library_versions;
   r.timing_source = timeline.is_device_time() ? "cuda-events" : "steady-clock";
   r.data_description = corpus.description();
+  if (const std::size_t batch_tokens = static_cast<std::size_t>(config.rows_per_rank()) * config.world_size *
+                                       static_cast<std::size_t>(model.row_tokens());
+      !corpus.is_synthetic() && corpus.tokens().size() < batch_tokens)
+    r.data_description += fmt::format(" — shorter than one global batch ({} tokens): every step trains on the same "
+                                      "text again, so the loss falls faster than on real data",
+                                      batch_tokens);
   r.replayed_timed_steps = replayed_timed_steps;
   r.parameters = model.parameter_count();
   r.flops_per_token = model.flops_per_token();

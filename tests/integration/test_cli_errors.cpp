@@ -480,5 +480,21 @@ TEST(CliErrors, TokenIdsBeyondTheVocabularyAreRefused) {
   auto r = run_cli("train --data " + (dir / "t.bin").string() + kQuick);
   EXPECT_EQ(r.status, 1) << r.output;  // bad data, as the README says: a failed run
   expect_mentions(r.output, "vocabulary of 256");
+  // A rank started by a launcher (mpirun, srun: here its SCALESCOPE_* variables) has no pre-flight; it checked no
+  // vocabulary and failed at its first step with advice about the data loader.
+  auto rank = run_cli("train --data " + (dir / "t.bin").string() + kQuick,
+                      {{"SCALESCOPE_RANK", "0"}, {"SCALESCOPE_WORLD_SIZE", "1"}});
+  EXPECT_EQ(rank.status, 1) << rank.output;
+  expect_mentions(rank.output, "the data holds token id 300 but mlp-1m has a vocabulary of 256");
+  fs::remove_all(dir);
+}
+
+TEST(CliErrors, TextShorterThanOneBatchIsNamedInTheDataLine) {
+  auto dir = scratch_dir("short_text");
+  std::ofstream(dir / "s.txt") << std::string(300, 'a');
+  auto r = run_cli("train --data " + (dir / "s.txt").string() + " --backend cpu --model mlp-1m --batch 16 "
+                   "--warmup-rounds 0 --rounds 1 --steps-per-round 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_mentions(r.output, "shorter than one global batch");
   fs::remove_all(dir);
 }
