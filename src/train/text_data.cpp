@@ -64,8 +64,48 @@ TextCorpus TextCorpus::load_token_file(const std::string& path, std::size_t min_
   TextCorpus corpus;
   std::uint64_t offset = 0, count = 0;
   std::int32_t header[256] = {};
-  const bool has_header = size >= sizeof(header) && in.read(reinterpret_cast<char*>(header), sizeof(header)) &&
-                          header[0] == kLlmcMagic;
+  // The first bytes decide what the file is: llm.c's header (its magic, even when the file is cut short), another
+  // llm.c format, or text that only has a .bin name; raw tokens otherwise.
+  std::vector<char> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, 64 * 1024)));
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  if (head.size() >= sizeof(header)) std::memcpy(header, head.data(), sizeof(header));
+  std::int32_t first_word = 0;
+  if (head.size() >= 4) std::memcpy(&first_word, head.data(), 4);
+  if (first_word == kLlmcMagic && size < sizeof(header))
+    throw core::Error(fmt::format("llm.c token file '{}' is cut short: {} bytes, less than its 1024-byte header",
+                                  path, size),
+                      "the file is cut off; write it again");
+  // Raw GPT-2 tokens can start with these words too (7585 then 309 is 20240801), so a header is believed only with
+  // its version and a token count that fits the size (uint16 or uint32 tokens after 1024 bytes).
+  const auto count_fits = [&](int bytes_per_token) {
+    return size >= sizeof(header) && header[2] >= 0 &&
+           sizeof(header) + static_cast<std::uint64_t>(bytes_per_token) * static_cast<std::uint64_t>(header[2]) == size;
+  };
+  if (first_word == kLlmcLlama3Magic && header[1] == 7 && count_fits(4))
+    throw core::Error(fmt::format("'{}' is an llm.c Llama 3 token file (magic {}: uint32 tokens of a 128k "
+                                  "vocabulary); scalescope's presets read GPT-2's uint16 tokens",
+                                  path, kLlmcLlama3Magic),
+                      "tokenize the text with GPT-2's tokenizer (llm.c's version 1 format, magic 20240520), or pass "
+                      "the text itself");
+  if (first_word != kLlmcMagic && first_word >= 20230101 && first_word <= 20301231 && header[1] >= 1 &&
+      header[1] <= 100 && (count_fits(2) || count_fits(4)))
+    throw core::Error(fmt::format("'{}' starts with {}, which looks like an llm.c header's date magic but is not "
+                                  "one scalescope reads ({}: GPT-2 tokens, version 1)",
+                                  path, first_word, kLlmcMagic),
+                      "write the tokens in llm.c's version 1 format, or as raw uint16 tokens (nanoGPT) without a header");
+  const auto printable = static_cast<std::size_t>(std::count_if(head.begin(), head.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return (b >= 0x20 && b < 0x7f) || b == '\n' || b == '\t' || b == '\r';
+  }));
+  // GPT-2 token ids below 8224 have a high byte under 0x20, and the common ones are there: a token file is far
+  // from 95 % printable bytes, text is at it.
+  if (first_word != kLlmcMagic && head.size() >= 64 && printable >= head.size() * 95 / 100)
+    throw core::Error(fmt::format("'{}' looks like text ({:.0f} % printable characters in its first {} bytes), but "
+                                  "a .bin file is read as tokens (nanoGPT's raw uint16 or llm.c's format)",
+                                  path, 100.0 * static_cast<double>(printable) / static_cast<double>(head.size()),
+                                  head.size()),
+                      "give the text file a name that does not end in .bin (e.g. .txt), or tokenize it");
+  const bool has_header = size >= sizeof(header) && first_word == kLlmcMagic;
   std::string format;
   if (has_header) {
     if (header[1] != 1)
@@ -111,6 +151,8 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
                   min_bytes);
   std::error_code ec;
   auto status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)  // a symbolic-link loop, a component that is a file …
+    throw core::Error(fmt::format("data path '{}' cannot be opened: {}", path, ec.message()), remedy);
   if (ec || !fs::exists(status))
     throw core::Error(fmt::format("data path '{}' does not exist", path), remedy);
   TextCorpus corpus;
@@ -133,7 +175,7 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
                       remedy);
   }
   std::set<std::pair<dev_t, ino_t>> seen;  // fortunes has name.u8 → name links: read each file once
-  std::size_t unreadable = 0, binary = 0;
+  std::size_t unreadable = 0, binary = 0, token_files = 0;
   std::string first_error;
   for (const auto& f : files) {
     struct stat st {};
@@ -148,6 +190,7 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
     }
     if (is_text) ++corpus.file_count_;
     else ++binary;
+    if (!is_text && f.extension() == ".bin") ++token_files;
   }
   if (corpus.file_count_ == 0 && unreadable > 0)
     throw core::Error(fmt::format("cannot read data '{}' ({})", path, first_error), remedy);
@@ -157,7 +200,11 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
                                   binary == 0 ? ""
                                               : fmt::format(" ({} file{} skipped as binary: a NUL byte in the first 4 KiB)",
                                                             binary, binary == 1 ? "" : "s")),
-                      remedy);
+                      token_files == 0
+                          ? remedy
+                          : fmt::format("{} of them end in .bin: token files are read only when --data names one "
+                                        "(e.g. --data {}), a directory is read as text; or {}",
+                                        token_files, (fs::path(path) / "FILE.bin").string(), remedy));
   corpus.tokens_.assign(bytes.begin(), bytes.end());
   corpus.finish_tokens();
   corpus.description_ = fmt::format("text: {} ({} file{}, {:.2f} MB{})", path, corpus.file_count_,

@@ -30,6 +30,8 @@ inline constexpr std::size_t kSyntheticCorpusBytes = std::size_t{4} << 20;
 /// llm.c's token-file header: 256 int32 values, the first the magic 20240520, the second the version (1:
 /// uint16 tokens follow), the third the token count (karpathy/llm.c, dev/data/data_common.py write_datafile).
 inline constexpr std::int32_t kLlmcMagic = 20240520;
+/// llm.c's Llama 3 token files (version 7, uint32 tokens): named so they are refused for what they are.
+inline constexpr std::int32_t kLlmcLlama3Magic = 20240801;
 
 /// Training tokens: the bytes of text files (byte-level tokens 0–255), or a token file of a tokenizer.
 class TextCorpus {

@@ -96,6 +96,90 @@ TEST(TextData, ReadsNanoGptRawTokenFiles) {
   fs::remove_all(d);
 }
 
+namespace {
+
+/// The message of the core::Error that loading `path` throws (its what and remedy), or "" when it loads.
+std::string load_error(const fs::path& path) {
+  try {
+    TextCorpus::load(path.string(), 10);
+  } catch (const scalescope::core::Error& e) {
+    return std::string(e.what()) + " | " + e.remedy();
+  }
+  return "";
+}
+
+void write_llmc(const fs::path& p, std::int32_t magic, std::int32_t version, std::int32_t count,
+                std::size_t payload_bytes) {
+  std::vector<std::int32_t> header(256, 0);
+  header[0] = magic;
+  header[1] = version;
+  header[2] = count;
+  std::vector<char> payload(payload_bytes, 1);
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(header.data()), 1024);
+  out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+}
+
+}  // namespace
+
+TEST(TextData, BinFilesThatAreNotGpt2TokensAreRefusedForWhatTheyAre) {
+  auto d = scratch("not_tokens");
+  std::string text;
+  while (text.size() < 4000) text += "the quick brown fox jumps over the lazy dog\n";
+  write_bytes(d / "corpus.bin", text.data(), text.size());  // text with a .bin name: was read as tokens
+  auto e = load_error(d / "corpus.bin");
+  EXPECT_NE(e.find("looks like text (100 % printable"), std::string::npos) << e;
+  EXPECT_NE(e.find(".txt"), std::string::npos) << e;
+
+  std::vector<std::int32_t> cut(150, 0);  // llm.c's magic, the header cut off at 600 bytes
+  cut[0] = kLlmcMagic;
+  write_bytes(d / "cut.bin", cut.data(), 600);
+  e = load_error(d / "cut.bin");
+  EXPECT_NE(e.find("cut short: 600 bytes"), std::string::npos) << e;
+
+  write_llmc(d / "llama3.bin", kLlmcLlama3Magic, 7, 1000, 4000);
+  e = load_error(d / "llama3.bin");
+  EXPECT_NE(e.find("Llama 3 token file"), std::string::npos) << e;
+
+  write_llmc(d / "magic.bin", 20240521, 1, 1000, 2000);  // a date magic scalescope does not know
+  e = load_error(d / "magic.bin");
+  EXPECT_NE(e.find("looks like an llm.c header's date magic"), std::string::npos) << e;
+  fs::remove_all(d);
+}
+
+TEST(TextData, RawTokensThatStartLikeAHeaderAreStillRawTokens) {
+  // 7585 then 309 is the int32 20240801 (llm.c's Llama 3 magic); without its version and count it is two tokens.
+  auto d = scratch("raw_like_header");
+  auto tokens = ramp(2000);
+  tokens[0] = 7585;
+  tokens[1] = 309;
+  write_bytes(d / "raw.bin", tokens.data(), tokens.size() * 2);
+  const auto corpus = TextCorpus::load((d / "raw.bin").string(), 10);
+  EXPECT_EQ(corpus.tokens(), tokens);
+  EXPECT_NE(corpus.description().find("nanoGPT"), std::string::npos);
+  fs::remove_all(d);
+}
+
+TEST(TextData, ADirectoryOfTokenShardsSaysHowToPassThem) {
+  auto d = scratch("shards");
+  auto tokens = ramp(2000);
+  write_bytes(d / "train_000.bin", tokens.data(), tokens.size() * 2);
+  write_bytes(d / "train_001.bin", tokens.data(), tokens.size() * 2);
+  const auto e = load_error(d);
+  EXPECT_NE(e.find("2 of them end in .bin: token files are read only when --data names one"), std::string::npos) << e;
+  fs::remove_all(d);
+}
+
+TEST(TextData, ASymbolicLinkLoopIsNotCalledMissing) {
+  auto d = scratch("link_loop");
+  fs::create_symlink(d / "a", d / "b");
+  fs::create_symlink(d / "b", d / "a");
+  const auto e = load_error(d / "a");
+  EXPECT_NE(e.find("cannot be opened: Too many levels of symbolic links"), std::string::npos) << e;
+  EXPECT_NE(load_error(d / "absent").find("does not exist"), std::string::npos);
+  fs::remove_all(d);
+}
+
 TEST(TextData, RowsDependOnStepAndRowOnlySoRanksSliceOneGlobalBatch) {
   auto corpus = TextCorpus::synthetic(1 << 16, 7);
   BatchSampler sampler(corpus, 9, 42);
