@@ -30,4 +30,30 @@ void check_output_is_not_input(const std::string& path, const std::string& flag,
 /// so "o.json" and "./o.json" are one file. Empty paths (an output not asked for) never clash.
 void check_outputs_differ(const std::string& a, const std::string& flag_a, const std::string& b, const std::string& flag_b);
 
+/// A result file that a run will write when it ends, and what that file was when the run began, so that the end can
+/// tell whether another process wrote it meanwhile (two runs given the same --out): rename(2) would then silently
+/// replace the other run's result.
+class OutputFile {
+ public:
+  /// Records what `path` is now: absent, or which file (device, inode, modification time, size). Throws nothing.
+  explicit OutputFile(std::string path);
+
+  /// Writes `content` to path() atomically (write_file_atomically) and returns path(). When path() is no longer the
+  /// file it was at construction, it is left as the other writer left it and the content goes to sibling_path()
+  /// instead; then core::Error (exit 1) names both files, so nothing measured is lost. Throws core::Error as
+  /// write_file_atomically does.
+  std::string write(std::string_view content) const;
+
+  const std::string& path() const { return path_; }
+
+  /// Where write() puts the content when another process wrote path(): "DIR/NAME.PID.EXT" ("o.json" → "o.4242.json").
+  std::string sibling_path() const;
+
+ private:
+  std::string path_;
+  bool existed_ = false;
+  unsigned long long device_ = 0, inode_ = 0, size_ = 0;
+  long long mtime_ns_ = 0;
+};
+
 }  // namespace scalescope::core

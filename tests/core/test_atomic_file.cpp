@@ -117,3 +117,48 @@ TEST(AtomicFile, AnOutputThatIsAnInputIsRefused) {
   EXPECT_NO_THROW(check_output_is_not_input("", "--out", {(dir / "in.txt").string()}));
   fs::remove_all(dir);
 }
+
+namespace {
+std::string error_of(const scalescope::core::OutputFile& out, const std::string& content) {
+  try {
+    out.write(content);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(OutputFile, WritesItsPathWhenNobodyElseDid) {
+  auto dir = fresh_dir("output_file_alone");
+  const auto path = (dir / "o.json").string();
+  const scalescope::core::OutputFile absent(path);
+  EXPECT_EQ(absent.write("first"), path);
+  EXPECT_EQ(read_all(path), "first");
+  const scalescope::core::OutputFile existing(path);  // a rerun of the same command replaces its old result
+  EXPECT_EQ(existing.write("second"), path);
+  EXPECT_EQ(read_all(path), "second");
+  fs::remove_all(dir);
+}
+
+TEST(OutputFile, AnotherRunsResultIsKeptAndThisOneGoesBesideIt) {
+  auto dir = fresh_dir("output_file_two_runs");
+  const auto path = (dir / "o.json").string();
+  const scalescope::core::OutputFile created_meanwhile(path);
+  write_file_atomically(path, "the other run");  // two runs with the same --out: the other one ended first
+  auto what = error_of(created_meanwhile, "this run");
+  EXPECT_NE(what.find("was created by another process"), std::string::npos) << what;
+  EXPECT_NE(what.find(created_meanwhile.sibling_path()), std::string::npos) << what;
+  EXPECT_EQ(read_all(path), "the other run");
+  EXPECT_EQ(read_all(created_meanwhile.sibling_path()), "this run");
+  EXPECT_EQ(fs::path(created_meanwhile.sibling_path()).filename().string(),
+            "o." + std::to_string(getpid()) + ".json");
+
+  const scalescope::core::OutputFile replaced_meanwhile(path);  // it existed: replaced by another's rename
+  write_file_atomically(path, "a third run");
+  what = error_of(replaced_meanwhile, "this run again");
+  EXPECT_NE(what.find("was replaced by another process"), std::string::npos) << what;
+  EXPECT_EQ(read_all(path), "a third run");
+  EXPECT_EQ(read_all(replaced_meanwhile.sibling_path()), "this run again");
+  fs::remove_all(dir);
+}

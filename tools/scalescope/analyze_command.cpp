@@ -238,6 +238,7 @@ int run(const AnalyzeFlags& f) {
   core::check_output_is_not_input(f.timeline, "--timeline", inputs);
   core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");
   if (!f.out.empty()) core::check_output_path_writable(f.out);
+  const core::OutputFile out_file(f.out);
   if (!f.timeline.empty()) {  // before reading anything: the analysis must not be lost to a bad output path
     try {
       core::check_output_path_writable(f.timeline);
@@ -414,7 +415,7 @@ int run(const AnalyzeFlags& f) {
   }
   if (!f.out.empty()) {
     nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined}};
-    core::write_file_atomically(f.out, out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    out_file.write(out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     std::fprintf(stderr, "wrote %s\n", f.out.c_str());
   }
   return status;

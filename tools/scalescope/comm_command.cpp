@@ -153,6 +153,7 @@ int run_live(const CommFlags& f) {
   }
   const auto config = resolve(f);
   if (!f.out.empty()) core::check_output_path_writable(f.out);
+  const core::OutputFile out_file(f.out);
   std::optional<runtime::CommRun> run;
   if (comm::rank_from_launcher_environment() || comm::started_by_mpi_launcher()) {
     run = runtime::run_comm_rank(config);  // across nodes: this process is one rank; rank 0 reports
@@ -182,7 +183,7 @@ int run_live(const CommFlags& f) {
                                    {"library_version", run->library_version}, {"world_size", run->world_size},
                                    {"config", config}}},
                           {"reports", reports}};
-    core::write_file_atomically(f.out, out.dump(1) + "\n");
+    out_file.write(out.dump(1) + "\n");
     std::fprintf(stderr, "wrote %s\n", f.out.c_str());
   }
   if (wrong > 0) {  // as nccl-tests' "Out of bounds values : N FAILED": the collective computed wrong results
@@ -210,13 +211,14 @@ int run(const CommFlags& f) {
   if (f.from.empty()) return run_live(f);
   core::check_output_is_not_input(f.out, "--out", {f.from});
   if (!f.out.empty()) core::check_output_path_writable(f.out);
+  const core::OutputFile out_file(f.out);
   const analyze::Sweep sweep = sweep_from_file(f);
   const auto analysis = analyze::analyze_sweep(sweep, analysis_options(f));
   // Warnings to stderr so stdout stays a table that nccl-tests parsers can read.
   for (const auto& w : sweep.warnings) std::fprintf(stderr, "scalescope: warning: %s\n", w.c_str());
   print_report(sweep, analysis);
   if (!f.out.empty()) {
-    core::write_file_atomically(f.out, analyze::comm_report_json(sweep, analysis).dump(1) + "\n");
+    out_file.write(analyze::comm_report_json(sweep, analysis).dump(1) + "\n");
     std::fprintf(stderr, "wrote %s\n", f.out.c_str());
   }
   if (sweep.rows_with_wrong_elements > 0) {  // as a live run that finds wrong elements: a failed run

@@ -51,6 +51,7 @@ int run(const DoctorFlags& f) {
   }
   if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());
   if (!f.out.empty()) check_output_path(f.out, config.job);
+  const core::OutputFile out_file(f.out);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;
   int devices = gpu ? train::visible_gpu_count(&why) : train::cpu_core_count();
@@ -76,7 +77,7 @@ int run(const DoctorFlags& f) {
   } else if (!f.out.empty()) {  // written even when a later world size failed: what was measured is kept
     nlohmann::json j = report;
     j["topology"] = topology;
-    core::write_file_atomically(f.out, j.dump(1) + "\n");
+    out_file.write(j.dump(1) + "\n");
     std::fprintf(stderr, "wrote %s%s\n", f.out.c_str(), report.complete() ? "" : " (incomplete)");
   }
   return report.complete() ? 0 : 1;

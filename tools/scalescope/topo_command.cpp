@@ -25,6 +25,7 @@ struct TopoFlags {
 int run(const TopoFlags& f) {
   core::check_output_is_not_input(f.out, "--out", {f.from, f.compare});
   if (!f.out.empty()) core::check_output_path_writable(f.out);
+  const core::OutputFile out_file(f.out);
   // Read --compare first: a bad file is an error before any discovery runs.
   std::optional<topo::TopologyReading> other;
   if (!f.compare.empty()) other = topo::parse_smi_topo_file(f.compare);
@@ -42,7 +43,7 @@ int run(const TopoFlags& f) {
     if (!mismatches.empty()) status = 1;
   }
   if (!f.out.empty()) {
-    core::write_file_atomically(f.out, j.dump(1) + "\n");
+    out_file.write(j.dump(1) + "\n");
     std::fprintf(stderr, "wrote %s\n", f.out.c_str());
   }
   return status;

@@ -26,11 +26,11 @@ struct TrainFlags {
   std::string internal_job;
 };
 
-void finish(const train::TrainResult& result, const std::string& out) {
+void finish(const train::TrainResult& result, const core::OutputFile& out) {
   std::fputs(report::render_train_result(result).c_str(), stdout);
-  if (!out.empty()) {
-    core::write_file_atomically(out, nlohmann::json(result).dump(1) + "\n");
-    std::fprintf(stderr, "wrote %s\n", out.c_str());
+  if (!out.path().empty()) {
+    out.write(nlohmann::json(result).dump(1) + "\n");
+    std::fprintf(stderr, "wrote %s\n", out.path().c_str());
   }
 }
 
@@ -59,19 +59,22 @@ int run(const TrainFlags& f) {
   }
   if (config.progress) std::fprintf(stderr, "%s\n", model_summary(config).c_str());
   if (!f.out.empty()) check_output_path(f.out, config);
+  const core::OutputFile out_file(f.out);
   if (comm::rank_from_launcher_environment() || comm::started_by_mpi_launcher()) {
     // Started by mpirun/srun (e.g. across nodes): this process is one rank; rank 0 reports.
-    if (auto result = train::run_rank(config)) finish(*result, f.out);
+    if (auto result = train::run_rank(config)) finish(*result, out_file);
     return 0;
   }
+  std::optional<train::TrainResult> result;
   try {
-    finish(train::launch_job(config), f.out);
+    result = train::launch_job(config);
   } catch (const core::UsageError&) {
     throw;
   } catch (const core::Error& e) {  // a failed run measured nothing whole: say that --out was left alone
     if (f.out.empty() || e.remedy().find("nothing was written") != std::string::npos) throw;  // said already
     throw core::Error(e.what(), (e.remedy().empty() ? "" : e.remedy() + "; ") + "nothing was written to " + f.out);
   }
+  finish(*result, out_file);  // outside the try: its own errors (the --out another run wrote) say what was kept
   return 0;
 }
 
