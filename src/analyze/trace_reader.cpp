@@ -1157,15 +1157,22 @@ class TraceReader {
       else ++no_ts_;
       return;
     }
+    const bool gpu = kind == EventKind::kernel || kind == EventKind::memcpy || kind == EventKind::memset;
     if (f.bad_dur) {
       ++bad_dur_;
+      gpu_without_duration_ += gpu;
       return;
     }
     if (f.dur && *f.dur < 0) {
       ++negative_dur_;
+      gpu_without_duration_ += gpu;
       return;
     }
-    if (!f.dur) ++no_dur_;
+    if (!f.dur) {
+      ++no_dur_;
+      gpu_without_duration_ += gpu;
+      gpu_no_dur_kept_ += gpu;
+    }
     TraceEvent e;
     e.kind = kind;
     e.ts_ns = *f.ts;
@@ -1174,6 +1181,8 @@ class TraceReader {
     // until the year 2116), dur ≤ 2^60 ns (36 years).
     if (e.ts_ns < -(std::int64_t{1} << 60) || e.ts_ns > (std::int64_t{1} << 62) || e.dur_ns > (std::int64_t{1} << 60)) {
       ++bad_ts_;
+      if (e.dur_ns > (std::int64_t{1} << 60)) gpu_without_duration_ += gpu;
+      if (!f.dur) gpu_no_dur_kept_ -= gpu;  // counted as kept above; it is not
       return;
     }
     e.correlation = f.correlation;
@@ -1250,6 +1259,27 @@ class TraceReader {
   }
 
   void finish() {
+    // A duration longer than ten times the span of all start times (and than a minute) is no measurement: one
+    // kernel of 11 days in a 40 ms trace made the GPU "100 % busy" and invented overlap findings.
+    std::int64_t first = std::numeric_limits<std::int64_t>::max(), last = std::numeric_limits<std::int64_t>::min();
+    for (const auto& e : trace_.events) {
+      first = std::min(first, e.ts_ns);
+      last = std::max(last, e.ts_ns);
+    }
+    std::uint64_t gpu_kept = 0;
+    if (!trace_.events.empty()) {
+      const std::int64_t longest = std::max<std::int64_t>(10 * (last - first), std::int64_t{60} * 1000000000);
+      std::erase_if(trace_.events, [&](const TraceEvent& e) {
+        const bool gpu = e.kind == EventKind::kernel || e.kind == EventKind::memcpy || e.kind == EventKind::memset;
+        if (e.dur_ns <= longest) {
+          gpu_kept += gpu;
+          return false;
+        }
+        ++too_long_dur_;
+        gpu_without_duration_ += gpu;
+        return true;
+      });
+    }
     trace_.json_bytes = scanner_.bytes_read();
     trace_.events_by_category = counted_cat_.to_map();
     trace_.events_by_phase = counted_ph_.to_map();
@@ -1261,6 +1291,17 @@ class TraceReader {
     note(bad_dur_, "kept-kind events with an unreadable \"dur\" skipped");
     note(negative_dur_, "kept-kind events with a negative \"dur\" skipped");
     note(no_dur_, "complete ('X') events without \"dur\" taken as instantaneous");
+    note(too_long_dur_, "events with a \"dur\" longer than ten times the trace's span skipped");
+    // A few damaged GPU events are told and passed over; beyond 5 % of them the GPU's busy time, overlap and
+    // exposed communication would be made of what is missing, so the trace is refused instead.
+    const std::uint64_t gpu_seen = gpu_kept + gpu_without_duration_ - gpu_no_dur_kept_;  // kept + skipped
+    if (gpu_without_duration_ > 0 && gpu_without_duration_ * 20 > gpu_seen)
+      throw core::Error(fmt::format("'{}': {} of its {} GPU events (kernels, copies, memsets) have no usable "
+                                    "\"dur\" (unreadable, negative, missing, or longer than the whole trace): its GPU "
+                                    "busy time, overlap and exposed communication would be invented",
+                                    trace_.source, gpu_without_duration_, gpu_seen),
+                        "record the trace again (torch.profiler with ProfilerActivity.CUDA); a tool that rewrote it "
+                        "may have dropped or rescaled \"dur\"");
     note(begin_end_, "begin/end ('B'/'E') events ignored: only complete ('X') events are analysed");
     note(non_objects_, "elements of the event array that are not objects ignored");
     note(trailing_commas_, "trailing comma before the closing ']' of the event array tolerated");
@@ -1278,7 +1319,11 @@ class TraceReader {
   std::unordered_map<std::string, std::uint32_t, StringHash, std::equal_to<>> str_ids_;
   SmallCounter counted_cat_, counted_ph_;
   std::uint64_t no_ts_ = 0, bad_ts_ = 0, bad_dur_ = 0, negative_dur_ = 0, no_dur_ = 0, begin_end_ = 0,
-                non_objects_ = 0, trailing_commas_ = 0, bad_utf8_ = 0;
+                non_objects_ = 0, trailing_commas_ = 0, bad_utf8_ = 0, too_long_dur_ = 0;
+  /// GPU-kind events skipped for their "dur" (unreadable, negative, too long) or kept without one (instantaneous).
+  std::uint64_t gpu_without_duration_ = 0;
+  /// Of gpu_without_duration_, those kept (no "dur": instantaneous), which gpu_kept counts already.
+  std::uint64_t gpu_no_dur_kept_ = 0;
 };
 
 Trace read_from(std::unique_ptr<ByteSource> src, std::string name, const TraceReadOptions& options,

@@ -176,7 +176,8 @@ TEST(TraceReader, AbsentMetadataIsAbsentAndEmptyIsEmpty) {
 }
 
 TEST(TraceReader, SkipsAndCountsEventsWithBadFields) {
-  const std::string json = trace({
+  // 100 good kernels after them: this many damaged GPU events alone would refuse the trace (the next test).
+  std::vector<std::string> events = {
       R"({"ph": "X", "cat": "kernel", "name": "no_ts", "pid": 0, "tid": 7, "dur": 3})",
       R"({"ph": "X", "cat": "kernel", "name": "neg", "pid": 0, "tid": 7, "ts": 1, "dur": -3})",
       R"({"ph": "X", "cat": "kernel", "name": "str_ts", "pid": 0, "tid": 7, "ts": "abc", "dur": 3})",
@@ -188,10 +189,12 @@ TEST(TraceReader, SkipsAndCountsEventsWithBadFields) {
       R"({"ph": "X", "cat": "kernel", "name": "ok", "pid": 0, "tid": 7, "ts": "12.5", "dur": 3, "args": 7})",
       R"(17)",
       R"({})",
-  });
-  const Trace t = read_trace_bytes(json, "t.json");
+  };
+  for (int i = 0; i < 100; ++i) events.push_back(kernel("good", 20 + i, 1, 7));
+  const Trace t = read_trace_bytes(trace(events), "t.json");
   std::vector<std::string> kept;
-  for (const auto& e : t.events) kept.emplace_back(t.name_of(e));
+  for (const auto& e : t.events)
+    if (t.name_of(e) != "good") kept.emplace_back(t.name_of(e));
   EXPECT_EQ(kept, (std::vector<std::string>{"no_dur", "ok"}));
   EXPECT_EQ(find(t, "ok")->ts_ns, 12500);  // a quoted number is read
   EXPECT_EQ(find(t, "no_dur")->dur_ns, 0);
@@ -203,6 +206,30 @@ TEST(TraceReader, SkipsAndCountsEventsWithBadFields) {
   EXPECT_NE(all.find("1 complete ('X') events without \"dur\""), std::string::npos) << all;
   EXPECT_NE(all.find("1 begin/end ('B'/'E') events ignored"), std::string::npos) << all;
   EXPECT_NE(all.find("1 elements of the event array that are not objects ignored"), std::string::npos) << all;
+}
+
+TEST(TraceReader, TracesWhoseGpuEventsHaveNoUsableDurationAreRefused) {
+  std::vector<std::string> events;
+  for (int i = 0; i < 40; ++i) events.push_back(kernel("good_" + std::to_string(i), 100 * i, 50, 7));
+  // One kernel of 11 days in a 4 ms trace: skipped (longer than ten times the span), not taken as busy GPU time.
+  events.push_back(R"({"ph": "X", "cat": "kernel", "name": "eleven_days", "pid": 0, "tid": 7, "ts": 10, "dur": 1e12})");
+  const Trace one = read_trace_bytes(trace(events), "one.json");
+  EXPECT_EQ(find(one, "eleven_days"), nullptr);
+  EXPECT_EQ(one.events.size(), 40u);
+  std::string all;
+  for (const auto& w : one.warnings) all += w + "\n";
+  EXPECT_NE(all.find("1 events with a \"dur\" longer than ten times the trace's span skipped"), std::string::npos) << all;
+  // Beyond 5 % of the GPU events (here 3 of 43: negative, missing, too long) the trace is refused, naming why.
+  events.push_back(R"({"ph": "X", "cat": "kernel", "name": "neg", "pid": 0, "tid": 7, "ts": 20, "dur": -3})");
+  events.push_back(R"({"ph": "X", "cat": "gpu_memcpy", "name": "no_dur", "pid": 0, "tid": 7, "ts": 30})");
+  try {
+    read_trace_bytes(trace(events), "three.json");
+    ADD_FAILURE() << "a trace with 3 of 43 GPU events without a duration was read";
+  } catch (const scalescope::core::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'three.json': 3 of its 43 GPU events"), std::string::npos) << what;
+    EXPECT_NE(what.find("would be invented"), std::string::npos) << what;
+  }
 }
 
 TEST(TraceReader, ArrayFormatWithAndWithoutClosingBracket) {
