@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <future>
@@ -31,8 +32,24 @@ const char* env(const char* name) { return std::getenv(name); }
 
 }  // namespace
 
+constexpr std::array<const char*, 4> kMpiLauncherVariables = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+                                                               "MPI_LOCALNRANKS"};
+
 bool started_by_mpi_launcher() {
-  return env("OMPI_COMM_WORLD_SIZE") || env("PMIX_RANK") || env("PMI_RANK") || env("MPI_LOCALNRANKS");
+  for (const char* name : kMpiLauncherVariables)
+    if (env(name)) return true;
+  return false;
+}
+
+std::string rank_count_remedy(const std::string& flag) {
+  std::string remedy = "start as many ranks as " + flag + " (mpirun -np N / srun -n N)";
+  std::string set;
+  for (const char* name : kMpiLauncherVariables)
+    if (const char* v = env(name)) set += (set.empty() ? "" : ", ") + std::string(name) + "=" + v;
+  if (!set.empty())
+    remedy += "; this process took itself for an MPI rank because " + set +
+              " is set: if mpirun or srun did not start it, unset that (a shell inside srun keeps it) and run again";
+  return remedy;
 }
 
 RankInfo mpi_world_rank_info() {

@@ -19,6 +19,12 @@ namespace scalescope::comm {
 /// judged from the launchers' environment variables; then MPI assigns rank and world size.
 bool started_by_mpi_launcher();
 
+/// The remedy for a rank count that differs from the world size asked for (`flag`: "--world-size"): start as many
+/// ranks; and, when this process was taken for an MPI rank only because a launcher's variable is set (an
+/// `srun --pty bash` shell keeps PMIX_RANK; a copied environment keeps OMPI_COMM_WORLD_SIZE), the variables by name
+/// and value, to unset when it was not started by mpirun or srun.
+std::string rank_count_remedy(const std::string& flag);
+
 /// Rank, world size and node-local rank of this process in MPI_COMM_WORLD (local rank from a shared-memory
 /// split, so it works under any launcher). MPI must be initialised. Throws core::Error on an MPI failure.
 RankInfo mpi_world_rank_info();

@@ -9,6 +9,7 @@
 
 #include "comm/launcher.h"
 #include "comm/mpi_bench_backend.h"
+#include "comm/mpi_communicator.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_file.h"
@@ -95,7 +96,7 @@ std::optional<CommRun> run_comm_rank(const CommJobConfig& config) {
   if (info.world_size != config.world_size)
     throw core::Error(fmt::format("{} ranks were started but the sweep asks for world size {}", info.world_size,
                                   config.world_size),
-                      "start as many ranks as -g/--world-size (mpirun -np N / srun -n N)");
+                      comm::rank_count_remedy("-g/--world-size"));
   auto progress = [&](const std::string& line) {
     if (config.progress) std::fprintf(stderr, "  %s\n", line.c_str());
   };

@@ -480,7 +480,7 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   if (comm.world_size() != config.world_size)
     throw core::Error(fmt::format("{} ranks were started but the job asks for world size {}", comm.world_size(),
                                   config.world_size),
-                      "start as many ranks as --world-size (mpirun -np N / srun -n N)");
+                      comm::rank_count_remedy("--world-size"));
   const int rank = comm.rank();
   const bool report = config.progress && rank == 0;
 

@@ -416,6 +416,14 @@ TEST(CliErrors, SigkillOfScalescopeStillStopsTheRanks) {
   fs::remove_all(tmp);
 }
 
+TEST(CliErrors, ALauncherVariableLeftInTheEnvironmentIsNamed) {
+  // A shell opened by `srun --pty bash` keeps PMIX_RANK: scalescope took itself for one MPI rank of world size 1.
+  auto r = run_cli("train --world-size 2" + kQuick, {{"PMIX_RANK", "0"}});
+  EXPECT_EQ(r.status, 1) << r.output;
+  expect_mentions(r.output, "1 ranks were started but the job asks for world size 2");
+  expect_mentions(r.output, "because PMIX_RANK=0 is set");
+}
+
 TEST(CliErrors, UnusableTmpdirIsNamed) {
   auto r = run_cli("train" + kQuick, {{"TMPDIR", "/nonexistent-scalescope-tmp"}});
   EXPECT_EQ(r.status, 1) << r.output;

@@ -82,6 +82,9 @@ TEST(CommLive, CorruptionIsCountedAndFailsTheRun) {
                    {{"SCALESCOPE_TEST_CORRUPT_RESULT", "1"}});
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("wrong element"), std::string::npos) << r.output;
+  // The hook is named as the cause, not a broken link, GPU or library.
+  EXPECT_NE(r.output.find("SCALESCOPE_TEST_CORRUPT_RESULT is set"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("broken link"), std::string::npos) << r.output;
   auto j = read_json(out);  // the measurement is kept
   EXPECT_EQ(j["reports"][0]["sweep"]["rows"][0]["out_of_place"]["wrong"].get<double>(), 2.0);  // one per rank
   std::filesystem::remove_all(dir);
