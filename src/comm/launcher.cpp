@@ -1,5 +1,6 @@
 #include "comm/launcher.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -12,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <regex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -115,6 +118,7 @@ ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv)
                       "install Open MPI (scripts/setup.sh, or apt-get install openmpi-bin libopenmpi-dev)");
   ProcessSpec spec;
   spec.label = "the MPI job of the CPU ranks (mpirun)";
+  spec.keep_stderr_tail = true;
   spec.argv = {mpirun, "-np", std::to_string(world_size), "--oversubscribe", "--bind-to", "none",
                "--mca", "btl", "self,vader"};
   if (geteuid() == 0) {
@@ -126,16 +130,89 @@ ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv)
   return spec;
 }
 
+std::optional<std::string> mpirun_failed_rank(std::string_view text) {
+  const std::string s(text);
+  std::smatch m;
+  static const std::regex signal_line(
+      R"(mpirun noticed that process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+) \(([^)]*)\))");
+  if (std::regex_search(s, m, signal_line))
+    return fmt::format("rank {} (on node {}) was killed by signal {} ({})", m[1].str(), m[2].str(), m[3].str(),
+                       m[4].str());
+  static const std::regex exit_lines(R"(Process name: \[\[\d+,\d+\],(\d+)\]\s*\n\s*Exit code:\s*(-?\d+))");
+  if (std::regex_search(s, m, exit_lines)) return fmt::format("rank {} exited with status {}", m[1].str(), m[2].str());
+  return std::nullopt;
+}
+
+namespace {
+
+/// Pipes a process's stderr through to this process's stderr and keeps its last bytes.
+class StderrTail {
+ public:
+  static constexpr std::size_t kKeep = 16 * 1024;
+  /// Makes the pipe; throws core::Error when it cannot.
+  StderrTail() {
+    if (pipe2(fds_, O_CLOEXEC) != 0)
+      throw core::Error(fmt::format("cannot make a pipe for mpirun's messages: {}", std::strerror(errno)));
+    fcntl(fds_[0], F_SETFL, fcntl(fds_[0], F_GETFL) | O_NONBLOCK);
+  }
+  ~StderrTail() {
+    for (int fd : fds_)
+      if (fd >= 0) close(fd);
+  }
+  StderrTail(const StderrTail&) = delete;
+  StderrTail& operator=(const StderrTail&) = delete;
+  int write_end() const { return fds_[1]; }
+  /// In the parent after the fork: only the child writes.
+  void close_write_end() {
+    close(fds_[1]);
+    fds_[1] = -1;
+  }
+  /// Forwards what is there (non-blocking); returns false once the writer is gone and all was read.
+  bool pump() {
+    char buf[4096];
+    for (;;) {
+      const ssize_t n = read(fds_[0], buf, sizeof buf);
+      if (n > 0) {
+        if (write(STDERR_FILENO, buf, static_cast<std::size_t>(n)) < 0) {}  // a closed stderr loses only the echo
+        tail_.append(buf, static_cast<std::size_t>(n));
+        if (tail_.size() > 2 * kKeep) tail_.erase(0, tail_.size() - kKeep);
+        continue;
+      }
+      if (n == 0) return false;
+      return errno == EAGAIN || errno == EINTR;
+    }
+  }
+  const std::string& tail() const { return tail_; }
+
+ private:
+  int fds_[2] = {-1, -1};
+  std::string tail_;
+};
+
+}  // namespace
+
 void run_processes(const std::vector<ProcessSpec>& processes, double timeout_seconds) {
   const StopSignalScope stop_signals;
   if (g_stop_signal != 0)  // came before (in an enclosing scope): start nothing
     throw core::Error(interrupted_message(g_stop_signal), "the run was stopped before it started");
   std::vector<pid_t> pids;
+  std::vector<std::unique_ptr<StderrTail>> tails(processes.size());
+  // Echoing a child's stderr into a closed stderr must not kill this process (SIGPIPE): the write fails instead.
+  struct sigaction ignore {}, old_pipe {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &old_pipe);
+  struct RestorePipe {
+    const struct sigaction& old;
+    ~RestorePipe() { sigaction(SIGPIPE, &old, nullptr); }
+  } restore_pipe{old_pipe};
   auto stop_all = [&](int sig) {
     for (pid_t p : pids)
       if (p > 0) kill(p, sig);
   };
   for (const auto& spec : processes) {
+    auto& tail = tails[pids.size()];
+    if (spec.keep_stderr_tail) tail = std::make_unique<StderrTail>();
     std::vector<std::string> env_strings;
     for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
     for (const auto& [k, v] : spec.environment) env_strings.push_back(k + "=" + v);
@@ -157,7 +234,8 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
       // Should this process die without stopping its ranks (SIGKILL, the OOM killer), they get SIGTERM instead of
       // running on with no timeout watching them; mpirun passes it on to its ranks. A parent gone already: stop.
       // Until execve the child has scalescope's handlers (StopSignalScope), which would swallow that SIGTERM: default.
-      for (int sig : {SIGTERM, SIGINT, SIGHUP}) signal(sig, SIG_DFL);
+      for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) signal(sig, SIG_DFL);  // SIG_IGN would survive execve
+      if (tail && dup2(tail->write_end(), STDERR_FILENO) < 0) _exit(127);
       prctl(PR_SET_PDEATHSIG, SIGTERM);  // follows the forking thread: run_processes waits in it for the ranks
       if (getppid() != parent) _exit(1);
       execve(argv[0], argv.data(), envp.data());
@@ -165,14 +243,21 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
       _exit(127);
     }
     pids.push_back(pid);
+    if (tail) tail->close_write_end();
   }
+  const auto pump_all = [&] {
+    for (auto& t : tails)
+      if (t) t->pump();
+  };
 
   const auto start = std::chrono::steady_clock::now();
   std::size_t running = pids.size();
   std::string failure, remedy;
+  std::optional<std::size_t> failed;  // which process failed on its own (not stopped by a signal or the timeout)
   bool stopping = false;
   std::chrono::steady_clock::time_point kill_at{};
   while (running > 0) {
+    pump_all();
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid < 0 && errno != EINTR && errno != ECHILD) break;
@@ -191,6 +276,7 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
           } else {
             double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             failure = fmt::format("{} {} after {:.1f} s", processes[i].label, describe_status(status), t);
+            failed = i;
           }
         }
       }
@@ -221,12 +307,24 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
     if (stopping && now > kill_at) stop_all(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // What is still in the pipes (mpirun's last words). A grandchild that kept the write end open must not hold
+  // this up: at most a second.
+  const auto drain_until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (auto& t : tails)
+    while (t && t->pump() && std::chrono::steady_clock::now() < drain_until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (failed && tails[*failed]) {
+    // mpirun's own message names the rank: say it here too, so the result's failure names it without the terminal.
+    if (const auto rank = mpirun_failed_rank(tails[*failed]->tail())) {
+      failure = fmt::format("{}, as {} reports ({})", *rank, processes[*failed].label, failure);
+      remedy = "read that rank's own messages above";
+    } else {
+      remedy = "mpirun names no failed rank, so it failed itself: see its message above, if it printed one";
+    }
+  }
   if (!failure.empty())
     throw core::Error(failure + (processes.size() > 1 ? "; the other ranks were stopped" : ""),
-                      !remedy.empty() ? remedy
-                      : processes.size() == 1 && processes[0].label.find("mpirun") != std::string::npos
-                          ? "mpirun's message above names the failed rank"
-                          : "read the failed rank's own messages above");
+                      !remedy.empty() ? remedy : "read the failed rank's own messages above");
 }
 
 }  // namespace scalescope::comm

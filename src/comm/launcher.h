@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,7 +30,16 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> environment;
   std::string label;  ///< how errors name it, e.g. "rank 1"
+  /// Its stderr passes through a pipe to this process's stderr, and the last 16 KiB are kept, so that a failure
+  /// can name the rank that mpirun's own message names (mpirun_failed_rank) instead of pointing "above".
+  bool keep_stderr_tail = false;
 };
+
+/// The failed rank that Open MPI's mpirun names in its stderr `text`, as "rank 1 was killed by signal 9 (Killed)"
+/// ("mpirun noticed that process rank 1 with PID … exited on signal 9 (Killed)") or "rank 0 exited with status 3"
+/// ("Process name: [[26451,1],0]" then "Exit code: 3"), with the node when mpirun gives one; nullopt when the text
+/// names none (mpirun itself failed, or was killed). Open MPI 4.1's wording.
+std::optional<std::string> mpirun_failed_rank(std::string_view text);
 
 /// For its lifetime, SIGINT, SIGTERM and SIGHUP only set a flag (received_stop_signal) instead of killing this
 /// process, so that a run can stop its ranks and keep what it measured. Scopes nest: an inner one (run_processes')

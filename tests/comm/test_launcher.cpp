@@ -80,3 +80,50 @@ TEST(Launcher, AProcessEndedByTheSameCtrlCIsAnInterruptionNotAFailure) {
   EXPECT_EQ(what.find("exited with status 1"), std::string::npos) << what;
   EXPECT_TRUE(handler_is_default(SIGINT));
 }
+
+// Open MPI 4.1.4's own words on this project's machine (mpirun -np 2 of `sh -c`; one rank killed, one exiting 3).
+constexpr const char* kMpirunKilled =
+    "--------------------------------------------------------------------------\n"
+    "Primary job  terminated normally, but 1 process returned\n"
+    "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+    "--------------------------------------------------------------------------\n"
+    "--------------------------------------------------------------------------\n"
+    "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).\n"
+    "--------------------------------------------------------------------------\n";
+constexpr const char* kMpirunExit =
+    "--------------------------------------------------------------------------\n"
+    "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+    "the job to be terminated. The first process to do so was:\n"
+    "\n"
+    "  Process name: [[23759,1],1]\n"
+    "  Exit code:    3\n"
+    "--------------------------------------------------------------------------\n";
+
+TEST(Launcher, MpirunsMessageNamesTheFailedRank) {
+  using scalescope::comm::mpirun_failed_rank;
+  EXPECT_EQ(mpirun_failed_rank(kMpirunKilled), "rank 1 (on node vm) was killed by signal 9 (Killed)");
+  EXPECT_EQ(mpirun_failed_rank(kMpirunExit), "rank 1 exited with status 3");
+  EXPECT_EQ(mpirun_failed_rank("[vm:01234] *** Process received signal ***\n"), std::nullopt);
+  EXPECT_EQ(mpirun_failed_rank(""), std::nullopt);
+}
+
+TEST(Launcher, AFailureNamesTheRankFromMpirunsStderrAndStillShowsIt) {
+  auto fake_mpirun = [](const std::string& stderr_text) {
+    ProcessSpec spec = shell("printf '%s' '" + stderr_text + "' >&2; exit 1", "the MPI job of the CPU ranks (mpirun)");
+    spec.keep_stderr_tail = true;
+    return spec;
+  };
+  testing::internal::CaptureStderr();  // fd 2: what the pipe echoes
+  auto what = failure_of({fake_mpirun(kMpirunExit)});
+  const std::string echoed = testing::internal::GetCapturedStderr();
+  EXPECT_NE(echoed.find("Exit code:    3"), std::string::npos) << "mpirun's message was not passed on: " << echoed;
+  EXPECT_NE(what.find("rank 1 exited with status 3, as the MPI job of the CPU ranks (mpirun) reports"),
+            std::string::npos) << what;
+  std::string remedy;
+  try {
+    run_processes({fake_mpirun("")}, 0);
+  } catch (const scalescope::core::Error& e) {
+    remedy = e.remedy();
+  }
+  EXPECT_NE(remedy.find("mpirun names no failed rank"), std::string::npos) << remedy;
+}
