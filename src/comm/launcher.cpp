@@ -13,11 +13,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 
@@ -191,6 +195,66 @@ class StderrTail {
 
 }  // namespace
 
+namespace {
+
+/// "rank 1 (pid 4242)" for every stopped process (state T or t in /proc/PID/stat) among `pids` and their
+/// descendants (mpirun's ranks): a direct child by its label, a descendant by the rank in its environment
+/// (SCALESCOPE_RANK, OMPI_COMM_WORLD_RANK or PMIX_RANK), else by its command name. Empty when /proc says nothing.
+std::vector<std::string> stopped_processes(const std::vector<pid_t>& pids, const std::vector<ProcessSpec>& specs) {
+  struct Proc {
+    pid_t ppid = 0;
+    char state = '?';
+    std::string comm;
+  };
+  std::map<pid_t, Proc> all;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(it->path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    const auto open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 4 >= stat.size()) continue;
+    Proc p;
+    p.comm = stat.substr(open + 1, close - open - 1);
+    p.state = stat[close + 2];
+    p.ppid = static_cast<pid_t>(std::atol(stat.c_str() + close + 4));
+    all[static_cast<pid_t>(std::atol(name.c_str()))] = p;
+  }
+  const auto rank_in_environment = [](pid_t pid) -> std::string {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    std::string entry;
+    while (std::getline(in, entry, '\0'))
+      for (const char* key : {"SCALESCOPE_RANK=", "OMPI_COMM_WORLD_RANK=", "PMIX_RANK="})
+        if (entry.rfind(key, 0) == 0) return "rank " + entry.substr(std::strlen(key));
+    return {};
+  };
+  std::vector<std::string> out;
+  std::vector<pid_t> frontier;
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    if (pids[i] <= 0) continue;
+    frontier.push_back(pids[i]);
+    if (auto it = all.find(pids[i]); it != all.end() && (it->second.state == 'T' || it->second.state == 't'))
+      out.push_back(fmt::format("{} (pid {})", specs[i].label, pids[i]));
+  }
+  std::set<pid_t> seen(frontier.begin(), frontier.end());
+  while (!frontier.empty()) {
+    const pid_t parent = frontier.back();
+    frontier.pop_back();
+    for (const auto& [pid, p] : all) {
+      if (p.ppid != parent || !seen.insert(pid).second) continue;
+      frontier.push_back(pid);
+      if (p.state != 'T' && p.state != 't') continue;
+      const std::string rank = rank_in_environment(pid);
+      out.push_back(fmt::format("{} (pid {})", rank.empty() ? "process '" + p.comm + "'" : rank, pid));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void run_processes(const std::vector<ProcessSpec>& processes, double timeout_seconds) {
   const StopSignalScope stop_signals;
   if (g_stop_signal != 0)  // came before (in an enclosing scope): start nothing
@@ -208,7 +272,10 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
   } restore_pipe{old_pipe};
   auto stop_all = [&](int sig) {
     for (pid_t p : pids)
-      if (p > 0) kill(p, sig);
+      if (p > 0) {
+        kill(p, sig);
+        if (sig != SIGKILL) kill(p, SIGCONT);  // a stopped process takes its SIGTERM only once continued
+      }
   };
   for (const auto& spec : processes) {
     auto& tail = tails[pids.size()];
@@ -299,6 +366,11 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
         std::chrono::duration<double>(now - start).count() > timeout_seconds) {
       failure = fmt::format("the ranks did not finish within the {:.15g} s timeout (a hang: a rank may be stuck in "
                             "a collective)", timeout_seconds);
+      const auto stopped = stopped_processes(pids, processes);
+      if (!stopped.empty())
+        failure += fmt::format("; {} {} stopped (SIGSTOP, Ctrl-Z or a debugger), so the others wait for {}",
+                               fmt::join(stopped, ", "), stopped.size() == 1 ? "is" : "are",
+                               stopped.size() == 1 ? "it" : "them");
       remedy = "if the run is only slow, raise --timeout (0: never)";
       stopping = true;
       stop_all(SIGTERM);

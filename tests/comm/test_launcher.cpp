@@ -127,3 +127,22 @@ TEST(Launcher, AFailureNamesTheRankFromMpirunsStderrAndStillShowsIt) {
   }
   EXPECT_NE(remedy.find("mpirun names no failed rank"), std::string::npos) << remedy;
 }
+
+TEST(Launcher, ATimeoutNamesTheStoppedRanks) {
+  // A stopped rank (SIGSTOP, Ctrl-Z, a debugger) hangs the others in their next collective: the timeout says which.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto what = failure_of({shell("kill -STOP $$; exit 0", "rank 0"), shell("exec sleep 30", "rank 1")}, 1.0);
+  EXPECT_NE(what.find("timeout"), std::string::npos) << what;
+  EXPECT_NE(what.find("rank 0 (pid "), std::string::npos) << what;
+  EXPECT_NE(what.find("is stopped (SIGSTOP, Ctrl-Z or a debugger)"), std::string::npos) << what;
+  EXPECT_EQ(what.find("rank 1 (pid "), std::string::npos) << what;
+  // Both ended by SIGTERM (the stopped one continued to take it), not 5 s later by SIGKILL.
+  EXPECT_LT(seconds_since(t0), 4.0);
+  // A rank under mpirun is a grandchild: named by the rank in its environment.
+  // Like mpirun, the middle shell passes SIGTERM on to its child (continued first).
+  what = failure_of({shell("SCALESCOPE_RANK=3 sh -c 'kill -STOP $$; exit 0' & c=$!; "
+                           "trap 'kill -CONT $c; kill $c; exit 1' TERM; wait",
+                           "the MPI job (mpirun)")},
+                    1.0);
+  EXPECT_NE(what.find("rank 3 (pid "), std::string::npos) << what;
+}
