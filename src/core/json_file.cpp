@@ -49,6 +49,14 @@ std::optional<unsigned long long> process_start_ticks(long pid) {
   return start;
 }
 
+/// This process's pid namespace ("pid:[4026531836]"): process ids mean something only inside one, and containers
+/// on one host may share a TMPDIR and a host name.
+std::string pid_namespace() {
+  std::error_code ec;
+  const auto ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec);
+  return ec ? std::string("unknown-pidns") : ns.string();
+}
+
 std::string host_name() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
@@ -60,17 +68,19 @@ std::string host_name() {
 int remove_orphaned_job_directories(const std::string& base) {
   int removed = 0;
   std::error_code ec;
-  const std::string host = host_name();
+  const std::string host = host_name(), pidns = pid_namespace();
   for (std::filesystem::directory_iterator it(base, ec), end; !ec && it != end; it.increment(ec)) {
     const auto& path = it->path();
     if (path.filename().string().rfind(kJobDirectoryPrefix, 0) != 0) continue;
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
     std::ifstream owner(path / "owner");
-    std::string owner_host;
+    std::string owner_host, owner_pidns;
     long pid = 0;
     unsigned long long start = 0;
-    if (!(owner >> owner_host >> pid >> start) || owner_host != host || pid <= 0) continue;
+    if (!(owner >> owner_host >> pid >> start >> owner_pidns) || owner_host != host || owner_pidns != pidns ||
+        pid <= 0)
+      continue;
     const bool alive = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
     const auto now_start = alive ? process_start_ticks(pid) : std::nullopt;
     if (alive && (!now_start || start == 0 || *now_start == start)) continue;  // its owner runs, or cannot be told apart
@@ -96,7 +106,7 @@ TemporaryDirectory::TemporaryDirectory() {
   // The owner file is written whole or not at all (a reader that finds it cut short skips the directory).
   const auto start = process_start_ticks(::getpid());
   std::ofstream owner(path_ + "/owner");
-  owner << host_name() << ' ' << ::getpid() << ' ' << start.value_or(0) << '\n';
+  owner << host_name() << ' ' << ::getpid() << ' ' << start.value_or(0) << ' ' << pid_namespace() << '\n';
   owner.close();
   if (!owner) {
     std::error_code ec2;

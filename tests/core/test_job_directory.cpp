@@ -26,6 +26,8 @@ std::string this_host() {
   return name;
 }
 
+std::string this_pidns() { return fs::read_symlink("/proc/self/ns/pid").string(); }
+
 /// The id of a process that has exited and been reaped: no process has it (until the kernel reuses it).
 pid_t dead_pid() {
   const pid_t pid = fork();
@@ -65,6 +67,9 @@ TEST(JobDirectory, HoldsAnOwnerFileNamingThisHostAndProcess) {
   EXPECT_EQ(host, this_host());
   EXPECT_EQ(pid, getpid());
   EXPECT_GT(start, 0u);
+  std::string pidns;
+  ASSERT_TRUE(line >> pidns);
+  EXPECT_EQ(pidns, this_pidns());
   fs::remove_all(base);
 }
 
@@ -72,33 +77,37 @@ TEST(JobDirectory, OnlyDirectoriesOfGoneOwnersOnThisHostAreRemoved) {
   auto base = fresh_dir("jobdir_reap");
   const std::string live = own_owner_line(base);  // this process, with its real start time
   const auto host = this_host();
-  const auto dead = job_dir(base, "dead01", host + " " + std::to_string(dead_pid()) + " 12345\n");
+  const auto dead = job_dir(base, "dead01", host + " " + std::to_string(dead_pid()) + " 12345 " + this_pidns() + "\n");
   std::istringstream fields(live);
   std::string h;
   long pid = 0;
   unsigned long long start = 0;
   fields >> h >> pid >> start;
   // A reused id: this process's id with an earlier start time is a gone owner too.
-  const auto reused = job_dir(base, "reuse1", host + " " + std::to_string(pid) + " " + std::to_string(start - 1) + "\n");
+  const auto reused = job_dir(base, "reuse1", host + " " + std::to_string(pid) + " " + std::to_string(start - 1) + " " + this_pidns() + "\n");
   const auto in_use = job_dir(base, "inuse1", live + "\n");
-  const auto other_host = job_dir(base, "other1", "some-other-host " + std::to_string(dead_pid()) + " 1\n");
+  const auto other_host = job_dir(base, "other1", "some-other-host " + std::to_string(dead_pid()) + " 1 " + this_pidns() + "\n");
   const auto no_owner = job_dir(base, "noown1", "");
+  // Another container on this host (same host name, a TMPDIR shared with it): its ids mean nothing here.
+  const auto other_pidns = job_dir(base, "pidns1", host + " " + std::to_string(dead_pid()) + " 1 pid:[1]\n");
+  // An owner file of before the pid namespace was written: cannot be told apart, kept.
+  const auto old_format = job_dir(base, "oldfm1", host + " " + std::to_string(dead_pid()) + " 1\n");
   const auto cut_short = job_dir(base, "short1", host + " ");
   const auto unrelated = base / "not-a-job-dir";
   fs::create_directories(unrelated);
-  std::ofstream(unrelated / "owner") << host << " " << dead_pid() << " 1\n";
+  std::ofstream(unrelated / "owner") << host << " " << dead_pid() << " 1 " << this_pidns() << "\n";
 
   EXPECT_EQ(remove_orphaned_job_directories(base.string()), 2);
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_FALSE(fs::exists(reused));
-  for (const auto& kept : {in_use, other_host, no_owner, cut_short, unrelated}) EXPECT_TRUE(fs::exists(kept)) << kept;
+  for (const auto& kept : {in_use, other_host, no_owner, other_pidns, old_format, cut_short, unrelated}) EXPECT_TRUE(fs::exists(kept)) << kept;
   EXPECT_EQ(remove_orphaned_job_directories(base.string()), 0);
   fs::remove_all(base);
 }
 
 TEST(JobDirectory, ANewDirectoryTidiesTheOrphansOfEarlierRuns) {
   auto base = fresh_dir("jobdir_new");
-  const auto dead = job_dir(base, "dead02", this_host() + " " + std::to_string(dead_pid()) + " 99\n");
+  const auto dead = job_dir(base, "dead02", this_host() + " " + std::to_string(dead_pid()) + " 99 " + this_pidns() + "\n");
   setenv("TMPDIR", base.c_str(), 1);
   {
     TemporaryDirectory fresh;
