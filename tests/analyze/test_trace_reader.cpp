@@ -211,23 +211,27 @@ TEST(TraceReader, SkipsAndCountsEventsWithBadFields) {
 TEST(TraceReader, TracesWhoseGpuEventsHaveNoUsableDurationAreRefused) {
   std::vector<std::string> events;
   for (int i = 0; i < 40; ++i) events.push_back(kernel("good_" + std::to_string(i), 100 * i, 50, 7));
-  // One kernel of 11 days in a 4 ms trace: skipped (longer than ten times the span), not taken as busy GPU time.
+  // One kernel of 11 days in a 4 ms trace: skipped (longer than a day), not taken as busy GPU time; a 30-minute
+  // NCCL kernel (a rank that waited for a late one) is evidence and stays.
   events.push_back(R"({"ph": "X", "cat": "kernel", "name": "eleven_days", "pid": 0, "tid": 7, "ts": 10, "dur": 1e12})");
+  events.push_back(R"({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "pid": 0, "tid": 8, "ts": 20, "dur": 1.8e9})");
   const Trace one = read_trace_bytes(trace(events), "one.json");
   EXPECT_EQ(find(one, "eleven_days"), nullptr);
-  EXPECT_EQ(one.events.size(), 40u);
+  ASSERT_NE(find(one, "ncclDevKernel_AllReduce"), nullptr);
+  EXPECT_EQ(find(one, "ncclDevKernel_AllReduce")->dur_ns, 1800000000000);
+  EXPECT_EQ(one.events.size(), 41u);
   std::string all;
   for (const auto& w : one.warnings) all += w + "\n";
-  EXPECT_NE(all.find("1 events with a \"dur\" longer than ten times the trace's span skipped"), std::string::npos) << all;
-  // Beyond 5 % of the GPU events (here 3 of 43: negative, missing, too long) the trace is refused, naming why.
+  EXPECT_NE(all.find("1 events with a \"dur\" longer than a day skipped"), std::string::npos) << all;
+  // Beyond 5 % of the GPU events (here 3 of 44: negative, missing, too long) the trace is refused, naming why.
   events.push_back(R"({"ph": "X", "cat": "kernel", "name": "neg", "pid": 0, "tid": 7, "ts": 20, "dur": -3})");
   events.push_back(R"({"ph": "X", "cat": "gpu_memcpy", "name": "no_dur", "pid": 0, "tid": 7, "ts": 30})");
   try {
     read_trace_bytes(trace(events), "three.json");
-    ADD_FAILURE() << "a trace with 3 of 43 GPU events without a duration was read";
+    ADD_FAILURE() << "a trace with 3 of 44 GPU events without a duration was read";
   } catch (const scalescope::core::Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("'three.json': 3 of its 43 GPU events"), std::string::npos) << what;
+    EXPECT_NE(what.find("'three.json': 3 of its 44 GPU events"), std::string::npos) << what;
     EXPECT_NE(what.find("would be invented"), std::string::npos) << what;
   }
 }
