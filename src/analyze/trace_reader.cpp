@@ -1182,7 +1182,10 @@ class TraceReader {
     if (e.ts_ns < -(std::int64_t{1} << 60) || e.ts_ns > (std::int64_t{1} << 62) || e.dur_ns > (std::int64_t{1} << 60)) {
       ++bad_ts_;
       if (e.dur_ns > (std::int64_t{1} << 60)) gpu_without_duration_ += gpu;
-      if (!f.dur) gpu_no_dur_kept_ -= gpu;  // counted as kept above; it is not
+      if (!f.dur && gpu) {  // its ts is the fault: counted under bad_ts_ only, not as an event without a duration
+        --gpu_without_duration_;
+        --gpu_no_dur_kept_;
+      }
       return;
     }
     e.correlation = f.correlation;
@@ -1294,7 +1297,7 @@ class TraceReader {
     const std::uint64_t gpu_seen = gpu_kept + gpu_without_duration_ - gpu_no_dur_kept_;  // kept + skipped
     if (gpu_without_duration_ > 0 && gpu_without_duration_ * 20 > gpu_seen)
       throw core::Error(fmt::format("'{}': {} of its {} GPU events (kernels, copies, memsets) have no usable "
-                                    "\"dur\" (unreadable, negative, missing, or longer than the whole trace): its GPU "
+                                    "\"dur\" (unreadable, negative, missing, or longer than a day): its GPU "
                                     "busy time, overlap and exposed communication would be invented",
                                     trace_.source, gpu_without_duration_, gpu_seen),
                         "record the trace again (torch.profiler with ProfilerActivity.CUDA); a tool that rewrote it "

@@ -66,11 +66,27 @@ std::string find_on_path(const std::string& name) {
 }
 
 volatile sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+/// The first stop signal is only noted; a second one (the user insists) ends this process as the signal would
+/// have without the scope: default action, raised again. Async-signal-safe: sigaction and raise only.
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, nullptr);
+    raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
 
 constexpr std::array<int, 3> kStopSignals = {SIGINT, SIGTERM, SIGHUP};
 int g_stop_scope_depth = 0;
 std::array<struct sigaction, 3> g_old_actions{};
+/// Which stop signals this process was started with ignored (nohup's SIGHUP, a background job's SIGINT): they stay
+/// ignored, here and in the children.
+std::array<bool, 3> g_ignored{};
 
 }  // namespace
 
@@ -79,8 +95,13 @@ StopSignalScope::StopSignalScope() {
   g_stop_signal = 0;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESTART;  // a write or fsync under way finishes instead of failing with EINTR
   sigemptyset(&sa.sa_mask);
-  for (std::size_t i = 0; i < kStopSignals.size(); ++i) sigaction(kStopSignals[i], &sa, &g_old_actions[i]);
+  for (std::size_t i = 0; i < kStopSignals.size(); ++i) {
+    sigaction(kStopSignals[i], nullptr, &g_old_actions[i]);
+    g_ignored[i] = g_old_actions[i].sa_handler == SIG_IGN;
+    if (!g_ignored[i]) sigaction(kStopSignals[i], &sa, nullptr);
+  }
 }
 
 StopSignalScope::~StopSignalScope() {
@@ -144,6 +165,13 @@ std::optional<std::string> mpirun_failed_rank(std::string_view text) {
                        m[4].str());
   static const std::regex exit_lines(R"(Process name: \[\[\d+,\d+\],(\d+)\]\s*\n\s*Exit code:\s*(-?\d+))");
   if (std::regex_search(s, m, exit_lines)) return fmt::format("rank {} exited with status {}", m[1].str(), m[2].str());
+  static const std::regex abort_lines(R"(MPI_ABORT was invoked on rank (\d+) in communicator \S+\s+with errorcode (-?\d+))");
+  if (std::regex_search(s, m, abort_lines))
+    return fmt::format("rank {} called MPI_Abort with error code {}", m[1].str(), m[2].str());
+  static const std::regex improper(
+      R"(mpirun has exited due to process rank (\d+) with PID \d+ on\s+node (\S+) exiting improperly)");
+  if (std::regex_search(s, m, improper))
+    return fmt::format("rank {} (on node {}) exited without finishing MPI (no MPI_Finalize)", m[1].str(), m[2].str());
   return std::nullopt;
 }
 
@@ -177,7 +205,12 @@ class StderrTail {
     for (;;) {
       const ssize_t n = read(fds_[0], buf, sizeof buf);
       if (n > 0) {
-        if (write(STDERR_FILENO, buf, static_cast<std::size_t>(n)) < 0) {}  // a closed stderr loses only the echo
+        for (ssize_t done = 0; done < n;) {  // all of it: a short write would cut mpirun's last lines
+          const ssize_t w = write(STDERR_FILENO, buf + done, static_cast<std::size_t>(n - done));
+          if (w > 0) done += w;
+          else if (w < 0 && errno == EINTR) continue;
+          else break;  // a closed stderr loses only the echo
+        }
         tail_.append(buf, static_cast<std::size_t>(n));
         if (tail_.size() > 2 * kKeep) tail_.erase(0, tail_.size() - kKeep);
         continue;
@@ -277,9 +310,10 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
         if (sig != SIGKILL) kill(p, SIGCONT);  // a stopped process takes its SIGTERM only once continued
       }
   };
+  for (std::size_t i = 0; i < processes.size(); ++i)  // all pipes before the first fork: a failure leaves no child
+    if (processes[i].keep_stderr_tail) tails[i] = std::make_unique<StderrTail>();
   for (const auto& spec : processes) {
     auto& tail = tails[pids.size()];
-    if (spec.keep_stderr_tail) tail = std::make_unique<StderrTail>();
     std::vector<std::string> env_strings;
     for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
     for (const auto& [k, v] : spec.environment) env_strings.push_back(k + "=" + v);
@@ -301,7 +335,10 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
       // Should this process die without stopping its ranks (SIGKILL, the OOM killer), they get SIGTERM instead of
       // running on with no timeout watching them; mpirun passes it on to its ranks. A parent gone already: stop.
       // Until execve the child has scalescope's handlers (StopSignalScope), which would swallow that SIGTERM: default.
-      for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE}) signal(sig, SIG_DFL);  // SIG_IGN would survive execve
+      // What the process was started with: default, or ignored (nohup) for the stop signals; SIGPIPE default (its
+      // SIG_IGN here is only for the echo, and an ignored signal would survive execve).
+      for (std::size_t s = 0; s < kStopSignals.size(); ++s) signal(kStopSignals[s], g_ignored[s] ? SIG_IGN : SIG_DFL);
+      signal(SIGPIPE, SIG_DFL);
       if (tail && dup2(tail->write_end(), STDERR_FILENO) < 0) _exit(127);
       prctl(PR_SET_PDEATHSIG, SIGTERM);  // follows the forking thread: run_processes waits in it for the ranks
       if (getppid() != parent) _exit(1);
@@ -391,7 +428,8 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
       failure = fmt::format("{}, as {} reports ({})", *rank, processes[*failed].label, failure);
       remedy = "read that rank's own messages above";
     } else {
-      remedy = "mpirun names no failed rank, so it failed itself: see its message above, if it printed one";
+      remedy = "mpirun's message names no rank in a wording scalescope knows (or mpirun failed itself): see it "
+               "above, if it printed one";
     }
   }
   if (!failure.empty())

@@ -153,7 +153,8 @@ std::string OutputFile::write(std::string_view content) const {
   const Identity now = identity_of(path_);
   const bool same = now.exists == existed_ && (!existed_ || (now.device == device_ && now.inode == inode_ &&
                                                              now.size == size_ && now.mtime_ns == mtime_ns_));
-  if (same) {
+  // Gone since the start (the user removed an old result): nobody else's result is there to keep.
+  if (same || !now.exists) {
     write_file_atomically(path_, content);
     return path_;
   }

@@ -38,10 +38,10 @@ class OutputFile {
   /// Records what `path` is now: absent, or which file (device, inode, modification time, size). Throws nothing.
   explicit OutputFile(std::string path);
 
-  /// Writes `content` to path() atomically (write_file_atomically) and returns path(). When path() is no longer the
-  /// file it was at construction, it is left as the other writer left it and the content goes to sibling_path()
-  /// instead; then core::Error (exit 1) names both files, so nothing measured is lost. Throws core::Error as
-  /// write_file_atomically does.
+  /// Writes `content` to path() atomically (write_file_atomically) and returns path(). When path() holds another
+  /// file than at construction (one created or put there since), it is left as the other writer left it and the
+  /// content goes to sibling_path() instead; then core::Error (exit 1) names both files, so nothing measured is
+  /// lost. A path() removed since construction is simply written. Throws core::Error as write_file_atomically does.
   std::string write(std::string_view content) const;
 
   const std::string& path() const { return path_; }

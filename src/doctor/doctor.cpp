@@ -186,6 +186,9 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     }
     report.points.push_back(std::move(point));
   }
+  if (const int sig = comm::received_stop_signal(); sig != 0 && report.failure.empty())
+    report.notes.push_back(fmt::format("{} after the last world size had finished: every figure above was measured",
+                                       comm::interrupted_message(sig)));
   if (!verdicts.empty()) report.verdict = diagnose::judge_overall(verdicts);
   if (config.job.backend == train::BackendKind::cpu)
     for (const auto& p : report.points)

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -32,10 +34,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-bool handler_is_default(int sig) {
+/// The disposition of `sig` now (SIG_DFL, SIG_IGN in a background job, or a handler).
+void (*disposition(int sig))(int) {
   struct sigaction now {};
   sigaction(sig, nullptr, &now);
-  return now.sa_handler == SIG_DFL;
+  return now.sa_handler;
 }
 
 }  // namespace
@@ -57,7 +60,8 @@ TEST(Launcher, ATimeoutStopsAHang) {
 }
 
 TEST(Launcher, ASignalBetweenRunsOfASweepIsKeptAndStopsTheNextRun) {
-  ASSERT_TRUE(handler_is_default(SIGINT));
+  const auto before = disposition(SIGINT);
+  if (before == SIG_IGN) GTEST_SKIP() << "SIGINT is ignored in this process (a background job): the scope keeps it so";
   EXPECT_EQ(received_stop_signal(), 0);
   {
     const StopSignalScope sweep;
@@ -70,15 +74,35 @@ TEST(Launcher, ASignalBetweenRunsOfASweepIsKeptAndStopsTheNextRun) {
     EXPECT_EQ(received_stop_signal(), SIGINT) << "the inner scope of run_processes cleared the sweep's flag";
   }
   EXPECT_EQ(received_stop_signal(), 0);
-  EXPECT_TRUE(handler_is_default(SIGINT)) << "the handlers before the scope were not put back";
+  EXPECT_EQ(disposition(SIGINT), before) << "the handlers before the scope were not put back";
+}
+
+TEST(Launcher, SignalsIgnoredAtTheStartStayIgnored) {
+  // nohup ignores SIGHUP: a hang-up must not stop the sweep, nor reach mpirun and the ranks as a default action.
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGHUP, &ignore, &old);
+  {
+    const StopSignalScope sweep;
+    EXPECT_EQ(disposition(SIGHUP), SIG_IGN);
+    raise(SIGHUP);
+    EXPECT_EQ(received_stop_signal(), 0);
+    // The child is started with SIGHUP still ignored: it survives one.
+    EXPECT_EQ(failure_of({shell("kill -HUP $$; exit 0", "rank 0")}), "");
+  }
+  EXPECT_EQ(disposition(SIGHUP), SIG_IGN);
+  sigaction(SIGHUP, &old, nullptr);
 }
 
 TEST(Launcher, AProcessEndedByTheSameCtrlCIsAnInterruptionNotAFailure) {
   // A terminal's Ctrl-C reaches the whole process group; mpirun can exit of it before the loop sees the flag.
+  const auto before = disposition(SIGINT);
+  if (before == SIG_IGN) GTEST_SKIP() << "SIGINT is ignored in this process (a background job): the scope keeps it so";
   const auto what = failure_of({shell("kill -INT $PPID; exit 1", "the MPI job of the CPU ranks (mpirun)")});
   EXPECT_NE(what.find("interrupted by signal 2"), std::string::npos) << what;
   EXPECT_EQ(what.find("exited with status 1"), std::string::npos) << what;
-  EXPECT_TRUE(handler_is_default(SIGINT));
+  EXPECT_EQ(disposition(SIGINT), before);
 }
 
 // Open MPI 4.1.4's own words on this project's machine (mpirun -np 2 of `sh -c`; one rank killed, one exiting 3).
@@ -103,6 +127,12 @@ TEST(Launcher, MpirunsMessageNamesTheFailedRank) {
   using scalescope::comm::mpirun_failed_rank;
   EXPECT_EQ(mpirun_failed_rank(kMpirunKilled), "rank 1 (on node vm) was killed by signal 9 (Killed)");
   EXPECT_EQ(mpirun_failed_rank(kMpirunExit), "rank 1 exited with status 3");
+  // Open MPI 4.1.4 again: a rank's MPI_Abort, and a rank that exited without MPI_Finalize.
+  EXPECT_EQ(mpirun_failed_rank("MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\nwith errorcode 7.\n"),
+            "rank 1 called MPI_Abort with error code 7");
+  EXPECT_EQ(mpirun_failed_rank("mpirun has exited due to process rank 1 with PID 0 on\nnode vm exiting improperly. "
+                               "There are three reasons this could occur:\n"),
+            "rank 1 (on node vm) exited without finishing MPI (no MPI_Finalize)");
   EXPECT_EQ(mpirun_failed_rank("[vm:01234] *** Process received signal ***\n"), std::nullopt);
   EXPECT_EQ(mpirun_failed_rank(""), std::nullopt);
 }
@@ -125,7 +155,7 @@ TEST(Launcher, AFailureNamesTheRankFromMpirunsStderrAndStillShowsIt) {
   } catch (const scalescope::core::Error& e) {
     remedy = e.remedy();
   }
-  EXPECT_NE(remedy.find("mpirun names no failed rank"), std::string::npos) << remedy;
+  EXPECT_NE(remedy.find("names no rank in a wording scalescope knows"), std::string::npos) << remedy;
 }
 
 TEST(Launcher, ATimeoutNamesTheStoppedRanks) {
@@ -145,4 +175,20 @@ TEST(Launcher, ATimeoutNamesTheStoppedRanks) {
                            "the MPI job (mpirun)")},
                     1.0);
   EXPECT_NE(what.find("rank 3 (pid "), std::string::npos) << what;
+}
+
+TEST(Launcher, ASecondStopSignalEndsTheProcessAsWithoutTheScope) {
+  // The first Ctrl-C stops the run and keeps what was measured; a second one is the user insisting.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGINT, SIG_DFL);  // as started from a terminal
+    const StopSignalScope scope;
+    raise(SIGINT);
+    if (received_stop_signal() != SIGINT) _exit(3);
+    raise(SIGINT);
+    _exit(4);  // not reached: the second one ends the process
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "wait status " << status;
 }

@@ -138,6 +138,10 @@ TEST(OutputFile, WritesItsPathWhenNobodyElseDid) {
   const scalescope::core::OutputFile existing(path);  // a rerun of the same command replaces its old result
   EXPECT_EQ(existing.write("second"), path);
   EXPECT_EQ(read_all(path), "second");
+  const scalescope::core::OutputFile removed_meanwhile(path);  // the user removed the old result during the run
+  fs::remove(path);
+  EXPECT_EQ(removed_meanwhile.write("third"), path);
+  EXPECT_EQ(read_all(path), "third");
   fs::remove_all(dir);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -45,9 +46,28 @@ fs::path job_dir(const fs::path& base, const std::string& suffix, const std::str
   return d;
 }
 
+/// Sets TMPDIR for its lifetime and puts the earlier value back: a later test's scratch_dir must not find a
+/// TMPDIR that an earlier test removed (all tests of this file run in one process outside ctest).
+class TmpdirFor {
+ public:
+  explicit TmpdirFor(const fs::path& dir) {
+    if (const char* old = std::getenv("TMPDIR")) old_ = old;
+    setenv("TMPDIR", dir.c_str(), 1);
+  }
+  ~TmpdirFor() {
+    if (old_) setenv("TMPDIR", old_->c_str(), 1);
+    else unsetenv("TMPDIR");
+  }
+  TmpdirFor(const TmpdirFor&) = delete;
+  TmpdirFor& operator=(const TmpdirFor&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
 /// This process's start time as TemporaryDirectory records it: the owner file of a fresh directory.
 std::string own_owner_line(const fs::path& base) {
-  setenv("TMPDIR", base.c_str(), 1);
+  const TmpdirFor tmpdir(base);
   TemporaryDirectory own;
   std::ifstream in(own.path() + "/owner");
   std::string line;
@@ -108,8 +128,8 @@ TEST(JobDirectory, OnlyDirectoriesOfGoneOwnersOnThisHostAreRemoved) {
 TEST(JobDirectory, ANewDirectoryTidiesTheOrphansOfEarlierRuns) {
   auto base = fresh_dir("jobdir_new");
   const auto dead = job_dir(base, "dead02", this_host() + " " + std::to_string(dead_pid()) + " 99 " + this_pidns() + "\n");
-  setenv("TMPDIR", base.c_str(), 1);
   {
+    const TmpdirFor tmpdir(base);
     TemporaryDirectory fresh;
     EXPECT_FALSE(fs::exists(dead));
     EXPECT_TRUE(fs::exists(fresh.path() + "/owner"));
