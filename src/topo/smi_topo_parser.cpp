@@ -544,8 +544,19 @@ TopologyReading parse_smi_topo_text(std::string_view raw, const std::string& sou
         out.warnings.push_back(fmt::format("row {} cut off after {} of {} cells{}", row.label, got, expected,
                                            cut_piece.empty() ? "" : fmt::format(" (its last piece '{}', where the input ends, "
                                                                                 "may be incomplete and is not used)", cut_piece)));
-      else
+      else if (link_cells < n) {
+        // A cell is missing inside the row: which one cannot be told, so every later cell would sit in the wrong
+        // column. None of the row's links is used; the other rows' cells (the matrix is symmetric) stand in.
+        for (std::size_t col = 0; col < n; ++col) {
+          read[r][col] = false;
+          topo.links[r][col] = Link{};
+        }
+        out.warnings.push_back(fmt::format("row {} has {} of {} link cells: which one is missing cannot be told, so "
+                                           "none of its cells is used (the other rows' are)",
+                                           row.label, link_cells, n));
+      } else {
         out.warnings.push_back(fmt::format("row {} has {} of {} cells", row.label, got, expected));
+      }
     }
   }
   std::vector<std::string> missing;
@@ -563,10 +574,12 @@ TopologyReading parse_smi_topo_text(std::string_view raw, const std::string& sou
         topo.links[r][c] = topo.links[c][r];
         ++filled;
       } else if (r < c && read[r][c] && read[c][r] && !(topo.links[r][c] == topo.links[c][r])) {
-        out.warnings.push_back(fmt::format("{}-{} reads {} in row {} but {} in row {}; the first is used",
+        // nvidia-smi prints a symmetric matrix: two readings of one pair mean an edited or damaged text, and
+        // either may be the wrong one, so the pair is unknown rather than a guess findings would build on.
+        out.warnings.push_back(fmt::format("{}-{} reads {} in row {} but {} in row {}: read as unknown (?)",
                                            topo.devices[r].label, topo.devices[c].label, to_string(topo.links[r][c]),
                                            topo.devices[r].label, to_string(topo.links[c][r]), topo.devices[c].label));
-        topo.links[c][r] = topo.links[r][c];
+        topo.links[r][c] = topo.links[c][r] = Link{};
       }
     }
   for (std::size_t d = 0; d < n; ++d) {
