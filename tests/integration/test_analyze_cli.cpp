@@ -220,3 +220,16 @@ TEST(AnalyzeCli, UnusableBaselineOrTimelinePathFailsLoudly) {
       << e.output;
   fs::remove_all(dir);
 }
+
+TEST(AnalyzeCli, TheSameFileTwiceIsRefused) {
+  // It counted as two processes (an NCCL log) or two ranks (a trace), its lines twice.
+  const auto dir = scratch_dir("analyze_twice");
+  const auto log = dir / "r0.log";
+  std::ofstream(log) << "node01:1234:1234 [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n";
+  for (const std::string second : {log.string(), (dir / "." / "r0.log").string()}) {
+    auto r = run_cli("analyze " + log.string() + " " + second);
+    EXPECT_EQ(r.status, 2) << r.output;
+    EXPECT_NE(r.output.find("are the same file"), std::string::npos) << r.output;
+  }
+  std::filesystem::remove_all(dir);
+}

@@ -234,6 +234,15 @@ void record_error(FileResult& r, const std::string& what, const core::Error& e) 
 int run(const AnalyzeFlags& f) {
   std::vector<std::string> inputs = f.files;
   if (!f.baseline.empty()) inputs.push_back(f.baseline);
+  // One file given twice (or by two spellings) would count as two processes or ranks, its lines twice.
+  for (std::size_t i = 0; i < f.files.size(); ++i)
+    for (std::size_t j = i + 1; j < f.files.size(); ++j) {
+      std::error_code ec;
+      if (f.files[i] == f.files[j] || std::filesystem::equivalent(f.files[i], f.files[j], ec))
+        throw core::UsageError(fmt::format("'{}' and '{}' are the same file: it would count twice (two processes, "
+                                           "two ranks)", f.files[i], f.files[j]),
+                               "give each file once");
+    }
   core::check_output_is_not_input(f.out, "--out", inputs);
   core::check_output_is_not_input(f.timeline, "--timeline", inputs);
   core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");
