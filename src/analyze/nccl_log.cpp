@@ -355,6 +355,13 @@ class Parser {
     std::string_view version = full.substr(0, i);
     while (!version.empty() && version.back() == '.') version.remove_suffix(1);
     if (version.empty() || !contains(version, ".")) return;
+    // Every NCCL release is major.minor.patch ("2.18.3"): "2.1" is a line cut short, and a version mismatch
+    // built on it would be false.
+    if (std::count(version.begin(), version.end(), '.') != 2) {
+      log_.notes.push_back(fmt::format("line {}: NCCL version '{}' is not major.minor.patch (a cut line?); not used", n,
+                                       to_valid_utf8(version)));
+      return;
+    }
     log_.versions.push_back({std::string(version), to_valid_utf8(full), o, n});
     keep(n, "version", 200);
   }

@@ -568,3 +568,16 @@ TEST(NcclLogCorpus, DetailsCheckedByHand) {
     EXPECT_EQ(log.collectives[0].origin.pid, 32629);
   }
 }
+
+TEST(NcclLog, AVersionCutShortIsNotUsed) {
+  // "2.1" of a cut "2.18.5": a version mismatch against the other rank's 2.18.5 would be false.
+  const auto log = parse_nccl_log("node01:5678:5678 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+                                  "node01:5678:5678 [0] NCCL INFO NCCL version 2.1",
+                                  "cut.log");
+  EXPECT_TRUE(log.versions.empty());
+  ASSERT_FALSE(log.notes.empty());
+  EXPECT_NE(log.notes.back().find("NCCL version '2.1' is not major.minor.patch"), std::string::npos) << log.notes.back();
+  const auto whole = parse_nccl_log("node01:1234:1234 [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n", "whole.log");
+  ASSERT_EQ(whole.versions.size(), 1u);
+  EXPECT_EQ(whole.versions[0].version, "2.18.5");
+}
