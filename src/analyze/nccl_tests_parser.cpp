@@ -505,8 +505,15 @@ class Parser {
     if (auto layout = header_layout(tok)) {
       seen_nccl_tests_ = true;
       if (rows_in_table_ > 0) {
-        ++extra_tables_;
-        if (extra_tables_ == 1) warn(number, "another results table starts here (several tests or processes in one text); its rows are read too");
+        // Two tables (two tests, or two runs of different rank counts) pooled into one summary give a plateau, a
+        // peak and an α–β fit that belong to no measurement: refused, naming where the second one starts.
+        throw core::Error(fmt::format("{}: a second results table starts at line {} (two tests or runs in one text): "
+                                      "their rows would be pooled into one summary that belongs to neither",
+                                      source_name_.empty() ? std::string("the text") : "'" + source_name_ + "'",
+                                      number),
+                          "split the text, one test run per file (e.g. with csplit at the '#  size' header lines); if "
+                          "the processes of one mpirun each printed a table, nccl-tests was built without MPI and "
+                          "each ran alone: rebuild it with 'make MPI=1'");
       }
       layout_ = *layout;
       rows_in_table_ = 0;

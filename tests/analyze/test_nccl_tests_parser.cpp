@@ -307,13 +307,32 @@ TEST(NcclTestsParser, DuplicatedPreambleOfNonMpiBuild) {
       "  1310720000     327680000     float     sum   1046.3  1252.7    0.00  0e+00   1040.1  1260.2    0.00  0e+00\n"
       "#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
       "  1310720000     327680000     float     sum   1047.0  1251.9    0.00  0e+00   1041.0  1259.1    0.00  0e+00\n";
-  auto s = parse_nccl_tests(text, "x");
-  EXPECT_EQ(s.ranks, 1);  // each process ran alone: busbw 0 and "Rank 0" twice
-  EXPECT_EQ(s.rows.size(), 2u);
-  EXPECT_TRUE(has_warning(s, "appears 2 times (lines 2, 4)")) << all_warnings(s);
-  EXPECT_TRUE(has_warning(s, "line 10: another results table starts here"));
-  EXPECT_TRUE(has_warning(s, "size 1310720000 on lines 9 and 11"));
-  EXPECT_TRUE(has_warning(s, "ranks: 1 ranks, but") == false);
+  // Each process ran alone (busbw 0, "Rank 0" twice) and printed its own table: pooled, the two would read as one
+  // run. Refused, naming the second table and the MPI build.
+  try {
+    parse_nccl_tests(text, "x");
+    ADD_FAILURE() << "two tables were pooled into one sweep";
+  } catch (const scalescope::core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'x': a second results table starts at line 10"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("make MPI=1"), std::string::npos) << e.remedy();
+  }
+}
+
+TEST(NcclTestsParser, TwoCollectivesInOneTextAreNotPooled) {
+  // all_reduce_perf then all_gather_perf, as `cat ar.log ag.log`: one plateau of both would belong to neither.
+  const char* text =
+      "# Collective test starting: all_reduce_perf\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "   134217728      33554432     float     sum      -1    600.0  223.70  391.47      0    600.0  223.70  391.47      0\n"
+      "# Collective test starting: all_gather_perf\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "   134217728       4194304     float    none      -1    580.0  231.41  202.48      0    580.0  231.41  202.48      0\n";
+  try {
+    parse_nccl_tests(text, "mixed.log");
+    ADD_FAILURE() << "two collectives were pooled into one sweep";
+  } catch (const scalescope::core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a second results table starts at line 5"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NcclTestsParser, RowSplitByInterleavedLogOutput) {
