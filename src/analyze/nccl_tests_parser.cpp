@@ -504,6 +504,15 @@ class Parser {
     }
     if (auto layout = header_layout(tok)) {
       seen_nccl_tests_ = true;
+      // Values are placed by nccl-tests' fixed order (time, algbw, busbw in each half), not by the header's words:
+      // a header in another order would have its columns read under the wrong names, silently.
+      const auto at = [&](std::string_view w) { return std::find(tok.begin(), tok.end(), w) - tok.begin(); };
+      if (std::count(tok.begin(), tok.end(), "time") > 0 && !(at("time") < at("algbw") && at("algbw") < at("busbw")))
+        throw core::Error(fmt::format("{}: the header at line {} orders its columns otherwise than nccl-tests (time, "
+                                      "algbw, busbw): its values cannot be placed under the right names",
+                                      source_name_.empty() ? std::string("the text") : "'" + source_name_ + "'",
+                                      number),
+                          "pass the output as nccl-tests printed it");
       if (rows_in_table_ > 0) {
         // Two tables (two tests, or two runs of different rank counts) pooled into one summary give a plateau, a
         // peak and an α–β fit that belong to no measurement: refused, naming where the second one starts.

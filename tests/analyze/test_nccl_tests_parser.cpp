@@ -468,3 +468,16 @@ TEST(NcclTestsParser, ScalescopeCommsOwnHeaderNamesTheCollectiveAndRanks) {
   EXPECT_EQ(v.collective, Collective::send_recv);
   EXPECT_EQ(v.ranks, 2);
 }
+
+TEST(NcclTestsParser, AHeaderInAnotherColumnOrderIsRefused) {
+  // busbw before algbw: read by nccl-tests' fixed order, each would have been reported as the other, silently.
+  const char* text =
+      "#       size         count      type   redop    root     time   busbw   algbw #wrong     time   busbw   algbw #wrong\n"
+      "   134217728      33554432     float     sum      -1    600.0  391.47  223.70      0    600.0  391.47  223.70      0\n";
+  try {
+    parse_nccl_tests(text, "swap.log", hint(Collective::all_reduce));
+    ADD_FAILURE() << "a swapped header was read";
+  } catch (const scalescope::core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("orders its columns otherwise than nccl-tests"), std::string::npos) << e.what();
+  }
+}
