@@ -55,8 +55,13 @@ std::vector<LinkMismatch> compare_link_classes(const Topology& first, const Topo
 
 void to_json(nlohmann::json& j, const TopoReport& r) {
   j = {{"schema", TopoReport::kSchema}, {"topology", r.topology}};
+  // null where there is no figure (self, an unknown link, a pair that is not two GPUs): a 0 would read as a link
+  // that moves nothing.
   auto& bw = j["expected_gbps"] = nlohmann::json::array();
-  for (const auto& row : r.bandwidth.gbps) bw.push_back(row);
+  for (const auto& row : r.bandwidth.gbps) {
+    auto& out = bw.emplace_back(nlohmann::json::array());
+    for (double g : row) out.push_back(g > 0 ? nlohmann::json(g) : nlohmann::json(nullptr));
+  }
   j["bandwidth_assumptions"] = r.bandwidth.assumptions;
   j["findings"] = r.findings;
   j["warnings"] = r.warnings;

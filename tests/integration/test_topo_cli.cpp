@@ -42,6 +42,7 @@ TEST(TopoCli, FromFilePrintsMatrixBandwidthAndFindings) {
   EXPECT_EQ(j["topology"]["matrix"][0][1], "NV4");
   EXPECT_EQ(j["topology"]["devices"].size(), 3u);
   EXPECT_DOUBLE_EQ(j["expected_gbps"][0][1].get<double>(), 100.0);
+  EXPECT_TRUE(j["expected_gbps"][0][0].is_null()) << "self has no figure, not 0 GB/s";
   EXPECT_EQ(j["findings"][0]["severity"], "critical");
   fs::remove_all(dir);
 }
