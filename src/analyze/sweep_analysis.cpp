@@ -225,6 +225,24 @@ SweepAnalysis analyze_sweep(const Sweep& sweep, const AnalysisOptions& o) {
   else {
     if (sweep.ranks && *sweep.ranks >= 1) {
       a.fit->bus_factor = comm::bus_bandwidth_factor(sweep.collective, *sweep.ranks);
+      // The plateau and peak are the rows' printed busbw; β must be on the same scale. When the rows' own
+      // busbw/algbw (their median) is not the rank count's factor, the text's rank count and its busbw disagree
+      // (the parser warns): β then takes the rows' factor, so the summary's busbw figures agree with each other.
+      std::vector<double> ratios;
+      for (const auto& row : sweep.rows)
+        if (const auto& t = row.out_of_place; t.algbw_gbps && t.busbw_gbps && *t.algbw_gbps > 0 && *t.busbw_gbps > 0 &&
+                                               std::isfinite(*t.algbw_gbps) && std::isfinite(*t.busbw_gbps))
+          ratios.push_back(*t.busbw_gbps / *t.algbw_gbps);
+      if (!ratios.empty()) {
+        std::nth_element(ratios.begin(), ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2), ratios.end());
+        const double rows_factor = ratios[ratios.size() / 2];
+        if (std::abs(rows_factor - *a.fit->bus_factor) > 0.01 * *a.fit->bus_factor) {
+          a.notes.push_back(fmt::format("β as busbw uses the rows' own busbw/algbw, {:.3f}, not {:.3f}, the factor of "
+                                        "{} rank(s): the text's rank count and its busbw disagree",
+                                        rows_factor, *a.fit->bus_factor, *sweep.ranks));
+          a.fit->bus_factor = rows_factor;
+        }
+      }
       a.fit->beta_bus_gbps = a.fit->beta_alg_gbps * *a.fit->bus_factor;
     }
     if (a.fit->alpha_clamped) a.notes.push_back("α–β fit: the free fit gave a negative α; refitted with α = 0");

@@ -61,6 +61,20 @@ TEST(SweepAnalysis, FitRecoversAnExactModel) {
   EXPECT_THROW(predict_time_us(*a.fit, -1), core::Error);
 }
 
+TEST(SweepAnalysis, BetaAsBusbwFollowsTheRowsWhenTheRankCountDisagrees) {
+  // Rows with 4 ranks' busbw (1.5 × algbw) in a text whose device list says 8: the plateau is the rows' busbw, so
+  // β as busbw must use 1.5 too, not 8 ranks' 1.75 beside it.
+  auto s = model_sweep(25.0, 180.0, 4);
+  s.ranks = 8;
+  auto a = analyze_sweep(s);
+  ASSERT_TRUE(a.fit);
+  EXPECT_NEAR(*a.fit->bus_factor, 1.5, 1e-9);
+  EXPECT_NEAR(*a.fit->beta_bus_gbps, 180.0 * 1.5, 1e-6);
+  bool noted = false;
+  for (const auto& n : a.notes) noted |= n.find("uses the rows' own busbw/algbw, 1.500, not 1.750") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(SweepAnalysis, FitWeighsSmallSizesLikeLargeOnes) {
   // Latency 10 µs; one 1 GiB outlier 30 % slow. Relative weighting keeps α at 10 µs; plain least squares
   // would bend α by the outlier's thousands of µs.
