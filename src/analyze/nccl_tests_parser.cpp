@@ -649,9 +649,36 @@ class Parser {
                                  row.size_bytes, wrong));
       }
     }
+    check_time_against_algbw(number, row);
     sweep_.rows.push_back(std::move(row));
     infos_.push_back(info);
     return true;
+  }
+
+  /// nccl-tests computes algbw = size / time: a row whose two disagree (an edited or corrupt value, a time of 0 or
+  /// 1e308) would put a time into the α–β fit and a bandwidth into the plateau that belong to no measurement.
+  /// Checked where rounding cannot explain a gap (algbw ≥ 1 GB/s, time ≥ 10 µs: 5 %); such a direction's time,
+  /// algbw and busbw are not used.
+  void check_time_against_algbw(int number, SweepRow& row) {
+    for (int dir = 0; dir < 2; ++dir) {
+      SweepTiming& t = dir == 0 ? row.out_of_place : row.in_place;
+      if (row.size_bytes == 0 || !t.time_us || !t.algbw_gbps) continue;
+      const double implied = *t.time_us > 0 ? static_cast<double>(row.size_bytes) / (*t.time_us * 1e3) : INFINITY;
+      const bool zero_time = *t.time_us <= 0;
+      const bool checkable = *t.algbw_gbps >= 1.0 && *t.time_us >= 10.0;
+      if (!zero_time && !(checkable && std::abs(implied - *t.algbw_gbps) > 0.05 * *t.algbw_gbps)) continue;
+      warn(number, zero_time
+                       ? fmt::format("size {}: {} time 0 for {} bytes is no measurement; its time and bandwidths are "
+                                     "not used",
+                                     row.size_bytes, dir == 0 ? "out-of-place" : "in-place", row.size_bytes)
+                       : fmt::format("size {}: {} time {:g} µs gives algbw {:.4g} GB/s, but the row says {:.4g}: the "
+                                     "row contradicts itself, so its time and bandwidths are not used",
+                                     row.size_bytes, dir == 0 ? "out-of-place" : "in-place", *t.time_us, implied,
+                                     *t.algbw_gbps));
+      t.time_us.reset();
+      t.algbw_gbps.reset();
+      t.busbw_gbps.reset();
+    }
   }
 
   static std::string join_fields(const std::vector<std::string>& names) {

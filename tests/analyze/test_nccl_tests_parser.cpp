@@ -481,3 +481,21 @@ TEST(NcclTestsParser, AHeaderInAnotherColumnOrderIsRefused) {
     EXPECT_NE(std::string(e.what()).find("orders its columns otherwise than nccl-tests"), std::string::npos) << e.what();
   }
 }
+
+TEST(NcclTestsParser, ARowWhoseTimeContradictsItsAlgbwIsNotUsed) {
+  // 128 MiB in 6000 µs is 22.37 GB/s, not the 223.70 printed; a time of 0 is no measurement.
+  const char* text =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "    67108864      16777216     float     sum      -1    301.0  222.95  390.17      0    301.0  222.95  390.17      0\n"
+      "   134217728      33554432     float     sum      -1   6000.0  223.70  391.47      0    600.0  223.70  391.47      0\n"
+      "   268435456      67108864     float     sum      -1      0.0    0.00    0.00      0   1200.0  223.70  391.47      0\n";
+  const auto s = parse_nccl_tests(text, "x", hint(Collective::all_reduce));
+  ASSERT_EQ(s.rows.size(), 3u);
+  EXPECT_TRUE(s.rows[0].out_of_place.time_us.has_value());
+  EXPECT_FALSE(s.rows[1].out_of_place.time_us.has_value());
+  EXPECT_FALSE(s.rows[1].out_of_place.busbw_gbps.has_value());
+  EXPECT_TRUE(s.rows[1].in_place.time_us.has_value());  // its other half agrees with itself
+  EXPECT_FALSE(s.rows[2].out_of_place.time_us.has_value());
+  EXPECT_TRUE(has_warning(s, "time 6000 µs gives algbw 22.37 GB/s, but the row says 223.7")) << all_warnings(s);
+  EXPECT_TRUE(has_warning(s, "time 0 for 268435456 bytes is no measurement")) << all_warnings(s);
+}
