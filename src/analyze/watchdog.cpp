@@ -180,13 +180,22 @@ class Parser {
       else if (k == "OpType" && !v.empty()) t.op_type = to_valid_utf8(v);
       else if (k == "NumelIn") t.numel_in = parse_decimal(v);
       else if (k == "NumelOut") t.numel_out = parse_decimal(v);
-      else if (k == "Timeout(ms)") t.timeout_ms = parse_decimal(v);
+      else if (k == "Timeout(ms)") {
+        t.timeout_ms = parse_decimal(v);
+        if (!t.timeout_ms) note(fmt::format("line {}: Timeout(ms)={} is no count of milliseconds; not used", n, to_valid_utf8(v)));
+      }
       else if (k == "TensorShape") t.tensor_shape = to_valid_utf8(v);
     }
     if (!fields.closed) note(fmt::format("line {}: cut off inside WorkNCCL(…); the fields after the last complete one are absent", n));
     if (auto p = tail.find("ran for "); p != std::string_view::npos) {
       auto rest = tail.substr(p + 8);
-      if (auto v = leading_decimal(rest); v && rest.substr(v->second, 12) == " millisecond") t.elapsed_ms = v->first;
+      if (auto v = leading_decimal(rest); v && rest.substr(v->second, 12) == " millisecond") {
+        // No collective runs for a year: a larger figure is a damaged line, and "noticed 292 million years late"
+        // would be built on it.
+        constexpr std::uint64_t kYearMs = 365ull * 24 * 3600 * 1000;
+        if (v->first <= kYearMs) t.elapsed_ms = v->first;
+        else note(fmt::format("line {}: ran for {} milliseconds is more than a year: a damaged line; not used", n, v->first));
+      }
     }
     if (!t.op_type && !t.seq_num && !t.timeout_ms) return false;
     t.global_rank = global_rank_prefix(line, at);

@@ -52,6 +52,20 @@ TEST(Watchdog, OldestFormatWithoutNumelOrPrefix) {
   EXPECT_EQ(analyse(log).verdict, "Rank 1 timed out in ALLREDUCE #469508 after 30 min (timeout 30 min)");
 }
 
+TEST(Watchdog, ImpossibleTimesAreNotedAndNotUsed) {
+  // A negative timeout, and a run time of 292 million years ("noticed … late" was built on it).
+  auto log = parse_watchdog(
+      "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, "
+      "OpType=ALLREDUCE, Timeout(ms)=-600000) ran for 9223372036854775807 milliseconds before timing out.\n");
+  ASSERT_EQ(log.timeouts.size(), 1u);
+  EXPECT_FALSE(log.timeouts[0].timeout_ms.has_value());
+  EXPECT_FALSE(log.timeouts[0].elapsed_ms.has_value());
+  std::string notes;
+  for (const auto& n : log.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("Timeout(ms)=-600000 is no count of milliseconds; not used"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("is more than a year: a damaged line; not used"), std::string::npos) << notes;
+}
+
 TEST(Watchdog, NewerFormatWithGlobalRankTimestampNumelAndWorkState) {
   auto log = parse_watchdog(
       "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
