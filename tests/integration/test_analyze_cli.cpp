@@ -233,3 +233,14 @@ TEST(AnalyzeCli, TheSameFileTwiceIsRefused) {
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST(AnalyzeCli, TheCombinedViewNamesTheFileOfEachEvidenceLine) {
+  // Over two logs, "line 4:" alone did not say which file held it.
+  const auto dir = scratch_dir("analyze_combined_names");
+  std::ofstream(dir / "r0.log") << "node01:1234:1234 [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n";
+  std::ofstream(dir / "r1.log") << "node01:5678:5678 [1] NCCL INFO NCCL version 2.19.3+cuda12.2\n";
+  auto r = run_cli("analyze " + (dir / "r0.log").string() + " " + (dir / "r1.log").string());
+  EXPECT_NE(r.output.find("r0.log line 1: node01:1234:1234 [0] NCCL INFO NCCL version 2.18.5"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("r1.log line 1: node01:5678:5678 [1] NCCL INFO NCCL version 2.19.3"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}

@@ -88,19 +88,23 @@ std::string kinds_text(const analyze::InputDetection& d) {
   return s;
 }
 
-std::string render_findings(const std::vector<analyze::LogFinding>& findings) {
+/// `name_files`: the combined view over several files, where a line number alone does not say where: each
+/// evidence line then starts with its file's name.
+std::string render_findings(const std::vector<analyze::LogFinding>& findings, bool name_files) {
   std::string out;
   for (const auto& f : findings) {
     out += fmt::format("  [{}] {}\n", analyze::to_string(f.severity), f.title);
     if (!f.detail.empty()) out += "      " + f.detail + "\n";
     for (std::size_t i = 0; i < f.evidence.size() && i < 3; ++i)
-      out += fmt::format("      line {}: {}\n", f.evidence[i].line, analyze::excerpt(f.evidence[i].excerpt, 160));
+      out += fmt::format("      {}line {}: {}\n",
+                         name_files ? std::filesystem::path(f.evidence[i].source).filename().string() + " " : "",
+                         f.evidence[i].line, analyze::excerpt(f.evidence[i].excerpt, 160));
     if (!f.remedy.empty()) out += "      what to do: " + f.remedy + "\n";
   }
   return out;
 }
 
-std::string render_nccl(const analyze::NcclLogAnalysis& a) {
+std::string render_nccl(const analyze::NcclLogAnalysis& a, bool name_files = false) {
   std::vector<std::string> parts;
   parts.push_back(a.versions.empty() ? "NCCL version not in the log" : "NCCL " + fmt::format("{}", fmt::join(a.versions, ", ")));
   parts.push_back(fmt::format("{} process(es) on {} host(s)", a.processes, a.hosts.size()));
@@ -116,12 +120,12 @@ std::string render_nccl(const analyze::NcclLogAnalysis& a) {
   parts.push_back(fmt::format("{} WARN line(s)", a.warnings));
   std::string out = "  " + fmt::format("{}", fmt::join(parts, " | ")) + "\n";
   if (a.findings.empty()) out += "  no findings: nothing in the log points at a slow or failing path\n";
-  return out + render_findings(a.findings);
+  return out + render_findings(a.findings, name_files);
 }
 
 std::string opt(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "-"; }
 
-std::string render_watchdog(const analyze::WatchdogAnalysis& a) {
+std::string render_watchdog(const analyze::WatchdogAnalysis& a, bool name_files = false) {
   std::string out = "  verdict: " + a.verdict + "\n";
   if (!a.ranks.empty()) {
     out += fmt::format("  {:<28} {:<22} {:>10} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10}\n", "rank", "collective", "SeqNum",
@@ -135,7 +139,7 @@ std::string render_watchdog(const analyze::WatchdogAnalysis& a) {
     }
     if (a.ranks.size() > 64) out += fmt::format("  … {} more\n", a.ranks.size() - 64);
   }
-  return out + render_findings(a.findings);
+  return out + render_findings(a.findings, name_files);
 }
 
 // scalescope's own JSON: the line that says what it concluded.
@@ -388,12 +392,12 @@ int run(const AnalyzeFlags& f) {
   }
   if (nccl_logs.size() > 1) {
     const auto a = analyze::analyze_nccl_logs(nccl_logs);
-    combined_text += fmt::format("\n== all {} NCCL logs together\n", nccl_logs.size()) + render_nccl(a);
+    combined_text += fmt::format("\n== all {} NCCL logs together\n", nccl_logs.size()) + render_nccl(a, true);
     combined["nccl_log"] = a;
   }
   if (watchdog_logs.size() > 1) {
     const auto a = analyze::analyze_watchdog(watchdog_logs);
-    combined_text += fmt::format("\n== watchdog messages of all {} files together\n", watchdog_logs.size()) + render_watchdog(a);
+    combined_text += fmt::format("\n== watchdog messages of all {} files together\n", watchdog_logs.size()) + render_watchdog(a, true);
     combined["watchdog"] = a;
   }
 
