@@ -265,7 +265,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
     return 0;
   };
   for (const auto& e : t.events)
-    if (e.kind == EventKind::kernel || e.kind == EventKind::memcpy || e.kind == EventKind::memset)
+    if (is_gpu_activity(e.kind))
       device_time[device_of(e)] += std::max<std::int64_t>(e.dur_ns, 1);
   if (!device_time.empty()) {
     out.device = std::max_element(device_time.begin(), device_time.end(),
@@ -360,7 +360,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
   std::map<std::int32_t, std::int64_t> compute_by_stream;
   std::map<std::int64_t, Iv> launched_in_step;  // step number → span of the GPU work launched in its CPU range
   for (const auto& e : t.events) {
-    if (e.kind != EventKind::kernel && e.kind != EventKind::memcpy && e.kind != EventKind::memset) continue;
+    if (!is_gpu_activity(e.kind)) continue;
     if (device_of(e) != out.device) continue;
     GpuOp op;
     op.start = e.ts_ns;

@@ -1157,22 +1157,18 @@ class TraceReader {
       else ++no_ts_;
       return;
     }
-    const bool gpu = kind == EventKind::kernel || kind == EventKind::memcpy || kind == EventKind::memset;
+    const bool gpu = is_gpu_activity(kind);
     if (f.bad_dur) {
       ++bad_dur_;
-      gpu_without_duration_ += gpu;
+      gpu_dur_skipped_ += gpu;
       return;
     }
     if (f.dur && *f.dur < 0) {
       ++negative_dur_;
-      gpu_without_duration_ += gpu;
+      gpu_dur_skipped_ += gpu;
       return;
     }
-    if (!f.dur) {
-      ++no_dur_;
-      gpu_without_duration_ += gpu;
-      gpu_no_dur_kept_ += gpu;
-    }
+    if (!f.dur) ++no_dur_;
     TraceEvent e;
     e.kind = kind;
     e.ts_ns = *f.ts;
@@ -1181,13 +1177,10 @@ class TraceReader {
     // until the year 2116), dur ≤ 2^60 ns (36 years).
     if (e.ts_ns < -(std::int64_t{1} << 60) || e.ts_ns > (std::int64_t{1} << 62) || e.dur_ns > (std::int64_t{1} << 60)) {
       ++bad_ts_;
-      if (e.dur_ns > (std::int64_t{1} << 60)) gpu_without_duration_ += gpu;
-      if (!f.dur && gpu) {  // its ts is the fault: counted under bad_ts_ only, not as an event without a duration
-        --gpu_without_duration_;
-        --gpu_no_dur_kept_;
-      }
+      if (e.dur_ns > (std::int64_t{1} << 60)) gpu_dur_skipped_ += gpu;  // a ts fault alone is no duration's
       return;
     }
+    if (!f.dur) gpu_dur_missing_ += gpu;  // kept, as instantaneous
     e.correlation = f.correlation;
     e.external_id = f.external_id;
     e.bytes = f.bytes;
@@ -1270,13 +1263,13 @@ class TraceReader {
     {
       constexpr std::int64_t longest = std::int64_t{86400} * 1000000000;  // one day, ns
       std::erase_if(trace_.events, [&](const TraceEvent& e) {
-        const bool gpu = e.kind == EventKind::kernel || e.kind == EventKind::memcpy || e.kind == EventKind::memset;
+        const bool gpu = is_gpu_activity(e.kind);
         if (e.dur_ns <= longest) {
           gpu_kept += gpu;
           return false;
         }
         ++too_long_dur_;
-        gpu_without_duration_ += gpu;
+        gpu_dur_skipped_ += gpu;
         return true;
       });
     }
@@ -1294,12 +1287,13 @@ class TraceReader {
     note(too_long_dur_, "events with a \"dur\" longer than a day skipped");
     // A few damaged GPU events are told and passed over; beyond 5 % of them the GPU's busy time, overlap and
     // exposed communication would be made of what is missing, so the trace is refused instead.
-    const std::uint64_t gpu_seen = gpu_kept + gpu_without_duration_ - gpu_no_dur_kept_;  // kept + skipped
-    if (gpu_without_duration_ > 0 && gpu_without_duration_ * 20 > gpu_seen)
+    const std::uint64_t gpu_seen = gpu_kept + gpu_dur_skipped_;
+    const std::uint64_t gpu_without_duration = gpu_dur_skipped_ + gpu_dur_missing_;
+    if (gpu_without_duration > 0 && gpu_without_duration * 20 > gpu_seen)
       throw core::Error(fmt::format("'{}': {} of its {} GPU events (kernels, copies, memsets) have no usable "
                                     "\"dur\" (unreadable, negative, missing, or longer than a day): its GPU "
                                     "busy time, overlap and exposed communication would be invented",
-                                    trace_.source, gpu_without_duration_, gpu_seen),
+                                    trace_.source, gpu_without_duration, gpu_seen),
                         "record the trace again (torch.profiler with ProfilerActivity.CUDA); a tool that rewrote it "
                         "may have dropped or rescaled \"dur\"");
     note(begin_end_, "begin/end ('B'/'E') events ignored: only complete ('X') events are analysed");
@@ -1320,10 +1314,9 @@ class TraceReader {
   SmallCounter counted_cat_, counted_ph_;
   std::uint64_t no_ts_ = 0, bad_ts_ = 0, bad_dur_ = 0, negative_dur_ = 0, no_dur_ = 0, begin_end_ = 0,
                 non_objects_ = 0, trailing_commas_ = 0, bad_utf8_ = 0, too_long_dur_ = 0;
-  /// GPU-kind events skipped for their "dur" (unreadable, negative, too long) or kept without one (instantaneous).
-  std::uint64_t gpu_without_duration_ = 0;
-  /// Of gpu_without_duration_, those kept (no "dur": instantaneous), which gpu_kept counts already.
-  std::uint64_t gpu_no_dur_kept_ = 0;
+  /// GPU-kind events skipped for their "dur" (unreadable, negative, beyond 2^60 ns or a day), and those kept
+  /// without one (instantaneous): together the GPU events without a usable duration.
+  std::uint64_t gpu_dur_skipped_ = 0, gpu_dur_missing_ = 0;
 };
 
 Trace read_from(std::unique_ptr<ByteSource> src, std::string name, const TraceReadOptions& options,

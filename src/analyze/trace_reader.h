@@ -43,6 +43,11 @@ enum class EventKind : std::uint8_t {
 /// "kernel", "memcpy", "memset", "cuda_runtime", "cuda_driver", "cpu_op", "user_annotation", "other".
 std::string_view to_string(EventKind k) noexcept;
 
+/// True for the kinds that run on a GPU (kernel, memcpy, memset): what the GPU's busy time is made of.
+constexpr bool is_gpu_activity(EventKind k) noexcept {
+  return k == EventKind::kernel || k == EventKind::memcpy || k == EventKind::memset;
+}
+
 /// NCCL collective metadata of one event, as PyTorch records it (ParamCommsUtils: args of record_param_comms
 /// and, since PyTorch 2.1, of the NCCL kernel itself), or as derived from an older "nccl:<op>" annotation's
 /// "Input Dims" / "Input type". Every field is optional: absent means the trace did not say.
