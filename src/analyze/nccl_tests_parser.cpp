@@ -510,7 +510,7 @@ class Parser {
       if (std::count(tok.begin(), tok.end(), "time") > 0 && !(at("time") < at("algbw") && at("algbw") < at("busbw")))
         throw core::Error(fmt::format("{}: the header at line {} orders its columns otherwise than nccl-tests (time, "
                                       "algbw, busbw): its values cannot be placed under the right names",
-                                      source_name_.empty() ? std::string("the text") : "'" + source_name_ + "'",
+                                      source_text(),
                                       number),
                           "pass the output as nccl-tests printed it");
       if (rows_in_table_ > 0) {
@@ -518,7 +518,7 @@ class Parser {
         // peak and an α–β fit that belong to no measurement: refused, naming where the second one starts.
         throw core::Error(fmt::format("{}: a second results table starts at line {} (two tests or runs in one text): "
                                       "their rows would be pooled into one summary that belongs to neither",
-                                      source_name_.empty() ? std::string("the text") : "'" + source_name_ + "'",
+                                      source_text(),
                                       number),
                           "split the text, one test run per file (e.g. with csplit at the '#  size' header lines); if "
                           "the processes of one mpirun each printed a table, nccl-tests was built without MPI and "
@@ -803,6 +803,9 @@ class Parser {
     }
   }
 
+  /// How errors name the input: "'FILE'", or "the text" when no name was given.
+  std::string source_text() const { return source_name_.empty() ? std::string("the text") : "'" + source_name_ + "'"; }
+
   [[noreturn]] void throw_no_rows() {
     if (seen_nccl_tests_)
       throw core::Error(fmt::format("'{}' is an nccl-tests output without any result row: it ends at line {}, before "
@@ -1007,7 +1010,6 @@ class Parser {
   bool in_table_ = false;
   bool seen_nccl_tests_ = false;
   int rows_in_table_ = 0;
-  int extra_tables_ = 0;
   std::optional<PendingRow> pending_;
   std::string tool_;
   std::optional<std::string> library_version_;

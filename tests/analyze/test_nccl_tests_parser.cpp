@@ -24,6 +24,16 @@ bool has_warning(const analyze::Sweep& s, const std::string& part) {
   return std::any_of(s.warnings.begin(), s.warnings.end(), [&](const std::string& w) { return w.find(part) != std::string::npos; });
 }
 
+/// "WHAT | REMEDY" of the core::Error that parsing `text` throws, or "" when it parses.
+std::string refusal_of(const char* text, const std::string& name, const analyze::NcclTestsParseOptions& options = {}) {
+  try {
+    parse_nccl_tests(text, name, options);
+  } catch (const core::Error& e) {
+    return std::string(e.what()) + " | " + e.remedy();
+  }
+  return "";
+}
+
 std::string all_warnings(const analyze::Sweep& s) {
   std::string out;
   for (const auto& w : s.warnings) out += w + "\n";
@@ -309,13 +319,10 @@ TEST(NcclTestsParser, DuplicatedPreambleOfNonMpiBuild) {
       "  1310720000     327680000     float     sum   1047.0  1251.9    0.00  0e+00   1041.0  1259.1    0.00  0e+00\n";
   // Each process ran alone (busbw 0, "Rank 0" twice) and printed its own table: pooled, the two would read as one
   // run. Refused, naming the second table and the MPI build.
-  try {
-    parse_nccl_tests(text, "x");
-    ADD_FAILURE() << "two tables were pooled into one sweep";
-  } catch (const scalescope::core::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'x': a second results table starts at line 10"), std::string::npos) << e.what();
-    EXPECT_NE(e.remedy().find("make MPI=1"), std::string::npos) << e.remedy();
-  }
+  const auto refusal = refusal_of(text, "x");
+  EXPECT_NE(refusal.find("'x': a second results table starts at line 10"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("| split the text"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("make MPI=1"), std::string::npos) << refusal;
 }
 
 TEST(NcclTestsParser, TwoCollectivesInOneTextAreNotPooled) {
@@ -327,12 +334,8 @@ TEST(NcclTestsParser, TwoCollectivesInOneTextAreNotPooled) {
       "# Collective test starting: all_gather_perf\n"
       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
       "   134217728       4194304     float    none      -1    580.0  231.41  202.48      0    580.0  231.41  202.48      0\n";
-  try {
-    parse_nccl_tests(text, "mixed.log");
-    ADD_FAILURE() << "two collectives were pooled into one sweep";
-  } catch (const scalescope::core::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("a second results table starts at line 5"), std::string::npos) << e.what();
-  }
+  const auto refusal = refusal_of(text, "mixed.log");
+  EXPECT_NE(refusal.find("a second results table starts at line 5"), std::string::npos) << refusal;
 }
 
 TEST(NcclTestsParser, RowSplitByInterleavedLogOutput) {
@@ -474,12 +477,8 @@ TEST(NcclTestsParser, AHeaderInAnotherColumnOrderIsRefused) {
   const char* text =
       "#       size         count      type   redop    root     time   busbw   algbw #wrong     time   busbw   algbw #wrong\n"
       "   134217728      33554432     float     sum      -1    600.0  391.47  223.70      0    600.0  391.47  223.70      0\n";
-  try {
-    parse_nccl_tests(text, "swap.log", hint(Collective::all_reduce));
-    ADD_FAILURE() << "a swapped header was read";
-  } catch (const scalescope::core::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("orders its columns otherwise than nccl-tests"), std::string::npos) << e.what();
-  }
+  const auto refusal = refusal_of(text, "swap.log", hint(Collective::all_reduce));
+  EXPECT_NE(refusal.find("orders its columns otherwise than nccl-tests"), std::string::npos) << refusal;
 }
 
 TEST(NcclTestsParser, ARowWhoseTimeContradictsItsAlgbwIsNotUsed) {
