@@ -24,6 +24,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/process_stat.h"
 
 extern char** environ;
 
@@ -234,26 +235,13 @@ namespace {
 /// descendants (mpirun's ranks): a direct child by its label, a descendant by the rank in its environment
 /// (SCALESCOPE_RANK, OMPI_COMM_WORLD_RANK or PMIX_RANK), else by its command name. Empty when /proc says nothing.
 std::vector<std::string> stopped_processes(const std::vector<pid_t>& pids, const std::vector<ProcessSpec>& specs) {
-  struct Proc {
-    pid_t ppid = 0;
-    char state = '?';
-    std::string comm;
-  };
-  std::map<pid_t, Proc> all;
+  std::map<pid_t, core::ProcessStat> all;
   std::error_code ec;
   for (std::filesystem::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(it->path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat)) continue;
-    const auto open = stat.find('('), close = stat.rfind(')');
-    if (open == std::string::npos || close == std::string::npos || close + 4 >= stat.size()) continue;
-    Proc p;
-    p.comm = stat.substr(open + 1, close - open - 1);
-    p.state = stat[close + 2];
-    p.ppid = static_cast<pid_t>(std::atol(stat.c_str() + close + 4));
-    all[static_cast<pid_t>(std::atol(name.c_str()))] = p;
+    const auto pid = static_cast<pid_t>(std::atol(name.c_str()));
+    if (auto stat = core::read_process_stat(pid)) all[pid] = std::move(*stat);
   }
   const auto rank_in_environment = [](pid_t pid) -> std::string {
     std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
@@ -268,7 +256,7 @@ std::vector<std::string> stopped_processes(const std::vector<pid_t>& pids, const
   for (std::size_t i = 0; i < pids.size(); ++i) {
     if (pids[i] <= 0) continue;
     frontier.push_back(pids[i]);
-    if (auto it = all.find(pids[i]); it != all.end() && (it->second.state == 'T' || it->second.state == 't'))
+    if (auto it = all.find(pids[i]); it != all.end() && it->second.stopped())
       out.push_back(fmt::format("{} (pid {})", specs[i].label, pids[i]));
   }
   std::set<pid_t> seen(frontier.begin(), frontier.end());
@@ -276,11 +264,11 @@ std::vector<std::string> stopped_processes(const std::vector<pid_t>& pids, const
     const pid_t parent = frontier.back();
     frontier.pop_back();
     for (const auto& [pid, p] : all) {
-      if (p.ppid != parent || !seen.insert(pid).second) continue;
+      if (p.parent != parent || !seen.insert(pid).second) continue;
       frontier.push_back(pid);
-      if (p.state != 'T' && p.state != 't') continue;
+      if (!p.stopped()) continue;
       const std::string rank = rank_in_environment(pid);
-      out.push_back(fmt::format("{} (pid {})", rank.empty() ? "process '" + p.comm + "'" : rank, pid));
+      out.push_back(fmt::format("{} (pid {})", rank.empty() ? "process '" + p.command + "'" : rank, pid));
     }
   }
   return out;

@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/process_stat.h"
 
 namespace scalescope::core {
 
@@ -31,22 +31,10 @@ namespace {
 
 constexpr const char* kJobDirectoryPrefix = "scalescope-job-";
 
-/// The start time of process `pid` in clock ticks since boot (/proc/PID/stat field 22), or nullopt when it cannot
-/// be read (no such process). The command name (field 2) may hold spaces and ')', so fields are counted from the
-/// last ')'.
+/// The start time of process `pid` in clock ticks since boot, or nullopt when it cannot be read.
 std::optional<unsigned long long> process_start_ticks(long pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!in || !std::getline(in, stat)) return std::nullopt;
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream rest(stat.substr(close + 1));
-  std::string field;
-  for (int i = 3; i < 22; ++i)  // fields 3 (state) to 21
-    if (!(rest >> field)) return std::nullopt;
-  unsigned long long start = 0;
-  if (!(rest >> start)) return std::nullopt;
-  return start;
+  if (const auto stat = read_process_stat(static_cast<pid_t>(pid))) return stat->start_ticks;
+  return std::nullopt;
 }
 
 /// This process's pid namespace ("pid:[4026531836]"): process ids mean something only inside one, and containers
