@@ -113,7 +113,7 @@ TextCorpus TextCorpus::load_token_file(const std::string& path, std::size_t min_
                                     path, header[1]),
                         "write the tokens in llm.c's version 1 format (its dev/data scripts' write_datafile), or "
                         "pass the text itself");
-    if (header[2] < 0 || sizeof(header) + 2ull * static_cast<std::uint64_t>(header[2]) != size)
+    if (!count_fits(2))
       throw core::Error(fmt::format("llm.c token file '{}' announces {} tokens but holds {} bytes after its header",
                                     path, header[2], size - sizeof(header)),
                         "the file is cut off or not an llm.c token file");
