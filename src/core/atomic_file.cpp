@@ -116,15 +116,7 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   }
 }
 
-namespace {
-
-struct Identity {
-  bool exists = false;
-  unsigned long long device = 0, inode = 0, size = 0;
-  long long mtime_ns = 0;
-};
-
-Identity identity_of(const std::string& path) {
+OutputFile::Identity OutputFile::identity_of(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return {};
   return {true, static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
@@ -132,16 +124,7 @@ Identity identity_of(const std::string& path) {
           static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec};
 }
 
-}  // namespace
-
-OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
-  const Identity now = identity_of(path_);
-  existed_ = now.exists;
-  device_ = now.device;
-  inode_ = now.inode;
-  size_ = now.size;
-  mtime_ns_ = now.mtime_ns;
-}
+OutputFile::OutputFile(std::string path) : path_(std::move(path)), at_start_(identity_of(path_)) {}
 
 std::string OutputFile::sibling_path() const {
   const std::filesystem::path p(path_);
@@ -151,16 +134,14 @@ std::string OutputFile::sibling_path() const {
 
 std::string OutputFile::write(std::string_view content) const {
   const Identity now = identity_of(path_);
-  const bool same = now.exists == existed_ && (!existed_ || (now.device == device_ && now.inode == inode_ &&
-                                                             now.size == size_ && now.mtime_ns == mtime_ns_));
   // Gone since the start (the user removed an old result): nobody else's result is there to keep.
-  if (same || !now.exists) {
+  if (now == at_start_ || !now.exists) {
     write_file_atomically(path_, content);
     return path_;
   }
   const std::string sibling = sibling_path();
   write_file_atomically(sibling, content);
-  throw Error("'" + path_ + "' was " + (existed_ ? "replaced" : "created") +
+  throw Error("'" + path_ + "' was " + (at_start_.exists ? "replaced" : "created") +
                   " by another process while this run measured (two runs with the same --out?): it is left as that "
                   "run wrote it, and this run's result is in '" + sibling + "'",
               "give each run its own --out");

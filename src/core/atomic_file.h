@@ -50,10 +50,17 @@ class OutputFile {
   std::string sibling_path() const;
 
  private:
+  /// Which file a path names: absent, or device, inode, size and modification time (ns).
+  struct Identity {
+    bool exists = false;
+    unsigned long long device = 0, inode = 0, size = 0;
+    long long mtime_ns = 0;
+    bool operator==(const Identity&) const = default;
+  };
+  static Identity identity_of(const std::string& path);
+
   std::string path_;
-  bool existed_ = false;
-  unsigned long long device_ = 0, inode_ = 0, size_ = 0;
-  long long mtime_ns_ = 0;
+  Identity at_start_;
 };
 
 }  // namespace scalescope::core
