@@ -227,10 +227,6 @@ class StderrTail {
   std::string tail_;
 };
 
-}  // namespace
-
-namespace {
-
 /// "rank 1 (pid 4242)" for every stopped process (state T or t in /proc/PID/stat) among `pids` and their
 /// descendants (mpirun's ranks): a direct child by its label, a descendant by the rank in its environment
 /// (SCALESCOPE_RANK, OMPI_COMM_WORLD_RANK or PMIX_RANK), else by its command name. Empty when /proc says nothing.

@@ -35,10 +35,15 @@ struct ProcessSpec {
   bool keep_stderr_tail = false;
 };
 
-/// The failed rank that Open MPI's mpirun names in its stderr `text`, as "rank 1 was killed by signal 9 (Killed)"
-/// ("mpirun noticed that process rank 1 with PID … exited on signal 9 (Killed)") or "rank 0 exited with status 3"
-/// ("Process name: [[26451,1],0]" then "Exit code: 3"), with the node when mpirun gives one; nullopt when the text
-/// names none (mpirun itself failed, or was killed). Open MPI 4.1's wording.
+/// The failed rank that Open MPI's mpirun names in its stderr `text`, in the first of these wordings found
+/// (Open MPI 4.1's), with the node when mpirun gives one:
+///   "mpirun noticed that process rank 1 with PID … on node N exited on signal 9 (Killed)"
+///       → "rank 1 (on node N) was killed by signal 9 (Killed)";
+///   "Process name: [[26451,1],0]" then "Exit code: 3"  → "rank 0 exited with status 3";
+///   "MPI_ABORT was invoked on rank 1 in communicator … with errorcode 7" → "rank 1 called MPI_Abort with error code 7";
+///   "mpirun has exited due to process rank 1 with PID … on node N exiting improperly"
+///       → "rank 1 (on node N) exited without finishing MPI (no MPI_Finalize)".
+/// nullopt when the text names none (mpirun itself failed or was killed, or another wording).
 std::optional<std::string> mpirun_failed_rank(std::string_view text);
 
 /// For its lifetime, SIGINT, SIGTERM and SIGHUP only set a flag (received_stop_signal) instead of killing this
