@@ -187,16 +187,18 @@ int run_live(const CommFlags& f) {
     out_file.write(out.dump(1) + "\n");
     std::fprintf(stderr, "wrote %s\n", f.out.c_str());
   }
-  if (wrong > 0 && std::getenv(comm::kEnvCorruptResult)) {  // the test hook made them: say so, not "a broken GPU"
-    std::fprintf(stderr, "scalescope: error: the data check found %.0f wrong element(s) (see the #wrong columns): "
-                         "%s is set, which corrupts one element of every result on purpose (a test hook)\n"
-                         "  what to do: unset %s\n", wrong, comm::kEnvCorruptResult, comm::kEnvCorruptResult);
-    return 1;
-  }
   if (wrong > 0) {  // as nccl-tests' "Out of bounds values : N FAILED": the collective computed wrong results
-    std::fprintf(stderr, "scalescope: error: the data check found %.0f wrong element(s) (see the #wrong columns)\n"
-                         "  what to do: rerun that size with NCCL_DEBUG=INFO; wrong results point at a broken link, "
-                         "GPU or library, not a slow one\n", wrong);
+    // The test hook made them on purpose: say so, not "a broken link or GPU".
+    const bool hook = std::getenv(comm::kEnvCorruptResult) != nullptr;
+    const std::string cause =
+        hook ? fmt::format(": {} is set, which corrupts one element of every result on purpose (a test hook)",
+                           comm::kEnvCorruptResult)
+             : std::string();
+    const std::string remedy = hook ? fmt::format("unset {}", comm::kEnvCorruptResult)
+                                    : "rerun that size with NCCL_DEBUG=INFO; wrong results point at a broken link, "
+                                      "GPU or library, not a slow one";
+    std::fprintf(stderr, "scalescope: error: the data check found %.0f wrong element(s) (see the #wrong columns)%s\n"
+                         "  what to do: %s\n", wrong, cause.c_str(), remedy.c_str());
     return 1;
   }
   return 0;
