@@ -190,7 +190,7 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
                            contains(text, "Collective test starting");
   if (tests_words) {
     try {
-      (void)parse_nccl_tests(text, std::string(name));
+      (void)parse_nccl_tests_tables(text, std::string(name));
       d.kinds.push_back(InputKind::nccl_tests);
       how.push_back("an nccl-tests results table");
     } catch (const core::Error& e) {

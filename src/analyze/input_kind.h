@@ -45,7 +45,7 @@ inline constexpr std::size_t kDetectionHeadBytes = 64 * 1024;
 ///   * a JSON object with "traceEvents", "schemaVersion" or "distributedInfo"; a JSON array of events with
 ///     "ph" and "ts" (Chrome trace format, e.g. NCCL's profiler plugin)
 ///   * `nvidia-smi topo -m` (through topo::parse_smi_topo), nccl-tests output (through
-///     analyze::parse_nccl_tests, when the text has an nccl-tests header word: busbw, algbw, "# nThread",
+///     analyze::parse_nccl_tests_tables, when the text has an nccl-tests header word: busbw, algbw, "# nThread",
 ///     "Collective test starting"), NCCL log lines, watchdog messages (analyze::has_watchdog_messages).
 /// Throws nothing.
 InputDetection detect_input(std::string_view text, std::string_view name, bool complete);

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -382,14 +383,21 @@ std::optional<CommandLine> parse_command_line(const std::vector<std::string_view
   return std::nullopt;
 }
 
+/// What Parser::run throws for an nccl-tests text cut before its first result row: parse_nccl_tests_tables keeps
+/// the tables before such a last part, with a warning.
+struct NoResultRow : core::Error {
+  using core::Error::Error;
+};
+
 class Parser {
  public:
-  Parser(std::string_view text, std::string source_name, const NcclTestsParseOptions& options)
-      : text_(text), source_name_(std::move(source_name)), options_(options) {}
+  /// `text`'s first line is line `first_line` of the whole text (a table cut out of it by split_point()).
+  Parser(std::string_view text, std::string source_name, const NcclTestsParseOptions& options, int first_line = 1)
+      : text_(text), source_name_(std::move(source_name)), options_(options), first_line_(first_line) {}
 
   Sweep run() {
     split_lines();
-    for (std::size_t i = 0; i < lines_.size(); ++i) handle_line(static_cast<int>(i + 1), lines_[i]);
+    for (std::size_t i = 0; i < lines_.size(); ++i) handle_line(line_number(i), lines_[i]);
     if (sweep_.rows.empty()) throw_no_rows();
     finish();
     sweep_.source = valid_utf8(sweep_.source);
@@ -403,7 +411,29 @@ class Parser {
     return std::move(sweep_);
   }
 
+  /// Reads the text up to a second results table and returns the last line of the first one's part of the text
+  /// (its rows, its footer and what follows them before the next test's first line: its version or "Collective
+  /// test starting" line, its "nThread" line, its device list, a command line naming its program, or the header
+  /// line scalescope prints above each table); std::nullopt when the text holds at most one table. What it read is
+  /// not kept: each part is parsed again on its own.
+  std::optional<int> split_point() {
+    splitting_ = true;
+    split_lines();
+    for (std::size_t i = 0; i < lines_.size() && !split_at_; ++i) handle_line(line_number(i), lines_[i]);
+    return split_at_;
+  }
+
  private:
+  int line_number(std::size_t index) const { return first_line_ + static_cast<int>(index); }
+  bool is_last_line(int number) const { return number == line_number(lines_.size() - 1); }
+  // Where the lines after a table's last row stand: the first that starts another test, the last that ends this one.
+  void mark_test_start(int number) {
+    if (rows_in_table_ > 0 && !next_test_starts_) next_test_starts_ = number;
+  }
+  void mark_table_end(int number) {
+    if (rows_in_table_ > 0 && !next_test_starts_) table_ends_ = number;
+  }
+
   void warn(int line, const std::string& what) { sweep_.warnings.push_back(fmt::format("line {}: {}", line, what)); }
   void warn(const std::string& what) { sweep_.warnings.push_back(what); }
 
@@ -439,6 +469,7 @@ class Parser {
 
     if (starts_with(content, "nccl-tests version")) {
       seen_nccl_tests_ = true;
+      mark_test_start(number);
       if (tok.size() >= 3) tool_ = "nccl-tests " + std::string(tok[2]);
       for (auto t : tok)
         if (starts_with(t, "nccl-library=")) {
@@ -449,6 +480,7 @@ class Parser {
     }
     if (starts_with(content, "rccl-tests")) {
       seen_nccl_tests_ = true;
+      mark_test_start(number);
       tool_ = "rccl-tests";
       if (auto v = content.find("Version"); v != std::string_view::npos) {
         auto rest = split_ws(content.substr(v + 7));
@@ -458,6 +490,8 @@ class Parser {
     }
     if (starts_with(content, "Collective test starting:") || starts_with(content, "Collective test concluded:")) {
       seen_nccl_tests_ = true;
+      if (starts_with(content, "Collective test starting:")) mark_test_start(number);
+      else mark_table_end(number);
       if (tok.size() >= 4)
         if (auto cl = parse_command_line({tok[3]}, number)) {
           cl->ranks.reset();
@@ -468,15 +502,18 @@ class Parser {
     }
     if (tok[0] == "nThread") {
       seen_nccl_tests_ = true;
+      mark_test_start(number);
       preamble_lines_.push_back(number);
       return;
     }
     if (content == "Using devices") {
       seen_nccl_tests_ = true;
+      mark_test_start(number);
       return;
     }
     if (tok[0] == "Rank" && tok.size() >= 2 && content.find(" device ") != std::string_view::npos) {
       seen_nccl_tests_ = true;
+      mark_test_start(number);
       long long r = 0;
       if (parse_i64(tok[1], r) && r >= 0 && r < 10'000'000) {
         device_ranks_.push_back(r);
@@ -488,6 +525,7 @@ class Parser {
     }
     if (starts_with(content, "Avg bus bandwidth")) {
       in_table_ = false;
+      mark_table_end(number);
       auto colon = content.find(':');
       if (colon != std::string_view::npos) {
         auto rest = split_ws(content.substr(colon + 1));
@@ -500,6 +538,7 @@ class Parser {
     }
     if (starts_with(content, "Out of bounds values")) {
       in_table_ = false;
+      mark_table_end(number);
       return;
     }
     if (auto layout = header_layout(tok)) {
@@ -513,6 +552,10 @@ class Parser {
                                       source_text(),
                                       number),
                           "pass the output as nccl-tests printed it");
+      if (rows_in_table_ > 0 && splitting_) {
+        split_at_ = next_test_starts_ ? *next_test_starts_ - 1 : table_ends_.value_or(last_row_line_);
+        return;
+      }
       if (rows_in_table_ > 0) {
         // Two tables (two tests, or two runs of different rank counts) pooled into one summary give a plateau, a
         // peak and an α–β fit that belong to no measurement: refused, naming where the second one starts.
@@ -534,6 +577,7 @@ class Parser {
       return;  // units line, section line (possibly a cut fragment of one)
     if (comment) {
       if (auto header = parse_report_header(tok, number)) {
+        mark_test_start(number);
         programs_.push_back(*header);
         // "scalescope comm (mpi): …" names the tool that measured; a re-reported nccl-tests file keeps its own.
         if (tool_.empty() && tok.size() >= 3 && tok[0] == "scalescope" && tok[1] == "comm" && tok[2].ends_with("):"))
@@ -544,12 +588,13 @@ class Parser {
 
     if (read_row(number, tok)) return;
     if (auto cl = parse_command_line(tok, number)) {
+      mark_test_start(number);
       programs_.push_back(*cl);
       return;
     }
     if (continue_row(number, tok)) return;
     std::uint64_t n = 0;
-    const bool cut_here = last_line_cut_ && number == static_cast<int>(lines_.size());
+    const bool cut_here = last_line_cut_ && is_last_line(number);
     if (in_table_ && (parse_u64(tok[0], n) || parse_number(tok[0])))
       warn(number, fmt::format("{}: '{}' skipped", cut_here ? "the text ends inside a row before its type" : "looks like a result row but has no size, count and type", shorten(content)));
     else if (in_table_)
@@ -586,6 +631,9 @@ class Parser {
     seen_nccl_tests_ = true;
     in_table_ = true;
     ++rows_in_table_;
+    last_row_line_ = number;
+    next_test_starts_.reset();
+    table_ends_.reset();
 
     SweepRow row;
     RowInfo info;
@@ -601,7 +649,7 @@ class Parser {
     Layout layout = choose_layout(number, rest);
     const auto fields = layout.fields();
     std::vector<std::string> missing;
-    const bool cut_here = last_line_cut_ && number == static_cast<int>(lines_.size());
+    const bool cut_here = last_line_cut_ && is_last_line(number);
     std::size_t usable = std::min(rest.size(), fields.size());
     if (cut_here && usable > 0 && usable == rest.size()) {
       // The text ends inside this row: its last value may have lost digits ("78.7" of "78.71", "N" of "N/A").
@@ -808,9 +856,9 @@ class Parser {
 
   [[noreturn]] void throw_no_rows() {
     if (seen_nccl_tests_)
-      throw core::Error(fmt::format("'{}' is an nccl-tests output without any result row: it ends at line {}, before "
+      throw NoResultRow(fmt::format("'{}' is an nccl-tests output without any result row: it ends at line {}, before "
                                     "or inside the header of its results table",
-                                    source_name_, lines_.size()),
+                                    source_name_, line_number(lines_.size() - 1)),
                         "pass the complete output of the test (its stdout, down to the \"# Avg bus bandwidth\" line)");
     throw core::Error(fmt::format("'{}' is not an nccl-tests output: none of its {} lines is a result row "
                                   "(size, count, type, then time, algbw, busbw)",
@@ -1017,6 +1065,11 @@ class Parser {
   std::vector<int> preamble_lines_;
   std::vector<long long> device_ranks_;
   std::optional<long long> log_nranks_;
+  int first_line_ = 1;
+  // split_point(): after the last row, the first line that starts another test and the last that ends this table.
+  bool splitting_ = false;
+  int last_row_line_ = 0;
+  std::optional<int> next_test_starts_, table_ends_, split_at_;
 };
 
 }  // namespace
@@ -1035,7 +1088,77 @@ Sweep parse_nccl_tests(std::string_view text, std::string source_name) {
   return parse_nccl_tests(text, std::move(source_name), NcclTestsParseOptions{});
 }
 
-Sweep read_nccl_tests_file(const std::string& path, const NcclTestsParseOptions& options) {
+namespace {
+
+bool same_sizes(const Sweep& a, const Sweep& b) {
+  return a.rows.size() == b.rows.size() &&
+         std::equal(a.rows.begin(), a.rows.end(), b.rows.begin(),
+                    [](const SweepRow& x, const SweepRow& y) { return x.size_bytes == y.size_bytes; });
+}
+
+/// `text` from the start of line `line` (1-based, counted from `line_of_text`, the line `text` starts at).
+std::string_view from_line(std::string_view text, int line_of_text, int line) {
+  std::size_t at = 0;
+  for (int l = line_of_text; l < line && at < text.size(); ++l) {
+    const std::size_t nl = text.find('\n', at);
+    at = nl == std::string_view::npos ? text.size() : nl + 1;
+  }
+  return text.substr(at);
+}
+
+}  // namespace
+
+std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::string& source_name,
+                                           const NcclTestsParseOptions& options) {
+  std::vector<Sweep> tables;
+  int first = 1;  // the line `text` now starts at
+  try {
+    while (true) {
+      const std::optional<int> last = Parser(text, source_name, options, first).split_point();
+      if (!last) break;
+      if (tables.size() + 1 >= kMaxNcclTestsTables)
+        throw core::Error(fmt::format("'{}' holds more than {} results tables", source_name, kMaxNcclTestsTables),
+                          "split the text, a few test runs per file");
+      const std::string_view part = text.substr(0, text.size() - from_line(text, first, *last + 1).size());
+      tables.push_back(Parser(part, fmt::format("{}, lines {}–{}", source_name, first, *last), options, first).run());
+      text = from_line(text, first, *last + 1);
+      first = *last + 1;
+    }
+    const int last = first + static_cast<int>(std::count(text.begin(), text.end(), '\n')) -
+                     (!text.empty() && text.back() == '\n' ? 1 : 0);
+    const std::string name = tables.empty() ? source_name : fmt::format("{}, lines {}–{}", source_name, first, last);
+    try {
+      tables.push_back(Parser(text, name, options, first).run());
+    } catch (const NoResultRow& e) {
+      if (tables.empty()) throw;
+      // A run cut off before its first row: the tables before it stand, and the last one says what was not read.
+      tables.back().warnings.push_back(fmt::format("line {}: another test starts after this table, but the text "
+                                                   "ends before its first result row; it is not read",
+                                                   first));
+    }
+  } catch (const core::Error&) {
+    throw;
+  } catch (const std::exception& e) {  // bad_alloc or a defect: still a clear error, never a crash
+    throw core::Error(std::string("cannot read the nccl-tests output: ") + e.what());
+  }
+  // The symptom of an nccl-tests build without MPI under a launcher: every process runs the same test alone.
+  for (std::size_t k = 1; k < tables.size(); ++k)
+    for (std::size_t j = 0; j < k; ++j)
+      if (tables[k].ranks == 1 && tables[j].ranks == 1 && tables[k].collective == tables[j].collective &&
+          same_sizes(tables[k], tables[j])) {
+        tables[k].warnings.push_back(fmt::format(
+            "this table repeats the collective and sizes of {} on 1 rank each: if one launcher (mpirun, srun) started "
+            "them, nccl-tests was built without MPI and each process ran alone; rebuild it with 'make MPI=1'",
+            tables[j].source));
+        break;
+      }
+  return tables;
+}
+
+namespace {
+
+/// The text of the file at `path` (≤ 64 MiB) and the name errors and Sweep::source use for it (its last component).
+std::pair<std::string, std::string> read_nccl_tests_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw core::Error("cannot read '" + path + "': " + std::strerror(errno), "check the path");
   constexpr std::size_t kMax = 64u << 20;
@@ -1050,7 +1173,19 @@ Sweep read_nccl_tests_file(const std::string& path, const NcclTestsParseOptions&
   if (in.bad()) throw core::Error("cannot read '" + path + "': " + std::strerror(errno), "check the file");
   std::string name = path;
   if (auto slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
+  return {std::move(text), std::move(name)};
+}
+
+}  // namespace
+
+Sweep read_nccl_tests_file(const std::string& path, const NcclTestsParseOptions& options) {
+  const auto [text, name] = read_nccl_tests_text(path);
   return parse_nccl_tests(text, name, options);
+}
+
+std::vector<Sweep> read_nccl_tests_tables(const std::string& path, const NcclTestsParseOptions& options) {
+  const auto [text, name] = read_nccl_tests_text(path);
+  return parse_nccl_tests_tables(text, name, options);
 }
 
 }  // namespace scalescope::analyze

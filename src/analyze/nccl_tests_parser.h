@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "analyze/sweep.h"
 #include "comm/collectives.h"
@@ -47,5 +48,23 @@ Sweep parse_nccl_tests(std::string_view text, std::string source_name);
 /// Throws core::Error when the file cannot be read (naming the path and the reason), is larger than 64 MiB,
 /// or holds no result row.
 Sweep read_nccl_tests_file(const std::string& path, const NcclTestsParseOptions& options = {});
+
+/// At most this many results tables are read from one text (parse_nccl_tests_tables).
+inline constexpr std::size_t kMaxNcclTestsTables = 256;
+
+/// A text holding the outputs of several tests or runs one after another (a script running all_reduce_perf, then
+/// all_gather_perf…; `scalescope comm --collective all`), one Sweep per results table, in order. parse_nccl_tests
+/// refuses such a text rather than pool its tables. The text is cut after each table's part: its rows, footer and
+/// what follows them up to the next test's first line (its version or "Collective test starting" line, "nThread"
+/// line, device list, a command line naming its program, or the header line scalescope prints above a table; after
+/// the footer when none of these comes). Each part is parsed on its own, as parse_nccl_tests does, so its warnings
+/// and collective are its own; warnings keep the whole text's line numbers, and the sources of a text with several
+/// tables name their lines (Sweep::source "nccl-tests 2.17.8 (run.log, lines 1–40)"). A last part cut off before its first result row is not read,
+/// with a warning on the table before it. A text with one table gives what parse_nccl_tests gives.
+/// Throws core::Error as parse_nccl_tests does for a part that is not read, and for more than kMaxNcclTestsTables.
+std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::string& source_name,
+                                           const NcclTestsParseOptions& options = {});
+/// parse_nccl_tests_tables on the file at `path`; throws core::Error as read_nccl_tests_file does.
+std::vector<Sweep> read_nccl_tests_tables(const std::string& path, const NcclTestsParseOptions& options = {});
 
 }  // namespace scalescope::analyze

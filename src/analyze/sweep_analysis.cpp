@@ -272,6 +272,10 @@ nlohmann::json comm_report_json(const Sweep& sweep, const SweepAnalysis& analysi
   return {{"schema", kCommSchema}, {"sweep", sweep}, {"analysis", analysis}};
 }
 
+nlohmann::json comm_reports_json(nlohmann::json reports) {
+  return {{"schema", kCommSchema}, {"reports", std::move(reports)}};
+}
+
 void to_json(nlohmann::json& j, const Plateau& p) {
   j = {{"busbw_gbps", p.busbw_gbps}, {"from_bytes", p.from_bytes},         {"to_bytes", p.to_bytes},
        {"sizes", p.sizes},           {"saturated", p.saturated},           {"peak_busbw_gbps", p.peak_busbw_gbps},

@@ -138,6 +138,9 @@ SweepAnalysis analyze_sweep(const Sweep& sweep, const AnalysisOptions& options =
 inline constexpr const char* kCommSchema = "scalescope.comm/1";
 /// {"schema": "scalescope.comm/1", "sweep": …, "analysis": …}.
 nlohmann::json comm_report_json(const Sweep& sweep, const SweepAnalysis& analysis);
+/// {"schema": "scalescope.comm/1", "reports": [comm_report_json…]}: several sweeps in one document, as a live
+/// `scalescope comm --collective all` run (with its "run") and `comm --from` on a text of several tables write it.
+nlohmann::json comm_reports_json(nlohmann::json reports);
 
 void to_json(nlohmann::json& j, const Plateau& p);
 void to_json(nlohmann::json& j, const Latency& l);

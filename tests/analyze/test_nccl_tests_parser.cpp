@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "analyze/nccl_tests_parser.h"
 #include "core/error.h"
 
@@ -336,6 +338,100 @@ TEST(NcclTestsParser, TwoCollectivesInOneTextAreNotPooled) {
       "   134217728       4194304     float    none      -1    580.0  231.41  202.48      0    580.0  231.41  202.48      0\n";
   const auto refusal = refusal_of(text, "mixed.log");
   EXPECT_NE(refusal.find("a second results table starts at line 5"), std::string::npos) << refusal;
+
+  // Read table by table instead: each its own collective, rows and summary; sources name the lines.
+  const auto tables = analyze::parse_nccl_tests_tables(text, "mixed.log");
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].collective, Collective::all_reduce);
+  EXPECT_EQ(tables[1].collective, Collective::all_gather);
+  EXPECT_EQ(tables[0].rows.size(), 1u);
+  EXPECT_EQ(tables[1].rows.size(), 1u);
+  EXPECT_EQ(tables[0].source, "nccl-tests (mixed.log, lines 1–3)");  // the next test starts at line 4
+  EXPECT_EQ(tables[1].source, "nccl-tests (mixed.log, lines 4–6)");
+  EXPECT_EQ(tables[0].ranks, 8);  // busbw / algbw = 1.75 = 2(n − 1)/n
+  EXPECT_EQ(tables[1].ranks, 8);  // 202.48 / 231.41 = 0.875 = (n − 1)/n
+}
+
+TEST(NcclTestsParser, TablesAreCutAfterTheFooterOrBeforeTheNextTestsFirstLine) {
+  // Two whole nccl-tests outputs, as a script running two programs prints them: the footer stays with its table,
+  // the next test's version line starts the next part, and warnings keep the whole text's line numbers.
+  std::string text = kCurrent;
+  text += "# Collective test concluded: all_reduce_perf\n";
+  const std::string second =
+      "# nccl-tests version 2.17.8 nccl-headers=23004 nccl-library=22803\n"
+      "# Collective test starting: all_gather_perf\n"
+      "# nThread 1 nGpus 2 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "           8             1     float    none      -1    10.00    0.00    0.00      0    10.00    0.00    0.00      0\n"
+      "        1024           128     float    none      -1    11.00    0.09    0.05      0    11.00    0.09    0.05      0\n"
+      "        1024           128     float    none      -1    11.00    0.09    0.05      0    11.00    0.09    0.05      0\n"
+      "# Avg bus bandwidth    : 0.03 \n";
+  const int first_lines = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  text += second;
+  const auto tables = analyze::parse_nccl_tests_tables(text, "two.log");
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].collective, Collective::all_reduce);
+  EXPECT_EQ(tables[1].collective, Collective::all_gather);
+  EXPECT_EQ(tables[0].rows.size(), 2u);
+  EXPECT_EQ(tables[0].reported_avg_busbw_gbps, 0.0425);  // its own footer, not the second one's
+  EXPECT_EQ(tables[1].reported_avg_busbw_gbps, 0.03);
+  EXPECT_EQ(tables[0].source, fmt::format("nccl-tests 2.17.8 (two.log, lines 1–{})", first_lines));
+  EXPECT_EQ(tables[0].devices.size(), 2u);  // the second test lists none of its own
+  EXPECT_TRUE(tables[1].devices.empty());
+  // The repeated 1024-byte rows of the second table are lines first_lines + 6 and + 7 of the whole text.
+  EXPECT_TRUE(has_warning(tables[1], fmt::format("on lines {} and {}", first_lines + 6, first_lines + 7)))
+      << all_warnings(tables[1]);
+}
+
+TEST(NcclTestsParser, OneTableReadsAsParseNcclTestsReadsIt) {
+  const auto tables = analyze::parse_nccl_tests_tables(kCurrent, "one.log");
+  ASSERT_EQ(tables.size(), 1u);
+  const auto one = parse_nccl_tests(kCurrent, "one.log");
+  EXPECT_EQ(tables[0].source, one.source);
+  EXPECT_EQ(tables[0].rows.size(), one.rows.size());
+  EXPECT_EQ(tables[0].warnings, one.warnings);
+  EXPECT_EQ(tables[0].ranks, one.ranks);
+}
+
+TEST(NcclTestsParser, ALastTestCutBeforeItsFirstRowIsNotReadAndSaysSo) {
+  std::string text = kCurrent;
+  text += "# Collective test starting: all_gather_perf\n"
+          "# nThread 1 nGpus 2 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 20\n"
+          "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  // No second header with rows before it ends: no second part, and the first table reads as before.
+  auto tables = analyze::parse_nccl_tests_tables(text, "cut.log");
+  ASSERT_EQ(tables.size(), 1u);
+  // With a third test after the cut one, the cut one is the middle part: it has a header but no rows, so the
+  // parts are cut at the third test's rows only; the first stands.
+  text += "           8             1     float    none      -1    10.00    0.00    0.00      0    10.00    0.00    0.00      0\n";
+  tables = analyze::parse_nccl_tests_tables(text, "cut.log");
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[1].collective, Collective::all_gather);
+  // A second table whose header comes but whose rows never do: the last part has no row.
+  std::string cut = kCurrent;
+  cut += "# Collective test starting: all_gather_perf\n"
+         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  tables = analyze::parse_nccl_tests_tables(cut, "cut.log");
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].rows.size(), 2u);
+}
+
+TEST(NcclTestsParser, TablesOfProcessesThatEachRanAloneAreNamed) {
+  // An nccl-tests build without MPI under mpirun: each process prints a whole 1-rank test of its own.
+  const char* one =
+      "# nThread 1 nGpus 1 minBytes 1024 maxBytes 2048 step: 2(factor) warmup iters: 5 iters: 20\n"
+      "#  Rank  0 Group  0 Pid   1320 on host-a device  0 [0x00] NVIDIA H100\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "        1024           256     float     sum      -1     5.00    0.20    0.00      0     5.00    0.20    0.00      0\n"
+      "        2048           512     float     sum      -1     5.00    0.41    0.00      0     5.00    0.41    0.00      0\n"
+      "# Avg bus bandwidth    : 0 \n";
+  const std::string text = std::string("mpirun -np 2 ./all_reduce_perf -b 1K -e 2K -f 2\n") + one + one;
+  const auto tables = analyze::parse_nccl_tests_tables(text, "np2.log");
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_FALSE(has_warning(tables[0], "make MPI=1")) << all_warnings(tables[0]);
+  EXPECT_TRUE(has_warning(tables[1], "make MPI=1")) << all_warnings(tables[1]);
+  EXPECT_TRUE(has_warning(tables[1], "(np2.log, lines 1–7)")) << all_warnings(tables[1]);
 }
 
 TEST(NcclTestsParser, RowSplitByInterleavedLogOutput) {

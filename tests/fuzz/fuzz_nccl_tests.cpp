@@ -1,5 +1,5 @@
-// libFuzzer target: any bytes as an nccl-tests output — parse (core::Error for "no result row" is the one
-// allowed exception), then the sweep analysis and JSON of whatever was read.
+// libFuzzer target: any bytes as an nccl-tests output — parse, as one table and table by table (core::Error is the
+// one allowed exception), then the sweep analysis and JSON of whatever was read.
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +17,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto sweep = parse_nccl_tests(text, "fuzz");
     const auto a = analyze_sweep(sweep);
     (void)comm_report_json(sweep, a).dump();
+  } catch (const scalescope::core::Error&) {
+  }
+  try {  // table by table, as `comm --from` and `analyze` read it
+    for (const auto& sweep : parse_nccl_tests_tables(text, "fuzz")) (void)comm_report_json(sweep, analyze_sweep(sweep)).dump();
   } catch (const scalescope::core::Error&) {
   }
   return 0;

@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
 
 #include "cli_runner.h"
 
@@ -52,6 +55,31 @@ TEST(CommLive, EveryCollectiveTypeOpAndRootIsExactOnTwoAndThreeRanks) {
     }
     EXPECT_GT(checked, expected * 4);  // most cells were checked, both directions
   }
+}
+
+TEST(CommLive, ItsOwnOutputOfEveryCollectiveReadsBackTableByTable) {
+  // What `comm --collective all` prints, saved and read again with --from (and by analyze): one report per table,
+  // each naming its collective, none pooled with another.
+  auto dir = scratch_dir("commback");
+  auto r = run_cli("comm --backend cpu -g 2 --collective all -b 8 -e 4K -f 8 -n 2 -w 0 -q --no-per-iteration");
+  ASSERT_EQ(r.status, 0) << r.output.substr(0, 4000);
+  std::ofstream(dir / "all.txt") << r.output;
+  auto back = run_cli("comm --from " + (dir / "all.txt").string() + " --out " + (dir / "back.json").string());
+  ASSERT_EQ(back.status, 0) << back.output.substr(0, 4000);
+  const auto j = read_json(dir / "back.json");
+  EXPECT_EQ(j["schema"], "scalescope.comm/1");
+  ASSERT_EQ(j["reports"].size(), 7u);  // all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, send_recv
+  std::set<std::string> collectives;
+  for (const auto& rep : j["reports"]) {
+    collectives.insert(rep["sweep"]["collective"].get<std::string>());
+    EXPECT_EQ(rep["sweep"]["rows"].size(), 4u) << rep["sweep"]["collective"];  // 8 B, 64 B, 512 B, 4 KiB
+    EXPECT_EQ(rep["sweep"]["ranks"], 2) << rep["sweep"]["collective"];
+  }
+  EXPECT_EQ(collectives.size(), 7u);
+  auto analyzed = run_cli("analyze " + (dir / "all.txt").string() + " --out " + (dir / "a.json").string());
+  EXPECT_EQ(analyzed.status, 0) << analyzed.output.substr(0, 4000);
+  EXPECT_NE(analyzed.output.find("nccl-tests: sendrecv_perf"), std::string::npos) << analyzed.output.substr(0, 4000);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CommLive, BusBandwidthFollowsNcclTestsFactors) {

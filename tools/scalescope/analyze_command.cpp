@@ -316,19 +316,26 @@ int run(const AnalyzeFlags& f) {
             break;
           }
           case analyze::InputKind::nccl_tests: {
-            const auto sweep = analyze::parse_nccl_tests(input.text, path);
-            const auto a = analyze::analyze_sweep(sweep);
-            r.terminal += fmt::format("nccl-tests: {}, {} row(s), {} rank(s)\n", comm::perf_program_name(sweep.collective),
-                                      sweep.rows.size(), sweep.ranks ? std::to_string(*sweep.ranks) : "unknown");
-            r.terminal += report::render_comm_summary(sweep, a);
-            for (const auto& w : sweep.warnings) r.terminal += "  note: " + w + "\n";
-            r.json["nccl_tests"] = analyze::comm_report_json(sweep, a);
-            if (sweep.rows_with_wrong_elements > 0)  // a failed run, as `comm --from` says of it
-              r.errors.push_back({fmt::format("'{}': {} row(s) report wrong elements (#wrong > 0): the run that "
-                                              "wrote it failed its data check",
-                                              path, sweep.rows_with_wrong_elements),
-                                  "rerun the test; wrong results point at a faulty GPU, link or NCCL build, not at "
-                                  "slow communication"});
+            const auto sweeps = analyze::parse_nccl_tests_tables(input.text, path);
+            nlohmann::json reports = nlohmann::json::array();
+            for (const auto& sweep : sweeps) {
+              const auto a = analyze::analyze_sweep(sweep);
+              r.terminal += fmt::format("nccl-tests: {}, {} row(s), {} rank(s){}\n",
+                                        comm::perf_program_name(sweep.collective), sweep.rows.size(),
+                                        sweep.ranks ? std::to_string(*sweep.ranks) : "unknown",
+                                        sweeps.size() > 1 ? " — " + sweep.source : std::string());
+              r.terminal += report::render_comm_summary(sweep, a);
+              for (const auto& w : sweep.warnings) r.terminal += "  note: " + w + "\n";
+              reports.push_back(analyze::comm_report_json(sweep, a));
+              if (sweep.rows_with_wrong_elements > 0)  // a failed run, as `comm --from` says of it
+                r.errors.push_back({fmt::format("'{}': {} row(s) report wrong elements (#wrong > 0): the run that "
+                                                "wrote it failed its data check",
+                                                sweep.source, sweep.rows_with_wrong_elements),
+                                    "rerun the test; wrong results point at a faulty GPU, link or NCCL build, not at "
+                                    "slow communication"});
+            }
+            // One table: its report, as before; several: the shape `comm --out` writes for them.
+            r.json["nccl_tests"] = reports.size() == 1 ? reports[0] : analyze::comm_reports_json(reports);
             break;
           }
           case analyze::InputKind::smi_topo: {

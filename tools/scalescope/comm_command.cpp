@@ -204,7 +204,7 @@ int run_live(const CommFlags& f) {
   return 0;
 }
 
-analyze::Sweep sweep_from_file(const CommFlags& f) {
+std::vector<analyze::Sweep> sweeps_from_file(const CommFlags& f) {
   analyze::NcclTestsParseOptions options;
   if (!f.collective.empty()) {
     auto c = comm::parse_collective(f.collective);
@@ -213,7 +213,7 @@ analyze::Sweep sweep_from_file(const CommFlags& f) {
                              "use all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all or send_recv");
     options.hint = c;
   }
-  return analyze::read_nccl_tests_file(f.from, options);
+  return analyze::read_nccl_tests_tables(f.from, options);
 }
 
 int run(const CommFlags& f) {
@@ -221,21 +221,28 @@ int run(const CommFlags& f) {
   core::check_output_is_not_input(f.out, "--out", {f.from});
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   const core::OutputFile out_file(f.out);
-  const analyze::Sweep sweep = sweep_from_file(f);
-  const auto analysis = analyze::analyze_sweep(sweep, analysis_options(f));
-  // Warnings to stderr so stdout stays a table that nccl-tests parsers can read.
-  for (const auto& w : sweep.warnings) std::fprintf(stderr, "scalescope: warning: %s\n", w.c_str());
-  print_report(sweep, analysis);
+  // One report per results table: a text of several tests (or of `comm --collective all`) is read table by table.
+  const std::vector<analyze::Sweep> sweeps = sweeps_from_file(f);
+  nlohmann::json reports = nlohmann::json::array();
+  std::size_t wrong_rows = 0;
+  for (const auto& sweep : sweeps) {
+    const auto analysis = analyze::analyze_sweep(sweep, analysis_options(f));
+    // Warnings to stderr so stdout stays a table that nccl-tests parsers can read.
+    for (const auto& w : sweep.warnings) std::fprintf(stderr, "scalescope: warning: %s\n", w.c_str());
+    print_report(sweep, analysis);
+    reports.push_back(analyze::comm_report_json(sweep, analysis));
+    wrong_rows += sweep.rows_with_wrong_elements;
+  }
   if (!f.out.empty()) {
-    out_file.write(analyze::comm_report_json(sweep, analysis).dump(1) + "\n");
+    out_file.write((reports.size() == 1 ? reports[0] : analyze::comm_reports_json(reports)).dump(1) + "\n");
     std::fprintf(stderr, "wrote %s\n", f.out.c_str());
   }
-  if (sweep.rows_with_wrong_elements > 0) {  // as a live run that finds wrong elements: a failed run
+  if (wrong_rows > 0) {  // as a live run that finds wrong elements: a failed run
     std::fprintf(stderr,
                  "scalescope: error: %zu row(s) of '%s' report wrong elements (#wrong > 0): the run that wrote it "
                  "failed its data check\n  what to do: rerun the test; wrong results point at a faulty GPU, link or "
                  "NCCL build, not at slow communication\n",
-                 sweep.rows_with_wrong_elements, f.from.c_str());
+                 wrong_rows, f.from.c_str());
     return 1;
   }
   return 0;
