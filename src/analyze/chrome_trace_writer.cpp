@@ -93,7 +93,8 @@ void write_merged_timeline_file(const TraceAnalysis& analysis, const std::string
     throw core::Error("no timeline was kept by the trace analysis",
                       "analyse with TraceOptions::keep_timeline = true before writing the merged timeline");
   core::check_output_path_writable(path);
-  std::string tmp = path + ".tmp.XXXXXX";
+  const core::DeferredStopSignals hold;  // a Ctrl-C ends the process once the timeline is whole, not half-way
+  std::string tmp = core::temporary_file_template(path);
   const int fd = mkstemp(tmp.data());
   if (fd < 0)
     throw core::Error("cannot create a temporary file beside '" + path + "': " + std::strerror(errno),

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <ctime>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -67,10 +69,21 @@ std::string find_on_path(const std::string& name) {
 }
 
 volatile sig_atomic_t g_stop_signal = 0;
+std::atomic<long long> g_stop_signal_ns{0};  // CLOCK_MONOTONIC of the first; lock-free, so async-signal-safe
+static_assert(std::atomic<long long>::is_always_lock_free);
+
+long long monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);  // async-signal-safe (POSIX)
+  return static_cast<long long>(t.tv_sec) * 1'000'000'000LL + t.tv_nsec;
+}
 
 /// The first stop signal is only noted; a second one (the user insists) ends this process as the signal would
-/// have without the scope: default action, raised again. Async-signal-safe: sigaction and raise only.
+/// have without the scope: default action, raised again. A second one within kSameStopSignalNs of the first is the
+/// same stop, not insistence: GNU timeout and kill(0, …) deliver one signal to the process and again to its group.
+/// Async-signal-safe: clock_gettime, sigaction and raise only.
 extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0 && monotonic_ns() - g_stop_signal_ns.load() < kSameStopSignalNs) return;
   if (g_stop_signal != 0) {
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
@@ -79,6 +92,7 @@ extern "C" void on_stop_signal(int sig) {
     raise(sig);
     return;
   }
+  g_stop_signal_ns.store(monotonic_ns());
   g_stop_signal = sig;
 }
 

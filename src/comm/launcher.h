@@ -50,6 +50,8 @@ std::optional<std::string> mpirun_failed_rank(std::string_view text);
 /// process, so that a run can stop its ranks and keep what it measured. Scopes nest: an inner one (run_processes')
 /// keeps the outer one's handlers and flag, so a signal that came between two runs of a sweep is still seen. The
 /// outermost one clears the flag when it starts and puts the earlier handlers back when it ends. Main thread only.
+/// A second stop signal ends the process (the user insists), unless it comes within kSameStopSignalNs of the first:
+/// GNU timeout, and kill(0, …), deliver one signal to the process and again to its process group.
 class StopSignalScope {
  public:
   StopSignalScope();
@@ -57,6 +59,9 @@ class StopSignalScope {
   StopSignalScope(const StopSignalScope&) = delete;
   StopSignalScope& operator=(const StopSignalScope&) = delete;
 };
+
+/// How close a second stop signal must follow the first to be taken as the same one: 0.5 s.
+inline constexpr long long kSameStopSignalNs = 500'000'000;
 
 /// The signal number received since the outermost StopSignalScope began, or 0 (also when no scope is alive).
 int received_stop_signal();

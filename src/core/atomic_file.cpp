@@ -2,11 +2,18 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -19,7 +26,58 @@ std::string directory_of(const std::string& path) {
   return dir.empty() ? std::string(".") : dir.string();
 }
 
+/// Where a symbolic link at `path` leads (following up to 40 links, as the kernel does); `path` itself otherwise.
+std::string resolve_output_link(const std::string& path) {
+  std::filesystem::path p(path);
+  for (int hop = 0; hop < 40; ++hop) {
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(p, ec)) || ec) return p.string();
+    const auto target = std::filesystem::read_symlink(p, ec);
+    if (ec) return p.string();
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  return p.string();
+}
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+volatile std::sig_atomic_t g_deferred_signal = 0;
+struct sigaction g_previous_actions[4];
+
+extern "C" void hold_stop_signal(int signal) {
+  if (g_deferred_signal == 0) g_deferred_signal = signal;
+}
+
 }  // namespace
+
+DeferredStopSignals::DeferredStopSignals() {
+  g_deferred_signal = 0;
+  for (int i = 0; i < kSignals; ++i) {
+    struct sigaction current {};
+    if (sigaction(kStopSignals[i], nullptr, &current) != 0 || current.sa_handler != SIG_DFL ||
+        (current.sa_flags & SA_SIGINFO) != 0)
+      continue;  // a handler of the run's own, or ignored: left as it is
+    struct sigaction hold {};
+    hold.sa_handler = hold_stop_signal;
+    sigemptyset(&hold.sa_mask);
+    hold.sa_flags = SA_RESTART;
+    if (sigaction(kStopSignals[i], &hold, &g_previous_actions[i]) == 0) installed_[i] = true;
+  }
+}
+
+DeferredStopSignals::~DeferredStopSignals() {
+  for (int i = 0; i < kSignals; ++i)
+    if (installed_[i]) sigaction(kStopSignals[i], &g_previous_actions[i], nullptr);
+  if (const int held = g_deferred_signal; held != 0) {
+    g_deferred_signal = 0;
+    std::raise(held);  // the default action, now that the work is whole
+  }
+}
+
+std::string temporary_file_template(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string name = p.filename().string().substr(0, 32);
+  return (p.parent_path() / ("." + name + ".tmp.XXXXXX")).string();
+}
 
 void check_output_path_writable(const std::string& path) {
   if (path.empty()) throw Error("output path is empty", "pass a file name, e.g. --out result.json");
@@ -30,27 +88,54 @@ void check_output_path_writable(const std::string& path) {
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     throw Error("output path '" + path + "' is not a regular file (a device, FIFO or socket)",
                 "pass the name of a regular file, e.g. --out result.json");
+  if (path.size() >= PATH_MAX)
+    throw Error(fmt::format("output path is {} bytes long: more than the system allows ({})", path.size(), PATH_MAX - 1),
+                "choose a shorter path");
   const std::string dir = directory_of(path);
   if (stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
     throw Error("output directory '" + dir + "' is a file, not a directory", "choose another location for the output");
   if (stat(dir.c_str(), &st) != 0) {
     const int err = errno;
+    if (err == ENAMETOOLONG)
+      throw Error("output directory '" + dir + "': " + std::strerror(err), "choose a shorter path");
+    if (err == EACCES)
+      throw Error("output directory '" + dir + "' cannot be reached: " + std::strerror(err),
+                  "choose another location for the output, or fix the permissions of the directories above it");
+    const bool trailing_slash = !path.empty() && path.back() == '/';
     throw Error("output directory '" + dir + "' does not exist",
                 err == ENOTDIR ? "part of its path is a file, not a directory: choose another location for the output"
-                                 : "create it first (mkdir -p " + dir + ")");
+                : trailing_slash
+                    ? "the path ends in '/', so it names a directory: drop the '/' to name a file"
+                    : "create it first (mkdir -p " + dir + ")");
   }
+  const std::string name = std::filesystem::path(path).filename().string();
+  const long name_max = pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max > 0 && name.size() > static_cast<std::size_t>(name_max))
+    throw Error(fmt::format("output file name is {} bytes long: the file system of '{}' allows {}", name.size(), dir,
+                            name_max),
+                "choose a shorter file name");
   // A probe file rather than access(W_OK), which as root says yes even where no file can be created (/proc,
   // /sys, a read-only mount): the result will be created the same way, through mkstemp in this directory.
-  std::string probe = path + ".probe.XXXXXX";
+  std::string probe = (std::filesystem::path(dir) / ".scalescope-probe.XXXXXX").string();
   const int fd = mkstemp(probe.data());
   if (fd < 0) {
     const int err = errno;  // ENOENT for an existing directory: a virtual file system such as /proc
     throw Error("output directory '" + dir + "' is not writable: " +
                     (err == ENOENT ? std::string("no file can be created there") : std::string(std::strerror(err))),
-                "choose another location for the output");
+                err == ENOSPC ? "free some space there or choose another location for the output"
+                              : "choose another location for the output");
   }
   close(fd);
   unlink(probe.c_str());
+  // A full disk still lets the probe be created (it is empty): the result would fail only when the run ends.
+  struct statvfs fs {};
+  if (statvfs(dir.c_str(), &fs) == 0 && fs.f_frsize > 0) {
+    const unsigned long long free_bytes = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
+    if (free_bytes < kMinFreeOutputBytes)
+      throw Error(fmt::format("output directory '{}' has only {} KiB free: the result may not fit when the run ends",
+                              dir, free_bytes / 1024),
+                  "free some space there or choose another location for the output");
+  }
 }
 
 void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs,
@@ -76,9 +161,12 @@ void check_outputs_differ(const std::string& a, const std::string& flag_a, const
                      "give them two file names");
 }
 
-void write_file_atomically(const std::string& path, std::string_view content) {
+void write_file_atomically(const std::string& given_path, std::string_view content) {
+  // Through a link to where it points: rename(2) onto the link would replace the link, not the file it names.
+  const std::string path = resolve_output_link(given_path);
   check_output_path_writable(path);
-  std::string tmp = path + ".tmp.XXXXXX";
+  const DeferredStopSignals hold;  // a Ctrl-C now ends the process once the file is whole, not half-way
+  std::string tmp = temporary_file_template(path);
   int fd = mkstemp(tmp.data());
   if (fd < 0)
     throw Error("cannot create a temporary file beside '" + path + "': " + std::strerror(errno),
@@ -136,7 +224,11 @@ std::string OutputFile::write(std::string_view content) const {
   const Identity now = identity_of(path_);
   // Gone since the start (the user removed an old result): nobody else's result is there to keep.
   if (now == at_start_ || !now.exists) {
-    write_file_atomically(path_, content);
+    try {
+      write_file_atomically(path_, content);
+    } catch (const Error& e) {
+      keep_elsewhere(content, e);
+    }
     return path_;
   }
   const std::string sibling = sibling_path();
@@ -145,6 +237,30 @@ std::string OutputFile::write(std::string_view content) const {
                   " by another process while this run measured (two runs with the same --out?): it is left as that "
                   "run wrote it, and this run's result is in '" + sibling + "'",
               "give each run its own --out");
+}
+
+void OutputFile::keep_elsewhere(std::string_view content, const Error& failure) const {
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::filesystem::path p(path_);
+  const std::string name = p.stem().string() + "." + std::to_string(::getpid()) + p.extension().string();
+  std::vector<std::string> places;
+  if (tmpdir != nullptr && *tmpdir != '\0') places.push_back((std::filesystem::path(tmpdir) / name).string());
+  places.push_back((std::filesystem::path("/tmp") / name).string());
+  for (const auto& place : places) {
+    try {
+      write_file_atomically(place, content);
+    } catch (const Error&) {
+      continue;
+    }
+    throw Error(std::string(failure.what()) + "; the result was kept in '" + place + "' instead",
+                "move it where it belongs (" + failure.remedy() + ")");
+  }
+  std::fprintf(stderr, "scalescope: the result could not be written to '%s' nor to %s: it follows on stderr\n",
+               path_.c_str(), places.back().c_str());
+  std::fwrite(content.data(), 1, content.size(), stderr);
+  std::fflush(stderr);
+  throw Error(std::string(failure.what()) + "; the result was printed on stderr instead",
+              "save it from there (" + failure.remedy() + ")");
 }
 
 }  // namespace scalescope::core

@@ -7,16 +7,45 @@
 
 namespace scalescope::core {
 
-/// Writes `content` to `path` through a temporary file in the same directory, fsync and rename(2),
-/// so an interrupted run never leaves a half-written result. Creates no directories.
+class Error;
+
+/// Writes `content` to `path` through a temporary file in the same directory (temporary_file_template), fsync
+/// and rename(2), so an interrupted run never leaves a half-written result: SIGINT, SIGTERM, SIGHUP and SIGQUIT
+/// that would end the process meanwhile are held until the file is complete (DeferredStopSignals). A `path` that
+/// is a symbolic link is written where it points, and stays a link. Creates no directories.
 /// Throws core::Error naming the path and errno text when the directory is missing or not writable
 /// or the disk is full; the temporary file is removed on failure.
 void write_file_atomically(const std::string& path, std::string_view content);
 
-/// Checks before a long run that `path` can be written later (its directory exists and is writable,
-/// and `path` is not a directory, device, FIFO or socket). Throws core::Error with the reason otherwise.
-/// Creates and removes a probe file beside `path` (PATH.probe.XXXXXX); leaves nothing behind.
+/// The mkstemp template of the temporary file written beside `path`: in its directory, "." + the first 32 bytes of
+/// its name + ".tmp.XXXXXX", so that a name as long as the file system allows still leaves room for the suffix.
+std::string temporary_file_template(const std::string& path);
+
+/// Free bytes below which check_output_path_writable refuses an output directory before a run: results of a few
+/// kB to MB must fit when the run ends.
+inline constexpr unsigned long long kMinFreeOutputBytes = 1ull << 20;
+
+/// Checks before a long run that `path` can be written later: its directory exists, is writable and has at least
+/// kMinFreeOutputBytes free (statvfs, as an unprivileged writer sees it); its name and whole path are not too long
+/// for the file system; `path` is not a directory, device, FIFO or socket. Throws core::Error with the reason
+/// otherwise. Creates and removes a probe file in that directory; leaves nothing behind.
 void check_output_path_writable(const std::string& path);
+
+/// While it lives, a SIGINT, SIGTERM, SIGHUP or SIGQUIT whose action is the default (ending the process) is held
+/// instead; when it ends, the previous actions come back and the first signal held is raised again, so the process
+/// ends as it would have, once the work in between is whole. Signals with a handler of their own (a run's
+/// comm::StopSignalScope) or ignored are left alone. Not nestable across threads; one at a time.
+class DeferredStopSignals {
+ public:
+  DeferredStopSignals();
+  ~DeferredStopSignals();
+  DeferredStopSignals(const DeferredStopSignals&) = delete;
+  DeferredStopSignals& operator=(const DeferredStopSignals&) = delete;
+
+ private:
+  static constexpr int kSignals = 4;
+  bool installed_[kSignals] = {};
+};
 
 /// Throws core::UsageError (exit 2) when the output `path`, given with `flag` (e.g. "--out"), is the same file as
 /// one of `inputs` — by std::filesystem::equivalent, so also through links and other spellings of the path: the
@@ -41,7 +70,10 @@ class OutputFile {
   /// Writes `content` to path() atomically (write_file_atomically) and returns path(). When path() holds another
   /// file than at construction (one created or put there since), it is left as the other writer left it and the
   /// content goes to sibling_path() instead; then core::Error (exit 1) names both files, so nothing measured is
-  /// lost. A path() removed since construction is simply written. Throws core::Error as write_file_atomically does.
+  /// lost. A path() removed since construction is simply written.
+  /// When path() cannot be written (a disk that filled during the run, a directory removed), the content is kept
+  /// elsewhere: as NAME.PID.EXT in $TMPDIR (else /tmp), or, where even that fails, printed on stderr after a line
+  /// saying so; then core::Error (exit 1) gives the first failure and where the result went.
   std::string write(std::string_view content) const;
 
   const std::string& path() const { return path_; }
@@ -58,6 +90,9 @@ class OutputFile {
     bool operator==(const Identity&) const = default;
   };
   static Identity identity_of(const std::string& path);
+  /// write()'s fallback after `failure` to write path(): NAME.PID.EXT in $TMPDIR or /tmp, else stderr. Always
+  /// throws core::Error naming the failure and where the content went.
+  [[noreturn]] void keep_elsewhere(std::string_view content, const Error& failure) const;
 
   std::string path_;
   Identity at_start_;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/launcher.h"
@@ -75,6 +76,19 @@ TEST(Launcher, ASignalBetweenRunsOfASweepIsKeptAndStopsTheNextRun) {
   }
   EXPECT_EQ(received_stop_signal(), 0);
   EXPECT_EQ(disposition(SIGINT), before) << "the handlers before the scope were not put back";
+}
+
+TEST(Launcher, ASignalDeliveredTwiceAtOnceIsOneStop) {
+  // GNU timeout sends its signal to the process and again to its group: one stop, not a user insisting.
+  const auto before = disposition(SIGINT);
+  if (before == SIG_IGN) GTEST_SKIP() << "SIGINT is ignored in this process (a background job): the scope keeps it so";
+  {
+    const StopSignalScope sweep;
+    raise(SIGINT);
+    raise(SIGINT);  // this process lives on
+    EXPECT_EQ(received_stop_signal(), SIGINT);
+  }
+  EXPECT_EQ(disposition(SIGINT), before);
 }
 
 TEST(Launcher, SignalsIgnoredAtTheStartStayIgnored) {
@@ -185,6 +199,8 @@ TEST(Launcher, ASecondStopSignalEndsTheProcessAsWithoutTheScope) {
     const StopSignalScope scope;
     raise(SIGINT);
     if (received_stop_signal() != SIGINT) _exit(3);
+    // After the window in which a repeat is the same stop (ASignalDeliveredTwiceAtOnceIsOneStop…).
+    std::this_thread::sleep_for(std::chrono::nanoseconds(scalescope::comm::kSameStopSignalNs + 100'000'000));
     raise(SIGINT);
     _exit(4);  // not reached: the second one ends the process
   }

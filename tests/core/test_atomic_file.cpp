@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -164,5 +169,84 @@ TEST(OutputFile, AnotherRunsResultIsKeptAndThisOneGoesBesideIt) {
   EXPECT_NE(what.find("was replaced by another process"), std::string::npos) << what;
   EXPECT_EQ(read_all(path), "a third run");
   EXPECT_EQ(read_all(replaced_meanwhile.sibling_path()), "this run again");
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, ALinkIsWrittenThroughAndStaysALink) {
+  auto dir = fresh_dir("atomic_link");
+  fs::create_directory(dir / "elsewhere");
+  write_file_atomically((dir / "elsewhere" / "real.json").string(), "old");
+  fs::create_symlink("elsewhere/real.json", dir / "link.json");
+  write_file_atomically((dir / "link.json").string(), "new");
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_EQ(read_all(dir / "elsewhere" / "real.json"), "new");
+  fs::create_symlink("elsewhere/absent.json", dir / "dangling.json");  // a link to a file not yet written
+  write_file_atomically((dir / "dangling.json").string(), "made");
+  EXPECT_TRUE(fs::is_symlink(dir / "dangling.json"));
+  EXPECT_EQ(read_all(dir / "elsewhere" / "absent.json"), "made");
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, NamesAsLongAsTheFileSystemAllowsAreWrittenLongerOnesRefusedBeforeTheRun) {
+  auto dir = fresh_dir("atomic_long");
+  const long name_max = pathconf(dir.c_str(), _PC_NAME_MAX);
+  ASSERT_GT(name_max, 20);
+  const std::string longest(static_cast<std::size_t>(name_max), 'r');
+  write_file_atomically((dir / longest).string(), "fits");  // the temporary file's name is shorter than it
+  EXPECT_EQ(read_all(dir / longest), "fits");
+  try {
+    scalescope::core::check_output_path_writable((dir / (longest + "x")).string());
+    ADD_FAILURE() << "a name over NAME_MAX was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("file name is " + std::to_string(name_max + 1) + " bytes long"),
+              std::string::npos) << e.what();
+  }
+  try {  // "results.json/" names a directory that does not exist: the remedy is not "mkdir -p results.json"
+    scalescope::core::check_output_path_writable((dir / "results.json").string() + "/");
+    ADD_FAILURE() << "a path ending in '/' was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.remedy().find("drop the '/'"), std::string::npos) << e.remedy();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(OutputFile, AResultThatCannotBeWrittenWhereAskedIsKeptInTheTemporaryDirectory) {
+  auto dir = fresh_dir("output_file_gone");
+  auto tmp = fresh_dir("output_file_tmpdir");
+  fs::create_directory(dir / "sub");
+  const auto path = (dir / "sub" / "o.json").string();
+  const scalescope::core::OutputFile out(path);
+  fs::remove_all(dir / "sub");  // the directory went away while the run measured (or the disk filled)
+  const char* saved = std::getenv("TMPDIR");
+  const std::string saved_tmpdir = saved ? saved : "";
+  ASSERT_EQ(setenv("TMPDIR", tmp.c_str(), 1), 0);
+  const auto what = error_of(out, "measured");
+  if (saved) setenv("TMPDIR", saved_tmpdir.c_str(), 1);
+  else unsetenv("TMPDIR");
+  const auto kept = tmp / ("o." + std::to_string(getpid()) + ".json");
+  EXPECT_NE(what.find("does not exist"), std::string::npos) << what;
+  EXPECT_NE(what.find("kept in '" + kept.string() + "'"), std::string::npos) << what;
+  EXPECT_EQ(read_all(kept), "measured");
+  fs::remove_all(dir);
+  fs::remove_all(tmp);
+}
+
+TEST(DeferredStopSignals, AStopSignalEndsTheProcessOnlyOnceTheScopeIsDone) {
+  auto dir = fresh_dir("deferred_signals");
+  const auto marker = dir / "whole";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    {
+      const scalescope::core::DeferredStopSignals hold;
+      std::raise(SIGTERM);  // arrives mid-write
+      std::ofstream(marker) << "written after the signal";
+    }
+    _exit(0);  // not reached: the held SIGTERM ends the process when the scope ends
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_EQ(read_all(marker), "written after the signal");
   fs::remove_all(dir);
 }
