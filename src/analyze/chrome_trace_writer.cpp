@@ -88,7 +88,8 @@ void write_merged_timeline(const TraceAnalysis& analysis, std::ostream& out) {
   out << "\n]}\n";
 }
 
-void write_merged_timeline_file(const TraceAnalysis& analysis, const std::string& path) {
+void write_merged_timeline_file(const TraceAnalysis& analysis, const std::string& given_path) {
+  const std::string path = core::resolve_output_link(given_path);  // a link stays a link
   if (analysis.timelines.empty())
     throw core::Error("no timeline was kept by the trace analysis",
                       "analyse with TraceOptions::keep_timeline = true before writing the merged timeline");

@@ -26,7 +26,8 @@ std::string directory_of(const std::string& path) {
   return dir.empty() ? std::string(".") : dir.string();
 }
 
-/// Where a symbolic link at `path` leads (following up to 40 links, as the kernel does); `path` itself otherwise.
+}  // namespace
+
 std::string resolve_output_link(const std::string& path) {
   std::filesystem::path p(path);
   for (int hop = 0; hop < 40; ++hop) {
@@ -38,6 +39,8 @@ std::string resolve_output_link(const std::string& path) {
   }
   return p.string();
 }
+
+namespace {
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 volatile std::sig_atomic_t g_deferred_signal = 0;
@@ -79,8 +82,9 @@ std::string temporary_file_template(const std::string& path) {
   return (p.parent_path() / ("." + name + ".tmp.XXXXXX")).string();
 }
 
-void check_output_path_writable(const std::string& path) {
-  if (path.empty()) throw Error("output path is empty", "pass a file name, e.g. --out result.json");
+void check_output_path_writable(const std::string& given_path) {
+  if (given_path.empty()) throw Error("output path is empty", "pass a file name, e.g. --out result.json");
+  const std::string path = resolve_output_link(given_path);  // where the result will go
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error("output path '" + path + "' is a directory", "pass a file name inside it, e.g. " + path + "/result.json");

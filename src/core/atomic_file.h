@@ -17,6 +17,11 @@ class Error;
 /// or the disk is full; the temporary file is removed on failure.
 void write_file_atomically(const std::string& path, std::string_view content);
 
+/// Where an output `path` that is a symbolic link leads (following up to 40 links, as the kernel does; a relative
+/// target from the link's directory); `path` itself when it is no link. Writers put the result there, so that
+/// the link stays a link.
+std::string resolve_output_link(const std::string& path);
+
 /// The mkstemp template of the temporary file written beside `path`: in its directory, "." + the first 32 bytes of
 /// its name + ".tmp.XXXXXX", so that a name as long as the file system allows still leaves room for the suffix.
 std::string temporary_file_template(const std::string& path);
@@ -28,7 +33,8 @@ inline constexpr unsigned long long kMinFreeOutputBytes = 1ull << 20;
 /// Checks before a long run that `path` can be written later: its directory exists, is writable and has at least
 /// kMinFreeOutputBytes free (statvfs, as an unprivileged writer sees it); its name and whole path are not too long
 /// for the file system; `path` is not a directory, device, FIFO or socket. Throws core::Error with the reason
-/// otherwise. Creates and removes a probe file in that directory; leaves nothing behind.
+/// otherwise. A link is checked where it leads (resolve_output_link). Creates and removes a probe file in that
+/// directory; leaves nothing behind.
 void check_output_path_writable(const std::string& path);
 
 /// While it lives, a SIGINT, SIGTERM, SIGHUP or SIGQUIT whose action is the default (ending the process) is held

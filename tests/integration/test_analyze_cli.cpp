@@ -206,11 +206,17 @@ TEST(AnalyzeCli, UnusableBaselineOrTimelinePathFailsLoudly) {
     EXPECT_NE(r.output.find("the baseline trace could not be used"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("1 rank analysed"), std::string::npos) << r.output;
   }
-  // A timeline that cannot be written is refused before anything is read, naming the flag.
+  // A timeline that cannot be written is refused before anything is read, naming the flag: exit 1, as --out.
   const auto r = run_cli("analyze --timeline /nonexistent-dir/t.json " + quote(rank));
-  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("--timeline: output directory '/nonexistent-dir' does not exist"), std::string::npos)
       << r.output;
+  // A link whose target is in a missing directory is checked where it leads, before anything is read.
+  fs::create_symlink("/nonexistent-dir/t.json", dir / "link.json");
+  const auto linked = run_cli("analyze --timeline " + quote(dir / "link.json") + " " + quote(rank));
+  EXPECT_EQ(linked.status, 1) << linked.output;
+  EXPECT_NE(linked.output.find("output directory '/nonexistent-dir' does not exist"), std::string::npos)
+      << linked.output;
   // An empty file says so, once, with what to do.
   const auto empty = dir / "empty.json";
   write(empty, "");

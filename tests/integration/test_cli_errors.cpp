@@ -7,8 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
 #include "cli_runner.h"
 
+using scalescope::testing::read_json;
 using scalescope::testing::run_cli;
 using scalescope::testing::scratch_dir;
 namespace fs = std::filesystem;
@@ -505,4 +511,25 @@ TEST(CliErrors, TextShorterThanOneBatchIsNamedInTheDataLine) {
   EXPECT_EQ(r.status, 0) << r.output;
   expect_mentions(r.output, "shorter than one global batch");
   fs::remove_all(dir);
+}
+
+TEST(CliErrors, AReportThatCannotReachStdoutFailsTheRun) {
+  // /dev/full and a closed stdout: exit 1 with the reason on stderr, never a silent 0 (nor the report written into
+  // a file that took stdout's descriptor number).
+  const auto dir = scratch_dir("stdout_errors");
+  const auto err = dir / "err.txt";
+  for (const char* redirect : {"> /dev/full", ">&-"}) {
+    for (const std::string& args : std::vector<std::string>{"topo", "--help", "topo --out " + (dir / "t.json").string()}) {
+      const std::string cmd = std::string(SCALESCOPE_EXE) + " " + args + " " + std::string(redirect) + " 2> " + err.string();
+      const int raw = std::system(cmd.c_str());
+      EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 1) << cmd << ": " << raw;
+      std::ifstream in(err);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_NE(text.find("the report could not be written to standard output"), std::string::npos) << cmd << ": " << text;
+    }
+  }
+  // The --out result holds JSON only, not the report printed while stdout was closed.
+  const auto j = read_json(dir / "t.json");
+  EXPECT_TRUE(j.contains("schema")) << j.dump().substr(0, 200);
+  std::filesystem::remove_all(dir);
 }

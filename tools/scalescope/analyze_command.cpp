@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -40,11 +42,14 @@ struct TraceAnalysisOutput {
   nlohmann::json combined;
   std::map<std::string, int> rank_of;
   std::map<std::string, std::pair<std::string, std::string>> errors;
+  /// Why the merged timeline could not be written (cause, remedy); empty when it was, or was not asked for. The
+  /// analysis stands either way.
+  std::optional<std::pair<std::string, std::string>> timeline_error;
 };
 
 /// Analyses every trace given to `scalescope analyze` together (one per rank, rank from distributedInfo),
 /// with an optional 1-rank baseline trace for the verdict, and writes the merged Perfetto timeline when asked.
-/// Bad files are reported per file, never thrown; core::Error only when the timeline cannot be written.
+/// Bad files are reported per file, and a timeline that cannot be written in timeline_error: never thrown.
 TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, const std::string& baseline,
                                          bool strong, const std::string& timeline, const std::string& step_windows) {
   analyze::TraceOptions options;
@@ -60,8 +65,12 @@ TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, 
   for (const auto& r : analysis.ranks) out.rank_of[r.source] = r.rank;
   for (const auto& e : analysis.errors) out.errors[e.path] = {e.cause, e.remedy};
   if (!timeline.empty() && !analysis.ranks.empty()) {
-    analyze::write_merged_timeline_file(analysis, timeline);
-    out.terminal += "merged timeline of every rank (open in https://ui.perfetto.dev): " + timeline + "\n";
+    try {
+      analyze::write_merged_timeline_file(analysis, timeline);
+      out.terminal += "merged timeline of every rank (open in https://ui.perfetto.dev): " + timeline + "\n";
+    } catch (const core::Error& e) {  // a full disk: the traces' analysis is still reported
+      out.timeline_error = std::make_pair("--timeline '" + timeline + "': " + e.what(), e.remedy());
+    }
   }
   return out;
 }
@@ -255,8 +264,8 @@ int run(const AnalyzeFlags& f) {
   if (!f.timeline.empty()) {  // before reading anything: the analysis must not be lost to a bad output path
     try {
       core::check_output_path_writable(f.timeline);
-    } catch (const core::Error& e) {
-      throw core::UsageError(std::string("--timeline: ") + e.what(), e.remedy());
+    } catch (const core::Error& e) {  // exit 1, as a bad --out
+      throw core::Error(std::string("--timeline: ") + e.what(), e.remedy());
     }
   }
   std::vector<FileResult> results;
@@ -377,6 +386,7 @@ int run(const AnalyzeFlags& f) {
       auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline, f.step_windows);
       if (!t.terminal.empty()) combined_text += "\n== profiler traces, all ranks together\n" + t.terminal;
       combined["trace"] = std::move(t.combined);
+      if (t.timeline_error) timeline_errors.push_back(*t.timeline_error);
       if (!f.baseline.empty())
         if (auto e = t.errors.find(f.baseline); e != t.errors.end()) baseline_errors.push_back(e->second);
       for (auto i : trace_files) {
@@ -436,7 +446,7 @@ int run(const AnalyzeFlags& f) {
   if (!f.out.empty()) {
     nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined}};
     out_file.write(out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-    std::fprintf(stderr, "wrote %s\n", f.out.c_str());
+    say_written(f.out);
   }
   return status;
 }

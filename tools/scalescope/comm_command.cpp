@@ -185,7 +185,7 @@ int run_live(const CommFlags& f) {
                                    {"config", config}}},
                           {"reports", reports}};
     out_file.write(out.dump(1) + "\n");
-    std::fprintf(stderr, "wrote %s\n", f.out.c_str());
+    say_written(f.out);
   }
   if (wrong > 0) {  // as nccl-tests' "Out of bounds values : N FAILED": the collective computed wrong results
     // The test hook made them on purpose: say so, not "a broken link or GPU".
@@ -235,7 +235,7 @@ int run(const CommFlags& f) {
   }
   if (!f.out.empty()) {
     out_file.write((reports.size() == 1 ? reports[0] : analyze::comm_reports_json(reports)).dump(1) + "\n");
-    std::fprintf(stderr, "wrote %s\n", f.out.c_str());
+    say_written(f.out);
   }
   if (wrong_rows > 0) {  // as a live run that finds wrong elements: a failed run
     std::fprintf(stderr,

@@ -1,7 +1,9 @@
 #pragma once
 // Subcommands of the `scalescope` CLI. Each registers its flags and returns the action to run after parsing.
 
+#include <cstdio>
 #include <functional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -15,5 +17,12 @@ Action add_doctor_command(CLI::App& app);
 Action add_comm_command(CLI::App& app);
 Action add_topo_command(CLI::App& app);
 Action add_analyze_command(CLI::App& app);
+
+/// "wrote PATH" (and `note`) on stderr, after what stdout holds so far, so that the two do not interleave mid-line
+/// when both go to one file.
+inline void say_written(const std::string& path, const std::string& note = "") {
+  std::fflush(stdout);
+  std::fprintf(stderr, "wrote %s%s\n", path.c_str(), note.c_str());
+}
 
 }  // namespace scalescope::cli

@@ -78,7 +78,7 @@ int run(const DoctorFlags& f) {
     nlohmann::json j = report;
     j["topology"] = topology;
     out_file.write(j.dump(1) + "\n");
-    std::fprintf(stderr, "wrote %s%s\n", f.out.c_str(), report.complete() ? "" : " (incomplete)");
+    say_written(f.out, report.complete() ? "" : " (incomplete)");
   }
   return report.complete() ? 0 : 1;
 }

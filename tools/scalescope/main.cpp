@@ -1,6 +1,11 @@
 // scalescope: why is training on N GPUs not N times faster?
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -40,7 +45,9 @@ std::string conversion_message(const CLI::App& app, const CLI::ConversionError& 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_command_line(int argc, char** argv) {
   CLI::App app{"scalescope: measures and explains the scaling of data-parallel training"};
   const char* backends = !SCALESCOPE_BUILT_WITH_CUDA ? " (CPU/MPI backend only; built without CUDA)"
                          : scalescope::train::gpt_kernels::cudnn_attention_built()
@@ -90,4 +97,33 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "scalescope: internal error: %s\n", e.what());
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Started with stdin, stdout or stderr closed (`>&-`), the next file opened would take that number, and the report
+  // would be printed into a result file. /dev/null holds the place; a closed stdout is then reported at the end.
+  bool stdout_closed = false;
+  for (int fd = 0; fd <= 2; ++fd)
+    if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+      const int null_fd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+      if (null_fd >= 0 && null_fd != fd) {
+        dup2(null_fd, fd);
+        close(null_fd);
+      }
+      stdout_closed = stdout_closed || fd == 1;
+    }
+  const int status = run_command_line(argc, argv);
+  // A report that could not reach stdout (/dev/full, a closed descriptor) is a failed run, not a silent success.
+  // (A pipe closed early ends the process by SIGPIPE first, as for any Unix tool.)
+  const bool flushed = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!flushed || stdout_closed) {
+    std::fprintf(stderr, "scalescope: error: the report could not be written to standard output: %s\n"
+                         "  what to do: check where stdout goes (a full disk, a closed descriptor)%s\n",
+                 stdout_closed ? "it was closed when scalescope started" : std::strerror(errno),
+                 status == 0 ? "" : "; the run had failed before that too");
+    return status == 0 ? 1 : status;
+  }
+  return status;
 }

@@ -44,7 +44,7 @@ int run(const TopoFlags& f) {
   }
   if (!f.out.empty()) {
     out_file.write(j.dump(1) + "\n");
-    std::fprintf(stderr, "wrote %s\n", f.out.c_str());
+    say_written(f.out);
   }
   return status;
 }

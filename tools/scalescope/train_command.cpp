@@ -30,7 +30,7 @@ void finish(const train::TrainResult& result, const core::OutputFile& out) {
   std::fputs(report::render_train_result(result).c_str(), stdout);
   if (!out.path().empty()) {
     out.write(nlohmann::json(result).dump(1) + "\n");
-    std::fprintf(stderr, "wrote %s\n", out.path().c_str());
+    say_written(out.path());
   }
 }
 
