@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -85,6 +86,15 @@ std::string temporary_file_template(const std::string& path) {
 void check_output_path_writable(const std::string& given_path) {
   if (given_path.empty()) throw Error("output path is empty", "pass a file name, e.g. --out result.json");
   const std::string path = resolve_output_link(given_path);  // where the result will go
+  // `scalescope … --out r.json > r.json`: the report printed on stdout and the result would be one file.
+  struct stat out_st {}, fd_st {};
+  if (stat(path.c_str(), &out_st) == 0)
+    for (const auto& [fd, name] : {std::pair{1, "standard output"}, std::pair{2, "standard error"}})
+      if (fstat(fd, &fd_st) == 0 && S_ISREG(fd_st.st_mode) && fd_st.st_dev == out_st.st_dev &&
+          fd_st.st_ino == out_st.st_ino)
+        throw UsageError("output path '" + given_path + "' is where " + name + " goes (a shell redirection to the "
+                             "same file): the report and the result would overwrite each other",
+                         std::string("redirect ") + name + " to another file, or drop the redirection");
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error("output path '" + path + "' is a directory", "pass a file name inside it, e.g. " + path + "/result.json");

@@ -33,7 +33,8 @@ inline constexpr unsigned long long kMinFreeOutputBytes = 1ull << 20;
 /// Checks before a long run that `path` can be written later: its directory exists, is writable and has at least
 /// kMinFreeOutputBytes free (statvfs, as an unprivileged writer sees it); its name and whole path are not too long
 /// for the file system; `path` is not a directory, device, FIFO or socket. Throws core::Error with the reason
-/// otherwise. A link is checked where it leads (resolve_output_link). Creates and removes a probe file in that
+/// otherwise, and core::UsageError when `path` is the file that stdout or stderr already writes (`--out r.json >
+/// r.json`). A link is checked where it leads (resolve_output_link). Creates and removes a probe file in that
 /// directory; leaves nothing behind.
 void check_output_path_writable(const std::string& path);
 

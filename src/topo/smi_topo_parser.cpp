@@ -330,6 +330,7 @@ std::string repaired_utf8(const std::string& s) {
 }
 
 void repair_utf8(TopologyReading& r) {
+  r.topology.source = repaired_utf8(r.topology.source);  // a file name need not be UTF-8; JSON must be
   for (auto& w : r.warnings) w = repaired_utf8(w);
   for (auto& n : r.notes) n = repaired_utf8(n);
   for (auto& d : r.topology.devices) {

@@ -22,6 +22,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_file.h"
+#include "core/terminal_text.h"
 #include "train/text_data.h"
 
 namespace scalescope::train {
@@ -177,6 +178,14 @@ int TrainJobConfig::global_rows() const { return mode == core::ScalingMode::weak
 
 void TrainJobConfig::validate() const {
   if (world_size < 1) throw core::UsageError(fmt::format("world size {} must be at least 1", world_size));
+  // The job file carries the path to the ranks as JSON, which holds UTF-8 only: a byte of another encoding (a
+  // Latin-1 file name) would fail there with a JSON library's message naming nothing.
+  try {
+    (void)nlohmann::json(data).dump();
+  } catch (const nlohmann::json::type_error&) {
+    throw core::UsageError("the training data path '" + core::terminal_text(data, 200) + "' is not valid UTF-8",
+                           "rename the file or directory, or pass a symbolic link with a UTF-8 name to it");
+  }
   if (batch < 1) throw core::UsageError(fmt::format("batch {} must be at least 1", batch));
   if (mode == core::ScalingMode::strong && batch % world_size != 0)
     throw core::UsageError(

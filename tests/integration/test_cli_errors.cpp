@@ -533,3 +533,30 @@ TEST(CliErrors, AReportThatCannotReachStdoutFailsTheRun) {
   EXPECT_TRUE(j.contains("schema")) << j.dump().substr(0, 200);
   std::filesystem::remove_all(dir);
 }
+
+TEST(CliErrors, AnOutFileThatStdoutAlsoWritesIsRefusedBeforeTheRun) {
+  // `--out same.json > same.json`: the report and the result in one file. Refused at once (exit 2), naming the
+  // redirection, not read at the end as "replaced by another process".
+  const auto dir = scratch_dir("stdout_is_out");
+  const auto same = dir / "same.json", err = dir / "err.txt";
+  const std::string cmd = std::string(SCALESCOPE_EXE) + " topo --out " + same.string() + " > " + same.string() +
+                          " 2> " + err.string();
+  const int raw = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 2) << raw;
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("is where standard output goes"), std::string::npos) << text;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliErrors, ADataPathThatIsNotUtf8IsNamed) {
+  // A Latin-1 file name: it failed inside the JSON job file as "internal error: [json.exception.type_error.316]".
+  const auto dir = scratch_dir("latin1");
+  const auto path = dir / "donn\xe9" "es.txt";
+  std::ofstream(path) << "some text to train on\n";
+  const auto r = run_cli("train --backend cpu --model mlp-1m -q --data '" + path.string() + "'");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("is not valid UTF-8"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}
