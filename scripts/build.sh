@@ -4,14 +4,26 @@
 # goes to build/build.log and is shown only on failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  -h|--help)
+    echo "usage: scripts/build.sh [CMAKE_ARGUMENT...]   e.g. -DSCALESCOPE_CUDA=OFF, -DCUDNN_ROOT=DIR, -DSCALESCOPE_CUDNN=OFF"
+    echo "Configures and builds scalescope into build/ (Ninja); the log goes to build/build.log."
+    exit 0 ;;
+esac
+mkdir -p build
+# One build at a time in build/: a second one would stop the first half-way (Ninja's lock) and overwrite its log.
+exec 9> build/.build.lock
+if ! flock -n 9; then
+  echo "build: another build is running in build/; waiting for it to finish" >&2
+  flock 9
+fi
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
-mkdir -p build
 if [ -f build/build.ninja ]; then  # an existing build: only what changed is compiled
   echo "build: updating build/ (log: build/build.log)"
 else
-  echo "build: configuring and compiling into build/ (first build: about 8.5 minutes on 2 cores with nvcc, 4 to 6 without; log: build/build.log)"
+  echo "build: configuring and compiling into build/ (first build: about 8.5 minutes on 2 idle cores with nvcc, 4 to 6 without; log: build/build.log)"
 fi
 # Ninja's [done/total] counter every minute, so a long build is not silent.
 ( while sleep 60 > /dev/null 2>&1; do  # sleep must not hold stdout open past the kill

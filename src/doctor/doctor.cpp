@@ -44,18 +44,21 @@ std::optional<std::string> overlap_note(const train::TrainResult& r) {
     for (auto b : r.bucket_bytes) gradient_bytes += static_cast<double>(b);
     note += fmt::format(
         "; {:.2f} ms of it is the last bucket ({:.0f} MB, {:.0f} % of the gradient), which can only start when "
-        "backward ends because its gradients complete last (an input embedding tied to the output head does "
-        "this): no bucket setting hides it, a larger batch per GPU makes it a smaller share of the step",
+        "backward ends because its gradients complete last ({}): no bucket setting hides it, a larger batch per "
+        "GPU makes it a smaller share of the step",
         1e3 * std::min(p.last_all_reduce_seconds, p.exposed_comm), r.bucket_bytes.back() / 1e6,
-        100 * r.bucket_bytes.back() / gradient_bytes);
+        100 * r.bucket_bytes.back() / gradient_bytes,
+        r.config.model.family == train::ModelFamily::gpt
+            ? "the token embedding, tied to the output head, is written again by the input side at the very end"
+            : "the input embedding, the first layer, is the last one backward reaches");
     // A GPT's tied table can leave the last bucket (measured on 2 × H200: 0.63 → 0.35 ms exposed, gpt2-124m).
     if (r.config.model.family == train::ModelFamily::gpt && !r.config.engine.overlap_optimizer)
       note += "; --embedding-exchange all-gather all-reduces the head's part of the tied embedding during backward "
               "and all-gathers only what the input embedding adds";
     // Measured on 2 × H200 (bench/RESULTS.md): it hides the wait, but AdamW beside the all-reduce slows as much.
     if (!r.config.engine.overlap_optimizer)
-      note += "; --overlap-optimizer runs the other parameters' AdamW beside it (it pays only where the two do not "
-              "slow each other: on 2 × H200 they did)";
+      note += "; --overlap-optimizer runs the other parameters' AdamW beside it (on 2 × H200 it hid the wait, but "
+              "AdamW ran as much slower beside the all-reduce: no gain measured there)";
   }
   return note;
 }

@@ -207,8 +207,10 @@ TextCorpus TextCorpus::load(const std::string& path, std::size_t min_bytes) {
                                         token_files, (fs::path(path) / "FILE.bin").string(), remedy));
   corpus.tokens_.assign(bytes.begin(), bytes.end());
   corpus.finish_tokens();
-  corpus.description_ = fmt::format("text: {} ({} file{}, {:.2f} MB{})", path, corpus.file_count_,
-                                    corpus.file_count_ == 1 ? "" : "s", bytes.size() / 1e6,
+  corpus.description_ = fmt::format("text: {} ({} file{}, {}{})", path, corpus.file_count_,
+                                    corpus.file_count_ == 1 ? "" : "s",
+                                    bytes.size() < 100'000 ? fmt::format("{:.1f} kB", bytes.size() / 1e3)
+                                                           : fmt::format("{:.2f} MB", bytes.size() / 1e6),
                                     bytes.size() >= kMaxCorpusBytes ? ", the first 256 MiB" : "");
   return corpus;
 }

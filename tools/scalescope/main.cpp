@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <new>
 #include <string>
 
@@ -114,6 +116,13 @@ int main(int argc, char** argv) {
       }
       stdout_closed = stdout_closed || fd == 1;
     }
+  // A relative TMPDIR names another directory in every process that changes directory (Open MPI's daemons look
+  // for "/reltmp/…"): made absolute once, for this process and the ranks it starts.
+  if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir != nullptr && *tmpdir != '\0' && *tmpdir != '/') {
+    std::error_code ec;
+    const auto absolute = std::filesystem::absolute(tmpdir, ec);
+    if (!ec) setenv("TMPDIR", absolute.c_str(), 1);
+  }
   const int status = run_command_line(argc, argv);
   // A report that could not reach stdout (/dev/full, a closed descriptor) is a failed run, not a silent success.
   // (A pipe closed early ends the process by SIGPIPE first, as for any Unix tool.)
