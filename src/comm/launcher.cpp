@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +68,9 @@ std::string find_on_path(const std::string& name) {
   }
   return {};
 }
+
+/// Below this many open files a timeout names the limit: a CPU run of 2 ranks needed more than 32 (Open MPI 4.1).
+constexpr rlim_t kFewOpenFiles = 256;
 
 volatile sig_atomic_t g_stop_signal = 0;
 std::atomic<long long> g_stop_signal_ns{0};  // CLOCK_MONOTONIC of the first; lock-free, so async-signal-safe
@@ -407,6 +411,14 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
                                fmt::join(stopped, ", "), stopped.size() == 1 ? "is" : "are",
                                stopped.size() == 1 ? "it" : "them");
       remedy = "if the run is only slow, raise --timeout (0: never)";
+      // Too few open files (a hard limit scalescope could not raise): mpirun then waits for pipes that never come.
+      if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < kFewOpenFiles) {
+        failure += fmt::format("; this process may open only {} files (ulimit -n), which can leave mpirun waiting "
+                               "for pipes it cannot create",
+                               static_cast<unsigned long long>(files.rlim_cur));
+        remedy = fmt::format("raise the limit on open files (ulimit -n 1024, or the hard limit with ulimit -Hn as "
+                             "root); then, if the run is only slow, raise --timeout");
+      }
       stopping = true;
       stop_all(SIGTERM);
       kill_at = now + std::chrono::seconds(5);

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/process_stat.h"
@@ -97,9 +100,25 @@ TemporaryDirectory::TemporaryDirectory() {
   owner << host_name() << ' ' << ::getpid() << ' ' << start.value_or(0) << ' ' << pid_namespace() << '\n';
   owner.close();
   if (!owner) {
+    const int err = errno;  // before remove_all, which sets its own
     std::error_code ec2;
     std::filesystem::remove_all(path_, ec2);
-    throw Error("cannot write in the temporary directory '" + path_ + "': " + std::strerror(errno), remedy);
+    throw Error("cannot write in the temporary directory '" + path_ + "': " + std::strerror(err),
+                err == ENOSPC ? "free space in TMPDIR ('" + base.string() + "') or point TMPDIR at another directory"
+                              : remedy);
+  }
+  // The ranks' results, and Open MPI's session files, go here too: a nearly full TMPDIR fails them mid-run, with
+  // Open MPI's own words ("PMIX ERROR: OUT-OF-RESOURCE") rather than these.
+  struct statvfs fs {};
+  if (statvfs(path_.c_str(), &fs) == 0 && fs.f_frsize > 0 &&
+      static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize < kMinFreeTemporaryBytes) {
+    const unsigned long long free_kib = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize / 1024;
+    std::error_code ec2;
+    std::filesystem::remove_all(path_, ec2);
+    throw Error(fmt::format("the temporary directory '{}' has only {} KiB free: the ranks' results and Open MPI's "
+                            "session files would not fit",
+                            base.string(), free_kib),
+                "free space there or point TMPDIR at another directory");
   }
 }
 

@@ -12,6 +12,10 @@ namespace scalescope::core {
 /// the file cannot be read or is not valid JSON.
 nlohmann::json read_json_file(const std::string& path, const std::string& what);
 
+/// Free bytes a TemporaryDirectory's file system must have: the ranks' results and Open MPI's session files
+/// (about 8 MB per CPU run) go there.
+inline constexpr unsigned long long kMinFreeTemporaryBytes = 32ull << 20;
+
 /// A fresh directory "scalescope-job-XXXXXX" under $TMPDIR (or /tmp), removed with its contents on destruction.
 /// It holds a file "owner": "HOST PID START PIDNS\n", the creating process's host name, id, start time (clock ticks
 /// since boot, /proc/PID/stat field 22) and pid namespace (/proc/self/ns/pid, "pid:[4026531836]"), so that a later
@@ -20,7 +24,7 @@ class TemporaryDirectory {
  public:
   /// First removes the directories of this user's earlier runs on this host whose owner is gone (see
   /// remove_orphaned_job_directories). Throws core::Error when the directory cannot be created (e.g. TMPDIR not
-  /// writable).
+  /// writable) or its file system has less than kMinFreeTemporaryBytes free.
   TemporaryDirectory();
   ~TemporaryDirectory();
   TemporaryDirectory(const TemporaryDirectory&) = delete;

@@ -560,3 +560,11 @@ TEST(CliErrors, ADataPathThatIsNotUtf8IsNamed) {
   EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
   std::filesystem::remove_all(dir);
 }
+
+TEST(CliErrors, ALowSoftLimitOnOpenFilesDoesNotHangTheCpuRanks) {
+  // ulimit -Sn 32: mpirun ran out of pipes and hung until the --timeout, read as a hang in a collective.
+  const std::string cmd = "ulimit -Sn 32 && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+                          std::string(SCALESCOPE_EXE) + " train --timeout 60" + kQuick + " --world-size 2 > /dev/null 2>&1";
+  const int raw = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0) << raw;
+}

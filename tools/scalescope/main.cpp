@@ -1,6 +1,7 @@
 // scalescope: why is training on N GPUs not N times faster?
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -122,6 +123,13 @@ int main(int argc, char** argv) {
     std::error_code ec;
     const auto absolute = std::filesystem::absolute(tmpdir, ec);
     if (!ec) setenv("TMPDIR", absolute.c_str(), 1);
+  }
+  // mpirun needs pipes and sockets per rank: a low soft limit on open files (ulimit -Sn 32) made it hang, which read
+  // as a hang in a collective after the whole --timeout. The soft limit is raised to the hard one, as the limit
+  // allows any process to.
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
   }
   const int status = run_command_line(argc, argv);
   // A report that could not reach stdout (/dev/full, a closed descriptor) is a failed run, not a silent success.
