@@ -29,10 +29,10 @@ fi
 ( while sleep 60 > /dev/null 2>&1; do  # sleep must not hold stdout open past the kill
     step=$(tail -c 4096 build/build.log 2>/dev/null | grep -o '\[[0-9]*/[0-9]*\]' | tail -1)
     [ -n "$step" ] && echo "build: $step steps done"
-  done ) &
+  done ) 9>&- &  # not holding the build lock: its sleep can outlive the build by a minute
 progress=$!
 trap 'kill $progress 2>/dev/null' EXIT
-if ! { cmake -S . -B build -G Ninja "$@" && cmake --build build; } > build/build.log 2>&1; then
+if ! { cmake -S . -B build -G Ninja "$@" && cmake --build build; } > build/build.log 2>&1 9>&-; then
   grep -E "error|Error|FAILED" build/build.log | head -20 >&2 || true
   tail -20 build/build.log >&2
   echo "build: failed (full log: build/build.log)" >&2
@@ -42,3 +42,4 @@ fi
 # without a match would be the script's exit status under pipefail, and stop test.sh and doctor.sh).
 grep -o "scalescope: CUDA/NCCL backend [A-Z]*" build/build.log | tail -1 | sed 's/^/build: /' || true
 grep -o "scalescope: cuDNN fused attention .*" build/build.log | tail -1 | sed 's/^/build: /' || true
+grep -o "scalescope: to build cuDNN's attention.*" build/build.log | tail -1 | sed 's/^scalescope: /build: /' || true

@@ -93,7 +93,7 @@ void write_merged_timeline_file(const TraceAnalysis& analysis, const std::string
   if (analysis.timelines.empty())
     throw core::Error("no timeline was kept by the trace analysis",
                       "analyse with TraceOptions::keep_timeline = true before writing the merged timeline");
-  core::check_output_path_writable(path);
+  core::check_output_path_at_write(path);
   const core::DeferredStopSignals hold;  // a Ctrl-C ends the process once the timeline is whole, not half-way
   std::string tmp = core::temporary_file_template(path);
   const int fd = mkstemp(tmp.data());

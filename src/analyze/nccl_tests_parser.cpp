@@ -429,6 +429,8 @@ class Parser {
   // Where the lines after a table's last row stand: the first that starts another test, the last that ends this one.
   void mark_test_start(int number) {
     if (rows_in_table_ > 0 && !next_test_starts_) next_test_starts_ = number;
+    // A test whose header came but no row (it died first): it ends before the next test's first line.
+    if (splitting_ && rows_in_table_ == 0 && header_in_part_ && !split_at_) split_at_ = number - 1;
   }
   void mark_table_end(int number) {
     if (rows_in_table_ > 0 && !next_test_starts_) table_ends_ = number;
@@ -570,6 +572,7 @@ class Parser {
       layout_ = *layout;
       rows_in_table_ = 0;
       in_table_ = true;
+      header_in_part_ = true;
       return;
     }
     if (content.find("(B)") != std::string_view::npos || content.find("(GB/s)") != std::string_view::npos ||
@@ -1068,6 +1071,7 @@ class Parser {
   int first_line_ = 1;
   // split_point(): after the last row, the first line that starts another test and the last that ends this table.
   bool splitting_ = false;
+  bool header_in_part_ = false;  // a results header was read in this text
   int last_row_line_ = 0;
   std::optional<int> next_test_starts_, table_ends_, split_at_;
 };
@@ -1111,6 +1115,7 @@ std::string_view from_line(std::string_view text, int line_of_text, int line) {
 std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::string& source_name,
                                            const NcclTestsParseOptions& options) {
   std::vector<Sweep> tables;
+  std::vector<std::string> pending_notes;  // about parts before the first table read
   int first = 1;  // the line `text` now starts at
   try {
     while (true) {
@@ -1120,7 +1125,17 @@ std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::str
         throw core::Error(fmt::format("'{}' holds more than {} results tables", source_name, kMaxNcclTestsTables),
                           "split the text, a few test runs per file");
       const std::string_view part = text.substr(0, text.size() - from_line(text, first, *last + 1).size());
-      tables.push_back(Parser(part, fmt::format("{}, lines {}–{}", source_name, first, *last), options, first).run());
+      try {
+        tables.push_back(Parser(part, fmt::format("{}, lines {}–{}", source_name, first, *last), options, first).run());
+        for (auto& note : pending_notes) tables.back().warnings.push_back(std::move(note));
+        pending_notes.clear();
+      } catch (const NoResultRow&) {  // a test that died before its first row: said, and the others read
+        const std::string note = fmt::format("lines {}–{}: a test whose text ends before its first result row is "
+                                             "not read",
+                                             first, *last);
+        if (tables.empty()) pending_notes.push_back(note);
+        else tables.back().warnings.push_back(note);
+      }
       text = from_line(text, first, *last + 1);
       first = *last + 1;
     }
@@ -1129,6 +1144,7 @@ std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::str
     const std::string name = tables.empty() ? source_name : fmt::format("{}, lines {}–{}", source_name, first, last);
     try {
       tables.push_back(Parser(text, name, options, first).run());
+      for (auto& note : pending_notes) tables.back().warnings.push_back(std::move(note));
     } catch (const NoResultRow& e) {
       if (tables.empty()) throw;
       // A run cut off before its first row: the tables before it stand, and the last one says what was not read.

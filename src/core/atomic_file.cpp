@@ -38,13 +38,15 @@ std::string resolve_output_link(const std::string& path) {
     if (ec) return p.string();
     p = target.is_absolute() ? target : p.parent_path() / target;
   }
-  return p.string();
+  throw Error("output path '" + path + "' is a chain of more than 40 symbolic links (a loop?)",
+              "point --out at a regular file or a link to one");
 }
 
 namespace {
 
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 volatile std::sig_atomic_t g_deferred_signal = 0;
+int g_deferred_depth = 0;  // DeferredStopSignals alive (the outermost installs and restores)
 struct sigaction g_previous_actions[4];
 
 extern "C" void hold_stop_signal(int signal) {
@@ -54,6 +56,7 @@ extern "C" void hold_stop_signal(int signal) {
 }  // namespace
 
 DeferredStopSignals::DeferredStopSignals() {
+  if (g_deferred_depth++ > 0) return;  // an outer scope holds them already, and keeps what arrived
   g_deferred_signal = 0;
   for (int i = 0; i < kSignals; ++i) {
     struct sigaction current {};
@@ -69,6 +72,7 @@ DeferredStopSignals::DeferredStopSignals() {
 }
 
 DeferredStopSignals::~DeferredStopSignals() {
+  if (--g_deferred_depth > 0) return;
   for (int i = 0; i < kSignals; ++i)
     if (installed_[i]) sigaction(kStopSignals[i], &g_previous_actions[i], nullptr);
   if (const int held = g_deferred_signal; held != 0) {
@@ -83,12 +87,16 @@ std::string temporary_file_template(const std::string& path) {
   return (p.parent_path() / ("." + name + ".tmp.XXXXXX")).string();
 }
 
-void check_output_path_writable(const std::string& given_path) {
+namespace {
+
+/// check_output_path_writable's checks; `before_run` adds those that only make sense before a run: the free-space
+/// floor (a small result may still fit at the end) and stdout or stderr being the output.
+void check_output_target(const std::string& given_path, bool before_run) {
   if (given_path.empty()) throw Error("output path is empty", "pass a file name, e.g. --out result.json");
   const std::string path = resolve_output_link(given_path);  // where the result will go
   // `scalescope … --out r.json > r.json`: the report printed on stdout and the result would be one file.
   struct stat out_st {}, fd_st {};
-  if (stat(path.c_str(), &out_st) == 0)
+  if (before_run && stat(path.c_str(), &out_st) == 0)
     for (const auto& [fd, name] : {std::pair{1, "standard output"}, std::pair{2, "standard error"}})
       if (fstat(fd, &fd_st) == 0 && S_ISREG(fd_st.st_mode) && fd_st.st_dev == out_st.st_dev &&
           fd_st.st_ino == out_st.st_ino)
@@ -143,7 +151,7 @@ void check_output_path_writable(const std::string& given_path) {
   unlink(probe.c_str());
   // A full disk still lets the probe be created (it is empty): the result would fail only when the run ends.
   struct statvfs fs {};
-  if (statvfs(dir.c_str(), &fs) == 0 && fs.f_frsize > 0) {
+  if (before_run && statvfs(dir.c_str(), &fs) == 0 && fs.f_frsize > 0) {
     const unsigned long long free_bytes = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
     if (free_bytes < kMinFreeOutputBytes)
       throw Error(fmt::format("output directory '{}' has only {} KiB free: the result may not fit when the run ends",
@@ -151,6 +159,12 @@ void check_output_path_writable(const std::string& given_path) {
                   "free some space there or choose another location for the output");
   }
 }
+
+}  // namespace
+
+void check_output_path_writable(const std::string& path) { check_output_target(path, true); }
+
+void check_output_path_at_write(const std::string& path) { check_output_target(path, false); }
 
 void check_output_is_not_input(const std::string& path, const std::string& flag, const std::vector<std::string>& inputs,
                                const std::string& what) {
@@ -178,7 +192,7 @@ void check_outputs_differ(const std::string& a, const std::string& flag_a, const
 void write_file_atomically(const std::string& given_path, std::string_view content) {
   // Through a link to where it points: rename(2) onto the link would replace the link, not the file it names.
   const std::string path = resolve_output_link(given_path);
-  check_output_path_writable(path);
+  check_output_path_at_write(path);
   const DeferredStopSignals hold;  // a Ctrl-C now ends the process once the file is whole, not half-way
   std::string tmp = temporary_file_template(path);
   int fd = mkstemp(tmp.data());
@@ -235,6 +249,9 @@ std::string OutputFile::sibling_path() const {
 }
 
 std::string OutputFile::write(std::string_view content) const {
+  // Held across the fallback too: a signal that came during a write that failed must not end the process before
+  // the result is kept elsewhere.
+  const DeferredStopSignals hold;
   const Identity now = identity_of(path_);
   // Gone since the start (the user removed an old result): nobody else's result is there to keep.
   if (now == at_start_ || !now.exists) {
@@ -261,16 +278,34 @@ void OutputFile::keep_elsewhere(std::string_view content, const Error& failure) 
   if (tmpdir != nullptr && *tmpdir != '\0') places.push_back((std::filesystem::path(tmpdir) / name).string());
   places.push_back((std::filesystem::path("/tmp") / name).string());
   for (const auto& place : places) {
-    try {
-      write_file_atomically(place, content);
-    } catch (const Error&) {
+    // A fresh file, never through a link nor over another's: a shared /tmp is where others can plant them.
+    const int fd = ::open(place.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) continue;
+    const char* data = content.data();
+    std::size_t left = content.size();
+    bool ok = true;
+    while (left > 0 && ok) {
+      const ssize_t n = ::write(fd, data, left);
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0;
+      if (ok) {
+        data += n;
+        left -= static_cast<std::size_t>(n);
+      }
+    }
+    ok = ok && ::fsync(fd) == 0;
+    ok = ::close(fd) == 0 && ok;
+    if (!ok) {
+      ::unlink(place.c_str());
       continue;
     }
     throw Error(std::string(failure.what()) + "; the result was kept in '" + place + "' instead",
                 "move it where it belongs (" + failure.remedy() + ")");
   }
+  std::string tried;
+  for (const auto& place : places) tried += (tried.empty() ? "'" : " nor '") + place + "'";
   std::fprintf(stderr, "scalescope: the result could not be written to '%s' nor to %s: it follows on stderr\n",
-               path_.c_str(), places.back().c_str());
+               path_.c_str(), tried.c_str());
   std::fwrite(content.data(), 1, content.size(), stderr);
   std::fflush(stderr);
   throw Error(std::string(failure.what()) + "; the result was printed on stderr instead",

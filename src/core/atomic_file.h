@@ -19,7 +19,7 @@ void write_file_atomically(const std::string& path, std::string_view content);
 
 /// Where an output `path` that is a symbolic link leads (following up to 40 links, as the kernel does; a relative
 /// target from the link's directory); `path` itself when it is no link. Writers put the result there, so that
-/// the link stays a link.
+/// the link stays a link. Throws core::Error for a chain of more than 40 links.
 std::string resolve_output_link(const std::string& path);
 
 /// The mkstemp template of the temporary file written beside `path`: in its directory, "." + the first 32 bytes of
@@ -38,10 +38,15 @@ inline constexpr unsigned long long kMinFreeOutputBytes = 1ull << 20;
 /// directory; leaves nothing behind.
 void check_output_path_writable(const std::string& path);
 
+/// The checks write_file_atomically makes when it writes: those of check_output_path_writable but the free-space
+/// floor and the stdout/stderr redirection, which only make sense before a run. Throws core::Error.
+void check_output_path_at_write(const std::string& path);
+
 /// While it lives, a SIGINT, SIGTERM, SIGHUP or SIGQUIT whose action is the default (ending the process) is held
 /// instead; when it ends, the previous actions come back and the first signal held is raised again, so the process
 /// ends as it would have, once the work in between is whole. Signals with a handler of their own (a run's
-/// comm::StopSignalScope) or ignored are left alone. Not nestable across threads; one at a time.
+/// comm::StopSignalScope) or ignored are left alone. Scopes nest (the outermost installs and restores, and raises
+/// what came); main thread only.
 class DeferredStopSignals {
  public:
   DeferredStopSignals();

@@ -393,28 +393,32 @@ TEST(NcclTestsParser, OneTableReadsAsParseNcclTestsReadsIt) {
   EXPECT_EQ(tables[0].ranks, one.ranks);
 }
 
-TEST(NcclTestsParser, ALastTestCutBeforeItsFirstRowIsNotReadAndSaysSo) {
-  std::string text = kCurrent;
-  text += "# Collective test starting: all_gather_perf\n"
-          "# nThread 1 nGpus 2 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 5 iters: 20\n"
-          "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
-  // No second header with rows before it ends: no second part, and the first table reads as before.
-  auto tables = analyze::parse_nccl_tests_tables(text, "cut.log");
-  ASSERT_EQ(tables.size(), 1u);
-  // With a third test after the cut one, the cut one is the middle part: it has a header but no rows, so the
-  // parts are cut at the third test's rows only; the first stands.
-  text += "           8             1     float    none      -1    10.00    0.00    0.00      0    10.00    0.00    0.00      0\n";
-  tables = analyze::parse_nccl_tests_tables(text, "cut.log");
-  ASSERT_EQ(tables.size(), 2u);
-  EXPECT_EQ(tables[1].collective, Collective::all_gather);
-  // A second table whose header comes but whose rows never do: the last part has no row.
-  std::string cut = kCurrent;
-  cut += "# Collective test starting: all_gather_perf\n"
-         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
-  tables = analyze::parse_nccl_tests_tables(cut, "cut.log");
+TEST(NcclTestsParser, ATestCutBeforeItsFirstRowIsNotReadAndSaysSo) {
+  const std::string ag_start = "# Collective test starting: all_gather_perf\n";
+  const std::string header =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  const std::string bc =
+      "# Collective test starting: broadcast_perf\n" + header +
+      "        1024           256     float    none       0    10.00    0.10    0.10      0    10.00    0.10    0.10      0\n";
+  // Last: all_reduce, then all_gather cut after its header. One table, and it says the rest was not read.
+  auto tables = analyze::parse_nccl_tests_tables(std::string(kCurrent) + ag_start + header + header, "cut.log");
   ASSERT_EQ(tables.size(), 1u);
   EXPECT_EQ(tables[0].rows.size(), 2u);
+  EXPECT_TRUE(has_warning(tables[0], "ends before its first result row; it is not read")) << all_warnings(tables[0]);
+  // In the middle: all_reduce, all_gather dead after its header, broadcast. all_gather's lines are not pooled into
+  // broadcast's table (no "names all_gather_perf" conflict, no false no-MPI note).
+  tables = analyze::parse_nccl_tests_tables(std::string(kCurrent) + ag_start + header + bc, "mid.log");
+  ASSERT_EQ(tables.size(), 2u);
+  EXPECT_EQ(tables[0].collective, Collective::all_reduce);
+  EXPECT_EQ(tables[1].collective, Collective::broadcast);
+  EXPECT_TRUE(has_warning(tables[0], "a test whose text ends before its first result row is not read"))
+      << all_warnings(tables[0]);
+  EXPECT_FALSE(has_warning(tables[1], "all_gather")) << all_warnings(tables[1]);
+  // First: the dead one, then broadcast: the note goes to the first table read.
+  tables = analyze::parse_nccl_tests_tables(ag_start + header + bc, "first.log");
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_EQ(tables[0].collective, Collective::broadcast);
+  EXPECT_TRUE(has_warning(tables[0], "lines 1–2: a test whose text ends")) << all_warnings(tables[0]);
 }
 
 TEST(NcclTestsParser, TablesOfProcessesThatEachRanAloneAreNamed) {

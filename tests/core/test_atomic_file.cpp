@@ -250,3 +250,40 @@ TEST(DeferredStopSignals, AStopSignalEndsTheProcessOnlyOnceTheScopeIsDone) {
   EXPECT_EQ(read_all(marker), "written after the signal");
   fs::remove_all(dir);
 }
+
+TEST(OutputFile, AFallbackNameThatIsAPlantedLinkIsNotFollowed) {
+  // Someone else's link at $TMPDIR/NAME.PID.EXT (a shared /tmp): the result must not replace what it points at.
+  auto dir = fresh_dir("output_file_planted");
+  auto tmp = fresh_dir("output_file_planted_tmp");
+  fs::create_directory(dir / "sub");
+  const auto path = (dir / "sub" / "o.json").string();
+  const scalescope::core::OutputFile out(path);
+  fs::remove_all(dir / "sub");
+  std::ofstream(dir / "precious.txt") << "precious";
+  const std::string name = "o." + std::to_string(getpid()) + ".json";
+  fs::create_symlink(dir / "precious.txt", tmp / name);
+  const char* saved = std::getenv("TMPDIR");
+  const std::string saved_tmpdir = saved ? saved : "";
+  ASSERT_EQ(setenv("TMPDIR", tmp.c_str(), 1), 0);
+  const auto what = error_of(out, "measured");
+  if (saved) setenv("TMPDIR", saved_tmpdir.c_str(), 1);
+  else unsetenv("TMPDIR");
+  EXPECT_EQ(read_all(dir / "precious.txt"), "precious");
+  EXPECT_NE(what.find("kept in '/tmp/" + name + "'"), std::string::npos) << what;  // the next place
+  fs::remove("/tmp/" + name);
+  fs::remove_all(dir);
+  fs::remove_all(tmp);
+}
+
+TEST(AtomicFile, ALinkLoopIsRefused) {
+  auto dir = fresh_dir("atomic_loop");
+  fs::create_symlink("b.json", dir / "a.json");
+  fs::create_symlink("a.json", dir / "b.json");
+  try {
+    scalescope::core::check_output_path_writable((dir / "a.json").string());
+    ADD_FAILURE() << "a link loop was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 40 symbolic links"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}

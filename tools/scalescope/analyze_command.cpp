@@ -337,9 +337,10 @@ int run(const AnalyzeFlags& f) {
               for (const auto& w : sweep.warnings) r.terminal += "  note: " + w + "\n";
               reports.push_back(analyze::comm_report_json(sweep, a));
               if (sweep.rows_with_wrong_elements > 0)  // a failed run, as `comm --from` says of it
-                r.errors.push_back({fmt::format("'{}': {} row(s) report wrong elements (#wrong > 0): the run that "
-                                                "wrote it failed its data check",
-                                                sweep.source, sweep.rows_with_wrong_elements),
+                r.errors.push_back({fmt::format("'{}': {} row(s) report wrong elements (#wrong > 0){}: the run "
+                                                "that wrote it failed its data check",
+                                                path, sweep.rows_with_wrong_elements,
+                                                sweeps.size() > 1 ? " in " + sweep.source : std::string()),
                                     "rerun the test; wrong results point at a faulty GPU, link or NCCL build, not at "
                                     "slow communication"});
             }

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -127,19 +128,26 @@ int main(int argc, char** argv) {
   // mpirun needs pipes and sockets per rank: a low soft limit on open files (ulimit -Sn 32) made it hang, which read
   // as a hang in a collective after the whole --timeout. The soft limit is raised to the hard one, as the limit
   // allows any process to.
-  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
+  // Only a low one, and only to 4096: mpirun and the ranks inherit it, and some programs close every descriptor
+  // up to the limit.
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 1024 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = std::min<rlim_t>(files.rlim_max, 4096);
     setrlimit(RLIMIT_NOFILE, &files);
   }
   const int status = run_command_line(argc, argv);
   // A report that could not reach stdout (/dev/full, a closed descriptor) is a failed run, not a silent success.
   // (A pipe closed early ends the process by SIGPIPE first, as for any Unix tool.)
-  const bool flushed = std::fflush(stdout) == 0 && !std::ferror(stdout);
-  if (!flushed || stdout_closed) {
+  errno = 0;
+  const bool flush_failed = std::fflush(stdout) != 0;
+  const int flush_errno = errno;
+  if (flush_failed || std::ferror(stdout) || stdout_closed) {
+    // glibc reports a write that failed earlier (an fflush before "wrote …") only through ferror, with no errno.
+    const std::string why = stdout_closed                    ? "it was closed when scalescope started"
+                            : flush_failed && flush_errno != 0 ? std::strerror(flush_errno)
+                                                               : "an earlier write to it failed";
     std::fprintf(stderr, "scalescope: error: the report could not be written to standard output: %s\n"
                          "  what to do: check where stdout goes (a full disk, a closed descriptor)%s\n",
-                 stdout_closed ? "it was closed when scalescope started" : std::strerror(errno),
-                 status == 0 ? "" : "; the run had failed before that too");
+                 why.c_str(), status == 0 ? "" : "; the run had failed before that too");
     return status == 0 ? 1 : status;
   }
   return status;
