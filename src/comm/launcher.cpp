@@ -155,7 +155,8 @@ std::string self_executable() {
   return p.string();
 }
 
-ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv) {
+ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv,
+                           const std::string& session_directory) {
   std::string mpirun = find_on_path("mpirun");
   if (mpirun.empty())
     throw core::Error("Open MPI's mpirun is not on PATH: CPU ranks need it",
@@ -165,6 +166,7 @@ ProcessSpec mpirun_command(int world_size, const std::vector<std::string>& argv)
   spec.keep_stderr_tail = true;
   spec.argv = {mpirun, "-np", std::to_string(world_size), "--oversubscribe", "--bind-to", "none",
                "--mca", "btl", "self,vader"};
+  if (!session_directory.empty()) spec.argv.insert(spec.argv.end(), {"--mca", "orte_tmpdir_base", session_directory});
   if (geteuid() == 0) {
     // Open MPI refuses root unless told twice (flag and environment); CI and the lent machines run as root.
     spec.argv.push_back("--allow-run-as-root");

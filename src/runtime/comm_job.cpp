@@ -130,7 +130,8 @@ CommRun launch_comm_job(const CommJobConfig& config) {
   const std::string result_path = dir.path() + "/comm-result.json";
   core::write_file_atomically(job_path, nlohmann::json{{"config", config}, {"result", result_path}}.dump());
   train::launch_rank_processes(config.backend, config.world_size,
-                               {comm::self_executable(), "comm", "--internal-job", job_path}, config.timeout_seconds);
+                               {comm::self_executable(), "comm", "--internal-job", job_path}, config.timeout_seconds,
+                               dir.path());
   if (!std::filesystem::exists(result_path))
     throw core::Error("the ranks finished but rank 0 wrote no result", "this is a bug; rerun with -g 1");
   return core::read_json_file(result_path, "rank 0's comm result").get<CommRun>();

@@ -670,10 +670,10 @@ void require_devices(BackendKind backend, int world_size) {
 }
 
 void launch_rank_processes(BackendKind backend, int world_size, const std::vector<std::string>& argv,
-                           double timeout_seconds) {
+                           double timeout_seconds, const std::string& job_directory) {
   std::vector<comm::ProcessSpec> specs;
   if (backend == BackendKind::cpu) {
-    specs.push_back(comm::mpirun_command(world_size, argv));
+    specs.push_back(comm::mpirun_command(world_size, argv, job_directory));
   } else {
     const auto env = gpu_launch_environment();
     for (int r = 0; r < world_size; ++r) {
@@ -702,7 +702,8 @@ TrainResult launch_job(const TrainJobConfig& config) {
   const std::string result_path = dir.path() + "/result.json";
   core::write_file_atomically(job_path, nlohmann::json{{"config", config}, {"result", result_path}}.dump());
   launch_rank_processes(config.backend, config.world_size,
-                        {comm::self_executable(), "train", "--internal-job", job_path}, config.timeout_seconds);
+                        {comm::self_executable(), "train", "--internal-job", job_path}, config.timeout_seconds,
+                        dir.path());
   if (!std::filesystem::exists(result_path))
     throw core::Error("the ranks finished but rank 0 wrote no result", "this is a bug; rerun with --world-size 1");
   return core::read_json_file(result_path, "rank 0's result").get<TrainResult>();

@@ -139,9 +139,10 @@ void require_devices(BackendKind backend, int world_size);
 
 /// Starts `world_size` rank processes running `argv` on this node — GPU ranks: one process per GPU with
 /// SCALESCOPE_RANK/_WORLD_SIZE/_LOCAL_RANK and the NCCL id in their environment; CPU ranks: under mpirun —
-/// and supervises them (comm::run_processes). Throws core::Error naming a failed rank or a timeout.
+/// and supervises them (comm::run_processes). `job_directory` (the run's core::TemporaryDirectory) also holds
+/// Open MPI's session files, removed with it. Throws core::Error naming a failed rank or a timeout.
 void launch_rank_processes(BackendKind backend, int world_size, const std::vector<std::string>& argv,
-                           double timeout_seconds);
+                           double timeout_seconds, const std::string& job_directory = "");
 
 /// Starts `config.world_size` rank processes of this executable (`scalescope train --internal-job FILE`),
 /// supervises them and returns rank 0's result. Throws core::Error naming a failed rank, a timeout, or a

@@ -391,6 +391,44 @@ TEST(CliErrors, SigtermStopsTheRanksAndCleansUp) {
   fs::remove_all(tmp);
 }
 
+TEST(CliErrors, ACtrlCToTheWholeGroupLeavesNoOpenMpiFilesBehind) {
+  // A terminal's Ctrl-C (or `timeout -s INT`) reaches scalescope, mpirun and the ranks at once: mpirun left its
+  // session files (about 8 MB, TMPDIR/ompi.HOST.UID) behind. They now live in the job directory and go with it.
+  auto tmp = scratch_dir("sigint_group");
+  const std::string cmd = std::string("exec ") + SCALESCOPE_EXE + " train --world-size 2 --steps-per-round 100000 " +
+                          "--timeout 0 --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 --rounds 1 -q > " +
+                          (tmp / "log.txt").string() + " 2>&1";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group, as a terminal's foreground job: the test is not in it
+    setenv("TMPDIR", tmp.c_str(), 1);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  auto entry_starting = [&](const std::string& prefix) {
+    for (const auto& e : fs::directory_iterator(tmp))
+      if (e.path().filename().string().starts_with(prefix)) return true;
+    return false;
+  };
+  for (int i = 0; i < 100 && !entry_starting("scalescope-job-"); ++i) usleep(100000);
+  sleep(3);  // mpirun and the ranks are up
+  kill(-pid, SIGINT);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 300 && done == 0; ++i, usleep(100000)) done = waitpid(pid, &status, WNOHANG);
+  if (done == 0) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "scalescope did not exit within 30 s of SIGINT";
+  }
+  usleep(500000);
+  EXPECT_FALSE(entry_starting("scalescope-job-")) << "the hand-over directory was left behind";
+  EXPECT_FALSE(entry_starting("ompi.")) << "Open MPI's session files were left behind";
+  fs::remove_all(tmp);
+}
+
 TEST(CliErrors, SigkillOfScalescopeStillStopsTheRanks) {
   // SIGKILL (or the OOM killer) gives scalescope no chance to stop its ranks: mpirun and both ranks ran on, with
   // no timeout watching them. They now get SIGTERM when it dies (PR_SET_PDEATHSIG). Its hand-over directory in
