@@ -415,17 +415,24 @@ class Parser {
   /// (its rows, its footer and what follows them before the next test's first line: its version or "Collective
   /// test starting" line, its "nThread" line, its device list, a command line naming its program, or the header
   /// line scalescope prints above each table); std::nullopt when the text holds at most one table. What it read is
-  /// not kept: each part is parsed again on its own.
+  /// not kept: each part is parsed again on its own. Reads line by line up to that point only (no split_lines of
+  /// the whole rest), so that splitting a text into N tables reads it about twice, not N times.
   std::optional<int> split_point() {
     splitting_ = true;
-    split_lines();
-    for (std::size_t i = 0; i < lines_.size() && !split_at_; ++i) handle_line(line_number(i), lines_[i]);
+    int number = first_line_;
+    for (std::size_t start = 0; start < text_.size() && !split_at_; ++number) {
+      std::size_t nl = text_.find('\n', start);
+      if (nl == std::string_view::npos) nl = text_.size();
+      handle_line(number, text_.substr(start, nl - start));
+      start = nl + 1;
+    }
     return split_at_;
   }
 
  private:
   int line_number(std::size_t index) const { return first_line_ + static_cast<int>(index); }
-  bool is_last_line(int number) const { return number == line_number(lines_.size() - 1); }
+  /// Whether line `number` is the text's last (run() only: split_point() keeps no lines, and needs no cut-row notes).
+  bool is_last_line(int number) const { return !lines_.empty() && number == line_number(lines_.size() - 1); }
   // Where the lines after a table's last row stand: the first that starts another test, the last that ends this one.
   void mark_test_start(int number) {
     if (rows_in_table_ > 0 && !next_test_starts_) next_test_starts_ = number;
@@ -1116,6 +1123,12 @@ std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::str
                                            const NcclTestsParseOptions& options) {
   std::vector<Sweep> tables;
   std::vector<std::string> pending_notes;  // about parts before the first table read
+  // A part read: the notes about dead parts before it, if no table came before them, go to it.
+  const auto keep = [&](Sweep table) {
+    tables.push_back(std::move(table));
+    for (auto& note : pending_notes) tables.back().warnings.push_back(std::move(note));
+    pending_notes.clear();
+  };
   int first = 1;  // the line `text` now starts at
   try {
     while (true) {
@@ -1124,11 +1137,10 @@ std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::str
       if (tables.size() + 1 >= kMaxNcclTestsTables)
         throw core::Error(fmt::format("'{}' holds more than {} results tables", source_name, kMaxNcclTestsTables),
                           "split the text, a few test runs per file");
-      const std::string_view part = text.substr(0, text.size() - from_line(text, first, *last + 1).size());
+      const std::string_view rest = from_line(text, first, *last + 1);
+      const std::string_view part = text.substr(0, text.size() - rest.size());
       try {
-        tables.push_back(Parser(part, fmt::format("{}, lines {}–{}", source_name, first, *last), options, first).run());
-        for (auto& note : pending_notes) tables.back().warnings.push_back(std::move(note));
-        pending_notes.clear();
+        keep(Parser(part, fmt::format("{}, lines {}–{}", source_name, first, *last), options, first).run());
       } catch (const NoResultRow&) {  // a test that died before its first row: said, and the others read
         const std::string note = fmt::format("lines {}–{}: a test whose text ends before its first result row is "
                                              "not read",
@@ -1136,15 +1148,14 @@ std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::str
         if (tables.empty()) pending_notes.push_back(note);
         else tables.back().warnings.push_back(note);
       }
-      text = from_line(text, first, *last + 1);
+      text = rest;
       first = *last + 1;
     }
     const int last = first + static_cast<int>(std::count(text.begin(), text.end(), '\n')) -
                      (!text.empty() && text.back() == '\n' ? 1 : 0);
     const std::string name = tables.empty() ? source_name : fmt::format("{}, lines {}–{}", source_name, first, last);
     try {
-      tables.push_back(Parser(text, name, options, first).run());
-      for (auto& note : pending_notes) tables.back().warnings.push_back(std::move(note));
+      keep(Parser(text, name, options, first).run());
     } catch (const NoResultRow& e) {
       if (tables.empty()) throw;
       // A run cut off before its first row: the tables before it stand, and the last one says what was not read.
