@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/process_stat.h"
 
@@ -226,12 +227,8 @@ class StderrTail {
     for (;;) {
       const ssize_t n = read(fds_[0], buf, sizeof buf);
       if (n > 0) {
-        for (ssize_t done = 0; done < n;) {  // all of it: a short write would cut mpirun's last lines
-          const ssize_t w = write(STDERR_FILENO, buf + done, static_cast<std::size_t>(n - done));
-          if (w > 0) done += w;
-          else if (w < 0 && errno == EINTR) continue;
-          else break;  // a closed stderr loses only the echo
-        }
+        // All of it (a short write would cut mpirun's last lines); a closed stderr loses only the echo.
+        (void)core::write_all(STDERR_FILENO, std::string_view(buf, static_cast<std::size_t>(n)));
         tail_.append(buf, static_cast<std::size_t>(n));
         if (tail_.size() > 2 * kKeep) tail_.erase(0, tail_.size() - kKeep);
         continue;
@@ -418,8 +415,8 @@ void run_processes(const std::vector<ProcessSpec>& processes, double timeout_sec
         failure += fmt::format("; this process may open only {} files (ulimit -n), which can leave mpirun waiting "
                                "for pipes it cannot create",
                                static_cast<unsigned long long>(files.rlim_cur));
-        remedy = fmt::format("raise the limit on open files (ulimit -n 1024, or the hard limit with ulimit -Hn as "
-                             "root); then, if the run is only slow, raise --timeout");
+        remedy = "raise the limit on open files (ulimit -n 1024, or the hard limit with ulimit -Hn as root); then, "
+                 "if the run is only slow, raise --timeout";
       }
       stopping = true;
       stop_all(SIGTERM);

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -21,6 +23,7 @@
 namespace scalescope::core {
 namespace {
 
+
 std::string directory_of(const std::string& path) {
   std::filesystem::path p(path);
   auto dir = p.parent_path();
@@ -28,6 +31,22 @@ std::string directory_of(const std::string& path) {
 }
 
 }  // namespace
+
+bool write_all(int fd, std::string_view content) {
+  const char* data = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
 
 std::string resolve_output_link(const std::string& path) {
   std::filesystem::path p(path);
@@ -47,7 +66,7 @@ namespace {
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 volatile std::sig_atomic_t g_deferred_signal = 0;
 int g_deferred_depth = 0;  // DeferredStopSignals alive (the outermost installs and restores)
-struct sigaction g_previous_actions[4];
+struct sigaction g_previous_actions[std::size(kStopSignals)];
 
 extern "C" void hold_stop_signal(int signal) {
   if (g_deferred_signal == 0) g_deferred_signal = signal;
@@ -56,6 +75,7 @@ extern "C" void hold_stop_signal(int signal) {
 }  // namespace
 
 DeferredStopSignals::DeferredStopSignals() {
+  static_assert(std::size(kStopSignals) == kSignals);
   if (g_deferred_depth++ > 0) return;  // an outer scope holds them already, and keeps what arrived
   g_deferred_signal = 0;
   for (int i = 0; i < kSignals; ++i) {
@@ -81,6 +101,12 @@ DeferredStopSignals::~DeferredStopSignals() {
   }
 }
 
+std::optional<unsigned long long> available_bytes(const std::string& path) {
+  struct statvfs fs {};
+  if (statvfs(path.c_str(), &fs) != 0 || fs.f_frsize == 0) return std::nullopt;
+  return static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
+}
+
 std::string temporary_file_template(const std::string& path) {
   const std::filesystem::path p(path);
   const std::string name = p.filename().string().substr(0, 32);
@@ -94,20 +120,20 @@ namespace {
 void check_output_target(const std::string& given_path, bool before_run) {
   if (given_path.empty()) throw Error("output path is empty", "pass a file name, e.g. --out result.json");
   const std::string path = resolve_output_link(given_path);  // where the result will go
+  struct stat st {};
+  const bool exists = stat(path.c_str(), &st) == 0;
   // `scalescope … --out r.json > r.json`: the report printed on stdout and the result would be one file.
-  struct stat out_st {}, fd_st {};
-  if (before_run && stat(path.c_str(), &out_st) == 0)
+  struct stat fd_st {};
+  if (before_run && exists)
     for (const auto& [fd, name] : {std::pair{1, "standard output"}, std::pair{2, "standard error"}})
-      if (fstat(fd, &fd_st) == 0 && S_ISREG(fd_st.st_mode) && fd_st.st_dev == out_st.st_dev &&
-          fd_st.st_ino == out_st.st_ino)
+      if (fstat(fd, &fd_st) == 0 && S_ISREG(fd_st.st_mode) && fd_st.st_dev == st.st_dev && fd_st.st_ino == st.st_ino)
         throw UsageError("output path '" + given_path + "' is where " + name + " goes (a shell redirection to the "
                              "same file): the report and the result would overwrite each other",
                          std::string("redirect ") + name + " to another file, or drop the redirection");
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+  if (exists && S_ISDIR(st.st_mode))
     throw Error("output path '" + path + "' is a directory", "pass a file name inside it, e.g. " + path + "/result.json");
   // rename() would replace a device, FIFO or socket by the result file (as root even /dev/null).
-  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+  if (exists && !S_ISREG(st.st_mode))
     throw Error("output path '" + path + "' is not a regular file (a device, FIFO or socket)",
                 "pass the name of a regular file, e.g. --out result.json");
   if (path.size() >= PATH_MAX)
@@ -150,14 +176,11 @@ void check_output_target(const std::string& given_path, bool before_run) {
   close(fd);
   unlink(probe.c_str());
   // A full disk still lets the probe be created (it is empty): the result would fail only when the run ends.
-  struct statvfs fs {};
-  if (before_run && statvfs(dir.c_str(), &fs) == 0 && fs.f_frsize > 0) {
-    const unsigned long long free_bytes = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize;
-    if (free_bytes < kMinFreeOutputBytes)
-      throw Error(fmt::format("output directory '{}' has only {} KiB free: the result may not fit when the run ends",
-                              dir, free_bytes / 1024),
-                  "free some space there or choose another location for the output");
-  }
+  if (const auto free_bytes = before_run ? available_bytes(dir) : std::nullopt;
+      free_bytes && *free_bytes < kMinFreeOutputBytes)
+    throw Error(fmt::format("output directory '{}' has only {} KiB free: the result may not fit when the run ends",
+                            dir, *free_bytes / 1024),
+                "free some space there or choose another location for the output");
 }
 
 }  // namespace
@@ -206,17 +229,7 @@ void write_file_atomically(const std::string& given_path, std::string_view conte
     throw Error(std::string("cannot write '") + path + "' (" + what + "): " + std::strerror(err),
                 "check free disk space and permissions; nothing was written");
   };
-  const char* data = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = write(fd, data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("write");
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
+  if (!write_all(fd, content)) fail("write");
   // Results are small; mode 0644 like a normal file rather than mkstemp's 0600.
   if (fchmod(fd, 0644) != 0) fail("chmod");
   if (fsync(fd) != 0) fail("fsync");
@@ -242,10 +255,13 @@ OutputFile::Identity OutputFile::identity_of(const std::string& path) {
 
 OutputFile::OutputFile(std::string path) : path_(std::move(path)), at_start_(identity_of(path_)) {}
 
-std::string OutputFile::sibling_path() const {
+std::string OutputFile::sibling_name() const {
   const std::filesystem::path p(path_);
-  const std::string name = p.stem().string() + "." + std::to_string(::getpid()) + p.extension().string();
-  return (p.parent_path() / name).string();
+  return p.stem().string() + "." + std::to_string(::getpid()) + p.extension().string();
+}
+
+std::string OutputFile::sibling_path() const {
+  return (std::filesystem::path(path_).parent_path() / sibling_name()).string();
 }
 
 std::string OutputFile::write(std::string_view content) const {
@@ -272,8 +288,7 @@ std::string OutputFile::write(std::string_view content) const {
 
 void OutputFile::keep_elsewhere(std::string_view content, const Error& failure) const {
   const char* tmpdir = std::getenv("TMPDIR");
-  const std::filesystem::path p(path_);
-  const std::string name = p.stem().string() + "." + std::to_string(::getpid()) + p.extension().string();
+  const std::string name = sibling_name();
   std::vector<std::string> places;
   if (tmpdir != nullptr && *tmpdir != '\0') places.push_back((std::filesystem::path(tmpdir) / name).string());
   places.push_back((std::filesystem::path("/tmp") / name).string());
@@ -281,19 +296,7 @@ void OutputFile::keep_elsewhere(std::string_view content, const Error& failure) 
     // A fresh file, never through a link nor over another's: a shared /tmp is where others can plant them.
     const int fd = ::open(place.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) continue;
-    const char* data = content.data();
-    std::size_t left = content.size();
-    bool ok = true;
-    while (left > 0 && ok) {
-      const ssize_t n = ::write(fd, data, left);
-      if (n < 0 && errno == EINTR) continue;
-      ok = n > 0;
-      if (ok) {
-        data += n;
-        left -= static_cast<std::size_t>(n);
-      }
-    }
-    ok = ok && ::fsync(fd) == 0;
+    bool ok = write_all(fd, content) && ::fsync(fd) == 0;
     ok = ::close(fd) == 0 && ok;
     if (!ok) {
       ::unlink(place.c_str());

@@ -1,6 +1,7 @@
 #pragma once
 // Results are written atomically: a reader sees the old file or the whole new one, never half of it.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,14 @@ std::string resolve_output_link(const std::string& path);
 /// The mkstemp template of the temporary file written beside `path`: in its directory, "." + the first 32 bytes of
 /// its name + ".tmp.XXXXXX", so that a name as long as the file system allows still leaves room for the suffix.
 std::string temporary_file_template(const std::string& path);
+
+/// Writes all of `content` to the open descriptor `fd`, again after EINTR and short writes. Returns false on a
+/// failure, errno saying why (EIO for a write that wrote nothing). Throws nothing.
+bool write_all(int fd, std::string_view content);
+
+/// Bytes an unprivileged writer may still put on the file system of `path` (statvfs: f_bavail × f_frsize), or
+/// nullopt when statvfs fails. Throws nothing.
+std::optional<unsigned long long> available_bytes(const std::string& path);
 
 /// Free bytes below which check_output_path_writable refuses an output directory before a run: results of a few
 /// kB to MB must fit when the run ends.
@@ -102,6 +111,8 @@ class OutputFile {
     bool operator==(const Identity&) const = default;
   };
   static Identity identity_of(const std::string& path);
+  /// "NAME.PID.EXT" of path(): the name of sibling_path() and of keep_elsewhere()'s fallback.
+  std::string sibling_name() const;
   /// write()'s fallback after `failure` to write path(): NAME.PID.EXT in $TMPDIR or /tmp, else stderr. Always
   /// throws core::Error naming the failure and where the content went.
   [[noreturn]] void keep_elsewhere(std::string_view content, const Error& failure) const;

@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/process_stat.h"
 
@@ -109,10 +109,8 @@ TemporaryDirectory::TemporaryDirectory() {
   }
   // The ranks' results, and Open MPI's session files, go here too: a nearly full TMPDIR fails them mid-run, with
   // Open MPI's own words ("PMIX ERROR: OUT-OF-RESOURCE") rather than these.
-  struct statvfs fs {};
-  if (statvfs(path_.c_str(), &fs) == 0 && fs.f_frsize > 0 &&
-      static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize < kMinFreeTemporaryBytes) {
-    const unsigned long long free_kib = static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize / 1024;
+  if (const auto free_bytes = available_bytes(path_); free_bytes && *free_bytes < kMinFreeTemporaryBytes) {
+    const unsigned long long free_kib = *free_bytes / 1024;
     std::error_code ec2;
     std::filesystem::remove_all(path_, ec2);
     throw Error(fmt::format("the temporary directory '{}' has only {} KiB free: the ranks' results and Open MPI's "

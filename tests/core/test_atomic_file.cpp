@@ -132,6 +132,18 @@ std::string error_of(const scalescope::core::OutputFile& out, const std::string&
   }
   return "";
 }
+
+/// error_of with TMPDIR set to `tmpdir` for the write (where OutputFile keeps a result it cannot write), then put back.
+std::string error_of_with_tmpdir(const scalescope::core::OutputFile& out, const std::string& content,
+                                 const fs::path& tmpdir) {
+  const char* saved = std::getenv("TMPDIR");
+  const std::string saved_tmpdir = saved ? saved : "";
+  EXPECT_EQ(setenv("TMPDIR", tmpdir.c_str(), 1), 0);
+  const auto what = error_of(out, content);
+  if (saved) setenv("TMPDIR", saved_tmpdir.c_str(), 1);
+  else unsetenv("TMPDIR");
+  return what;
+}
 }  // namespace
 
 TEST(OutputFile, WritesItsPathWhenNobodyElseDid) {
@@ -217,12 +229,7 @@ TEST(OutputFile, AResultThatCannotBeWrittenWhereAskedIsKeptInTheTemporaryDirecto
   const auto path = (dir / "sub" / "o.json").string();
   const scalescope::core::OutputFile out(path);
   fs::remove_all(dir / "sub");  // the directory went away while the run measured (or the disk filled)
-  const char* saved = std::getenv("TMPDIR");
-  const std::string saved_tmpdir = saved ? saved : "";
-  ASSERT_EQ(setenv("TMPDIR", tmp.c_str(), 1), 0);
-  const auto what = error_of(out, "measured");
-  if (saved) setenv("TMPDIR", saved_tmpdir.c_str(), 1);
-  else unsetenv("TMPDIR");
+  const auto what = error_of_with_tmpdir(out, "measured", tmp);
   const auto kept = tmp / ("o." + std::to_string(getpid()) + ".json");
   EXPECT_NE(what.find("does not exist"), std::string::npos) << what;
   EXPECT_NE(what.find("kept in '" + kept.string() + "'"), std::string::npos) << what;
@@ -262,12 +269,7 @@ TEST(OutputFile, AFallbackNameThatIsAPlantedLinkIsNotFollowed) {
   std::ofstream(dir / "precious.txt") << "precious";
   const std::string name = "o." + std::to_string(getpid()) + ".json";
   fs::create_symlink(dir / "precious.txt", tmp / name);
-  const char* saved = std::getenv("TMPDIR");
-  const std::string saved_tmpdir = saved ? saved : "";
-  ASSERT_EQ(setenv("TMPDIR", tmp.c_str(), 1), 0);
-  const auto what = error_of(out, "measured");
-  if (saved) setenv("TMPDIR", saved_tmpdir.c_str(), 1);
-  else unsetenv("TMPDIR");
+  const auto what = error_of_with_tmpdir(out, "measured", tmp);
   EXPECT_EQ(read_all(dir / "precious.txt"), "precious");
   EXPECT_NE(what.find("kept in '/tmp/" + name + "'"), std::string::npos) << what;  // the next place
   fs::remove("/tmp/" + name);

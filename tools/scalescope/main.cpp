@@ -126,9 +126,8 @@ int main(int argc, char** argv) {
     if (!ec) setenv("TMPDIR", absolute.c_str(), 1);
   }
   // mpirun needs pipes and sockets per rank: a low soft limit on open files (ulimit -Sn 32) made it hang, which read
-  // as a hang in a collective after the whole --timeout. The soft limit is raised to the hard one, as the limit
-  // allows any process to.
-  // Only a low one, and only to 4096: mpirun and the ranks inherit it, and some programs close every descriptor
+  // as a hang in a collective after the whole --timeout. A soft limit below 1024 is raised towards the hard one, as
+  // any process may, but only to 4096: mpirun and the ranks inherit it, and some programs close every descriptor
   // up to the limit.
   if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 1024 && files.rlim_cur < files.rlim_max) {
     files.rlim_cur = std::min<rlim_t>(files.rlim_max, 4096);
