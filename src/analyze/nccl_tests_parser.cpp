@@ -513,6 +513,12 @@ class Parser {
       seen_nccl_tests_ = true;
       mark_test_start(number);
       preamble_lines_.push_back(number);
+      // "nThread T nGpus G …": the ranks each process drives (T × G), the whole world size in one process.
+      const auto t = flag_value(tok, 0, tok.size(), {"nThread"}), g = flag_value(tok, 0, tok.size(), {"nGpus"});
+      if (!per_process_ranks_ && t && g && *t < 1000 && *g < 1000) {
+        per_process_ranks_ = *t * *g;
+        per_process_ranks_line_ = number;
+      }
       return;
     }
     if (content == "Using devices") {
@@ -938,6 +944,14 @@ class Parser {
         warn(fmt::format("ranks: the device list shows {} of ranks 0–{} (the text starts or was cut inside it); "
                          "{} ranks taken from the highest rank listed",
                          distinct.size(), top, top + 1));
+      // Each process lists nThread × nGpus ranks; fewer listed than one process drives means the paste was cut
+      // inside the list (or after its first lines), so the listed count is no rank count.
+      if (per_process_ranks_ && *n_devices < *per_process_ranks_) {
+        warn(fmt::format("ranks: the device list shows {} rank(s), but the preamble (line {}) says each process "
+                         "drives {} (nThread × nGpus): the list was cut, so the rank count comes from elsewhere",
+                         distinct.size(), per_process_ranks_line_, *per_process_ranks_));
+        n_devices.reset();  // the sources after the device list decide
+      }
     }
     if (preamble_lines_.size() > 1) {
       std::string at;
@@ -999,8 +1013,10 @@ class Parser {
     }
     sweep_.collective = chosen;
 
-    // Rank count: the device list, else count versus size, the command line, NCCL's log, busbw/algbw.
+    // Rank count: the device list (unless cut), else the command line, NCCL's log, busbw/algbw, and last the
+    // preamble's ranks of one process.
     std::optional<long long> n;
+    const char* no_list = device_ranks_.empty() ? "no device list" : "the device list was cut";
     if (n_devices) n = n_devices;
     auto range_it = allowed_any.find(chosen);
     const bool have_columns = range_it != allowed_any.end();
@@ -1012,15 +1028,15 @@ class Parser {
       // warn about when its table is read back. A launcher's command line is a guess (it may be another run's).
       if (!n_command_how.empty())
         warn(n_command_line,
-             fmt::format("ranks: no device list; {} taken from this command line ({})", *n, n_command_how));
+             fmt::format("ranks: {}; {} taken from this command line ({})", no_list, *n, n_command_how));
     }
     if (!n && log_nranks_) {
       n = log_nranks_;
-      warn(fmt::format("ranks: no device list; {} taken from NCCL's log (\"nranks\")", *n));
+      warn(fmt::format("ranks: {}; {} taken from NCCL's log (\"nranks\")", no_list, *n));
     }
     if (!n && columns_pin) {
       n = columns.lo;
-      warn(fmt::format("ranks: no device list; {} derived from the rows ({} of {}: {})", *n,
+      warn(fmt::format("ranks: {}; {} derived from the rows ({} of {}: {})", no_list, *n,
                        count_is_per_rank_share(chosen) ? "size = count × element size × n" : "busbw/algbw",
                        comm::to_string(chosen),
                        count_is_per_rank_share(chosen) ? "count is the per-rank share" : "the bus factor depends on n"));
@@ -1032,6 +1048,16 @@ class Parser {
       warn(fmt::format("ranks: {} ranks, but the rows' busbw/algbw and count fit {} ranks for {}", *n, range,
                        comm::to_string(chosen)));
     }
+    if (!n && per_process_ranks_) {
+      n = per_process_ranks_;
+      warn(per_process_ranks_line_,
+           fmt::format("ranks: {}; {} taken from the preamble (nThread × nGpus of one process; a launcher that "
+                       "started several processes makes that many per process)",
+                       no_list, *n));
+    }
+    if (n && per_process_ranks_ && *n < *per_process_ranks_)
+      warn(fmt::format("ranks: {} ranks, fewer than the {} that the preamble (line {}) gives each process", *n,
+                       *per_process_ranks_, per_process_ranks_line_));
     if (!n) warn("ranks: unknown (no device list, command line or NCCL log, and the rows do not pin it down)");
     if (n && *n >= 1 && *n <= INT_MAX) sweep_.ranks = static_cast<int>(*n);
 
@@ -1073,6 +1099,8 @@ class Parser {
   std::optional<std::string> library_version_;
   std::vector<CommandLine> programs_;
   std::vector<int> preamble_lines_;
+  std::optional<long long> per_process_ranks_;  // nThread × nGpus of the first preamble
+  int per_process_ranks_line_ = 0;
   std::vector<long long> device_ranks_;
   std::optional<long long> log_nranks_;
   int first_line_ = 1;
@@ -1083,16 +1111,23 @@ class Parser {
   std::optional<int> next_test_starts_, table_ends_, split_at_;
 };
 
+/// `read()`'s result; a std::exception other than core::Error (bad_alloc, a defect) becomes a core::Error, so a bad
+/// input gets a clear error and never a crash.
+template <class Read>
+auto reading_nccl_tests(Read&& read) {
+  try {
+    return read();
+  } catch (const core::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw core::Error(std::string("cannot read the nccl-tests output: ") + e.what());
+  }
+}
+
 }  // namespace
 
 Sweep parse_nccl_tests(std::string_view text, std::string source_name, const NcclTestsParseOptions& options) {
-  try {
-    return Parser(text, std::move(source_name), options).run();
-  } catch (const core::Error&) {
-    throw;
-  } catch (const std::exception& e) {  // bad_alloc or a defect: still a clear error, never a crash
-    throw core::Error(std::string("cannot read the nccl-tests output: ") + e.what());
-  }
+  return reading_nccl_tests([&] { return Parser(text, std::move(source_name), options).run(); });
 }
 
 Sweep parse_nccl_tests(std::string_view text, std::string source_name) {
@@ -1130,7 +1165,7 @@ std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::str
     pending_notes.clear();
   };
   int first = 1;  // the line `text` now starts at
-  try {
+  reading_nccl_tests([&] {
     while (true) {
       const std::optional<int> last = Parser(text, source_name, options, first).split_point();
       if (!last) break;
@@ -1163,11 +1198,7 @@ std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::str
                                                    "ends before its first result row; it is not read",
                                                    first));
     }
-  } catch (const core::Error&) {
-    throw;
-  } catch (const std::exception& e) {  // bad_alloc or a defect: still a clear error, never a crash
-    throw core::Error(std::string("cannot read the nccl-tests output: ") + e.what());
-  }
+  });
   // The symptom of an nccl-tests build without MPI under a launcher: every process runs the same test alone.
   for (std::size_t k = 1; k < tables.size(); ++k)
     for (std::size_t j = 0; j < k; ++j)

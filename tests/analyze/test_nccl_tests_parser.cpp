@@ -306,6 +306,39 @@ TEST(NcclTestsParser, RcclVersionLineInsideHeader) {
   EXPECT_EQ(s.ranks, 8);
 }
 
+// A paste cut inside the device list: the preamble says one process drives 8 GPUs, one "Rank" line survived. The
+// listed count (1) is no rank count; the rows' busbw/algbw (1.75 = 2·7/8) give 8.
+TEST(NcclTestsParser, ADeviceListCutShorterThanThePreambleIsNotTheRankCount) {
+  const char* text =
+      "# nThread 1 nGpus 8 minBytes 8 maxBytes 8388608 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+      "#\n"
+      "# Using devices\n"
+      "#  Rank  0 Group  0 Pid  4242 on     node-1 device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "     8388608       2097152     float     sum      -1    91.10   92.08  161.14      0    94.94   88.36  154.63      0\n";
+  auto s = parse_nccl_tests(text, "paste.txt");
+  EXPECT_EQ(s.ranks, 8) << all_warnings(s);
+  EXPECT_TRUE(has_warning(s, "the device list shows 1 rank(s), but the preamble (line 1) says each process drives 8"))
+      << all_warnings(s);
+  EXPECT_TRUE(has_warning(s, "ranks: the device list was cut; 8 derived from the rows")) << all_warnings(s);
+}
+
+// No device list and rows too small to pin the rank count (bandwidths of 0.00): the preamble's nThread × nGpus.
+TEST(NcclTestsParser, WithoutADeviceListThePreambleGivesTheRanksOfOneProcess) {
+  const char* text =
+      "# nThread 2 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "           8             2     float     sum      -1    20.25    0.00    0.00      0    20.00    0.00    0.00      0\n"
+      "          16             4     float     sum      -1    20.10    0.00    0.00      0    20.64    0.00    0.00      0\n";
+  auto s = parse_nccl_tests(text, "paste.txt", hint(Collective::all_reduce));
+  EXPECT_EQ(s.ranks, 4) << all_warnings(s);
+  EXPECT_TRUE(has_warning(s, "line 1: ranks: no device list; 4 taken from the preamble")) << all_warnings(s);
+  // A whole list gives the ranks without a word about the preamble.
+  auto whole = parse_nccl_tests(kCurrent, "run.log");
+  EXPECT_EQ(whole.ranks, 2);
+  EXPECT_FALSE(has_warning(whole, "preamble")) << all_warnings(whole);
+}
+
 TEST(NcclTestsParser, DuplicatedPreambleOfNonMpiBuild) {
   const char* text =
       "mpirun -np 2 ./all_reduce_perf -b 1250M -e 1250M -g 1\n"
