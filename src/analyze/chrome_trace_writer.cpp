@@ -1,15 +1,6 @@
 #include "analyze/chrome_trace_writer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <climits>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
@@ -88,46 +79,12 @@ void write_merged_timeline(const TraceAnalysis& analysis, std::ostream& out) {
   out << "\n]}\n";
 }
 
-void write_merged_timeline_file(const TraceAnalysis& analysis, const std::string& given_path) {
-  const std::string path = core::resolve_output_link(given_path);  // a link stays a link
+void write_merged_timeline_file(const TraceAnalysis& analysis, const std::string& path) {
   if (analysis.timelines.empty())
     throw core::Error("no timeline was kept by the trace analysis",
                       "analyse with TraceOptions::keep_timeline = true before writing the merged timeline");
-  core::check_output_path_at_write(path);
-  const core::DeferredStopSignals hold;  // a Ctrl-C ends the process once the timeline is whole, not half-way
-  std::string tmp = core::temporary_file_template(path);
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0)
-    throw core::Error("cannot create a temporary file beside '" + path + "': " + std::strerror(errno),
-                      "check that the directory is writable and the disk has room");
-  close(fd);
-  auto fail = [&](const std::string& what) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    throw core::Error(fmt::format("cannot write the timeline '{}' ({}): {}", path, what, std::strerror(err)),
-                      "check free disk space and permissions; nothing was written");
-  };
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("open");
-    std::vector<char> buffer(std::size_t{1} << 20);
-    out.rdbuf()->pubsetbuf(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    try {
-      write_merged_timeline(analysis, out);
-    } catch (...) {
-      out.close();
-      unlink(tmp.c_str());
-      throw;
-    }
-    out.flush();
-    if (!out) fail("write");
-  }
-  const int sfd = open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (sfd < 0) fail("reopen");
-  const bool synced = fchmod(sfd, 0644) == 0 && fsync(sfd) == 0;
-  close(sfd);
-  if (!synced) fail("fsync");
-  if (rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+  // Streamed: a timeline of many ranks' kernels runs to hundreds of MB, too much to build as one string first.
+  core::write_file_atomically_streamed(path, [&](std::ostream& out) { write_merged_timeline(analysis, out); });
 }
 
 }  // namespace scalescope::analyze

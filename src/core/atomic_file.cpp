@@ -15,6 +15,10 @@
 #include <iterator>
 #include <optional>
 #include <utility>
+#include <string_view>
+#include <vector>
+#include <streambuf>
+#include <ostream>
 
 #include <fmt/format.h>
 
@@ -23,6 +27,44 @@
 namespace scalescope::core {
 namespace {
 
+
+/// A std::streambuf over an open descriptor, through write_all (EINTR, short writes) with a 1 MiB buffer. The
+/// first failed write keeps its errno and fails every later flush, so the stream's badbit reports it.
+class DescriptorBuffer : public std::streambuf {
+ public:
+  explicit DescriptorBuffer(int fd) : fd_(fd), buffer_(std::size_t{1} << 20) {
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+  }
+  /// errno of the first failed write, 0 when none failed.
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!flush_buffer()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return flush_buffer() ? 0 : -1; }
+
+ private:
+  bool flush_buffer() {
+    if (error_ != 0) return false;
+    const std::string_view pending(pbase(), static_cast<std::size_t>(pptr() - pbase()));
+    if (!write_all(fd_, pending)) {
+      error_ = errno != 0 ? errno : EIO;
+      return false;
+    }
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+    return true;
+  }
+
+  int fd_;
+  std::vector<char> buffer_;
+  int error_ = 0;
+};
 
 std::string directory_of(const std::string& path) {
   std::filesystem::path p(path);
@@ -212,7 +254,11 @@ void check_outputs_differ(const std::string& a, const std::string& flag_a, const
                      "give them two file names");
 }
 
-void write_file_atomically(const std::string& given_path, std::string_view content) {
+void write_file_atomically(const std::string& path, std::string_view content) {
+  write_file_atomically_streamed(path, [&](std::ostream& out) { out.write(content.data(), static_cast<std::streamsize>(content.size())); });
+}
+
+void write_file_atomically_streamed(const std::string& given_path, const std::function<void(std::ostream&)>& write_content) {
   // Through a link to where it points: rename(2) onto the link would replace the link, not the file it names.
   const std::string path = resolve_output_link(given_path);
   check_output_path_at_write(path);
@@ -222,22 +268,33 @@ void write_file_atomically(const std::string& given_path, std::string_view conte
   if (fd < 0)
     throw Error("cannot create a temporary file beside '" + path + "': " + std::strerror(errno),
                 "check that the directory is writable and the disk has room");
-  auto fail = [&](const char* what) {
-    int err = errno;
-    close(fd);
+  const auto fail_with = [&](const char* what, int err) {
+    if (fd >= 0) close(fd);
     unlink(tmp.c_str());
     throw Error(std::string("cannot write '") + path + "' (" + what + "): " + std::strerror(err),
                 "check free disk space and permissions; nothing was written");
   };
-  if (!write_all(fd, content)) fail("write");
-  // Results are small; mode 0644 like a normal file rather than mkstemp's 0600.
+  const auto fail = [&](const char* what) { fail_with(what, errno); };
+  {
+    DescriptorBuffer buffer(fd);
+    std::ostream out(&buffer);
+    try {
+      write_content(out);
+    } catch (...) {
+      close(fd);
+      unlink(tmp.c_str());
+      throw;
+    }
+    out.flush();
+    if (buffer.error() != 0) fail_with("write", buffer.error());
+    if (!out) fail_with("write", EIO);  // the writer set failbit itself
+  }
+  // Mode 0644 like a normal file rather than mkstemp's 0600.
   if (fchmod(fd, 0644) != 0) fail("chmod");
   if (fsync(fd) != 0) fail("fsync");
-  if (close(fd) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    throw Error("cannot write '" + path + "' (close): " + std::strerror(err), "check free disk space");
-  }
+  const int closed = close(fd);
+  fd = -1;
+  if (closed != 0) fail("close");
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     unlink(tmp.c_str());

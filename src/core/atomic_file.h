@@ -1,6 +1,8 @@
 #pragma once
 // Results are written atomically: a reader sees the old file or the whole new one, never half of it.
 
+#include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,12 @@ class Error;
 /// Throws core::Error naming the path and errno text when the directory is missing or not writable
 /// or the disk is full; the temporary file is removed on failure.
 void write_file_atomically(const std::string& path, std::string_view content);
+
+/// As write_file_atomically, for content too large to build as one string first (a merged timeline of hundreds of
+/// MB): `write_content` streams it into the temporary file through a 1 MiB buffer. An exception `write_content`
+/// throws removes the temporary file and passes on; a failed write (disk full) throws core::Error with errno's
+/// text, as write_file_atomically does, and leaves `path` as it was.
+void write_file_atomically_streamed(const std::string& path, const std::function<void(std::ostream&)>& write_content);
 
 /// Where an output `path` that is a symbolic link leads (following up to 40 links, as the kernel does; a relative
 /// target from the link's directory); `path` itself when it is no link. Writers put the result there, so that

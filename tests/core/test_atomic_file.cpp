@@ -9,7 +9,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
+#include <string>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -40,6 +42,35 @@ TEST(AtomicFile, WritesWholeContentAndReplaces) {
   int files = 0;
   for (auto& e : fs::directory_iterator(dir)) { (void)e; ++files; }
   EXPECT_EQ(files, 1);
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, StreamedContentPastTheBufferIsWrittenWhole) {
+  auto dir = fresh_dir("atomic_streamed");
+  auto path = (dir / "t.json").string();
+  std::string expected;
+  for (int i = 0; i < 300000; ++i) expected += std::to_string(i) + ",";  // ~2 MB: the 1 MiB buffer fills twice
+  scalescope::core::write_file_atomically_streamed(path, [&](std::ostream& out) {
+    for (std::size_t at = 0; at < expected.size(); at += 4096) out << expected.substr(at, 4096);
+  });
+  EXPECT_EQ(read_all(path), expected);
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, AStreamedWriterThatThrowsLeavesTheOldFileAndNoTemporary) {
+  auto dir = fresh_dir("atomic_streamed_throw");
+  auto path = (dir / "t.json").string();
+  write_file_atomically(path, "old");
+  EXPECT_THROW(scalescope::core::write_file_atomically_streamed(path,
+                                                                [](std::ostream& out) {
+                                                                  out << std::string(3u << 20, 'x');  // flushed part
+                                                                  throw Error("the writer failed");
+                                                                }),
+               Error);
+  EXPECT_EQ(read_all(path), "old");
+  int files = 0;
+  for (auto& e : fs::directory_iterator(dir)) { (void)e; ++files; }
+  EXPECT_EQ(files, 1) << "the temporary file must be removed";
   fs::remove_all(dir);
 }
 
