@@ -602,9 +602,25 @@ class Parser {
       return;
     }
 
+    // A command continued over lines that end in '\' ("mpirun -np 16 \", "  ./all_reduce_perf -g 1") is read as
+    // one line, numbered by its first: its launcher and program are on different lines.
+    if (content.back() == '\\') {
+      if (continued_.empty()) continued_from_ = number;
+      continued_ += std::string(content.substr(0, content.size() - 1)) + " ";
+      return;
+    }
+    std::string joined;
+    std::vector<std::string_view> command_tok = tok;
+    int command_line_number = number;
+    if (!continued_.empty()) {
+      joined = std::move(continued_) + std::string(content);
+      continued_.clear();
+      command_tok = split_ws(joined);
+      command_line_number = continued_from_;
+    }
     if (read_row(number, tok)) return;
-    if (auto cl = parse_command_line(tok, number)) {
-      mark_test_start(number);
+    if (auto cl = parse_command_line(command_tok, command_line_number)) {
+      mark_test_start(command_line_number);
       programs_.push_back(*cl);
       return;
     }
@@ -944,12 +960,13 @@ class Parser {
         warn(fmt::format("ranks: the device list shows {} of ranks 0–{} (the text starts or was cut inside it); "
                          "{} ranks taken from the highest rank listed",
                          distinct.size(), top, top + 1));
-      // Each process lists nThread × nGpus ranks; fewer listed than one process drives means the paste was cut
-      // inside the list (or after its first lines), so the listed count is no rank count.
-      if (per_process_ranks_ && *n_devices < *per_process_ranks_) {
+      // Each process lists nThread × nGpus ranks, so a whole list holds a multiple of that: fewer, or a process's
+      // block left partial, means the paste was cut inside the list and its length is no rank count.
+      if (per_process_ranks_ && *n_devices % *per_process_ranks_ != 0) {
         warn(fmt::format("ranks: the device list shows {} rank(s), but the preamble (line {}) says each process "
-                         "drives {} (nThread × nGpus): the list was cut, so the rank count comes from elsewhere",
-                         distinct.size(), per_process_ranks_line_, *per_process_ranks_));
+                         "drives {} (nThread × nGpus), so a whole list holds a multiple of {}: the list was cut, so "
+                         "the rank count comes from elsewhere",
+                         *n_devices, per_process_ranks_line_, *per_process_ranks_, *per_process_ranks_));
         n_devices.reset();  // the sources after the device list decide
       }
     }
@@ -1006,6 +1023,12 @@ class Parser {
         warn(fmt::format("read as {} as the caller said, but the columns fit {}", comm::to_string(chosen), fit_text()));
     } else if (fits.size() == 1) {
       chosen = fits.front();
+    } else if (!fits.empty() && std::find(fits.begin(), fits.end(), chosen) == fits.end()) {
+      // The fallback cannot have printed these columns: one that can is a better guess, and its rank count holds.
+      chosen = fits.front();
+      warn(fmt::format("cannot tell the collective: the text names no nccl-tests program and the columns fit {}; "
+                       "read as {} (name it explicitly, e.g. --collective)",
+                       fit_text(), comm::to_string(chosen)));
     } else {
       warn(fmt::format("cannot tell the collective: the text names no nccl-tests program and the columns fit {}; "
                        "read as {} (name it explicitly, e.g. --collective)",
@@ -1018,6 +1041,10 @@ class Parser {
     std::optional<long long> n;
     const char* no_list = device_ranks_.empty() ? "no device list" : "the device list was cut";
     if (n_devices) n = n_devices;
+    if (n_devices && n_command && !n_command_how.empty() && *n_command != *n_devices)
+      warn(n_command_line, fmt::format("ranks: this command line makes {} ({}), but the device list shows {}; the "
+                                       "list's count is used (the command line may be another run's)",
+                                       *n_command, n_command_how, *n_devices));
     auto range_it = allowed_any.find(chosen);
     const bool have_columns = range_it != allowed_any.end();
     const NRange columns = have_columns ? range_it->second : NRange{};
@@ -1099,6 +1126,8 @@ class Parser {
   std::optional<std::string> library_version_;
   std::vector<CommandLine> programs_;
   std::vector<int> preamble_lines_;
+  std::string continued_;   // a command line's lines so far that ended in '\', joined
+  int continued_from_ = 0;  // the line it started on
   std::optional<long long> per_process_ranks_;  // nThread × nGpus of the first preamble
   int per_process_ranks_line_ = 0;
   std::vector<long long> device_ranks_;

@@ -18,7 +18,8 @@ struct NcclTestsParseOptions {
   /// when they differ; otherwise it is used, with a warning when the columns contradict it.
   std::optional<comm::Collective> hint;
   /// Used, with a warning, when neither the text, the hint nor the columns (redop, root, count versus
-  /// size, busbw/algbw) single out one collective.
+  /// size, busbw/algbw) single out one collective, unless the columns rule it out: then the first collective
+  /// they fit (in comm::Collective order) is read, with the same warning.
   comm::Collective fallback = comm::Collective::all_reduce;
 };
 

@@ -339,6 +339,67 @@ TEST(NcclTestsParser, WithoutADeviceListThePreambleGivesTheRanksOfOneProcess) {
   EXPECT_FALSE(has_warning(whole, "preamble")) << all_warnings(whole);
 }
 
+// Two processes of 4 GPUs each, the list cut inside the second one's block: 6 is no multiple of the 4 each
+// process drives, so the command line's 2 × 4 gives the rank count (broadcast's busbw/algbw of 1 says nothing).
+TEST(NcclTestsParser, ADeviceListCutInsideAProcesssBlockGivesWayToTheCommandLine) {
+  std::string text =
+      "$ mpirun -np 2 ./build/broadcast_perf -b 64M -e 128M -f 2 -g 4\n"
+      "# nThread 1 nGpus 4 minBytes 67108864 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+      "# Using devices\n";
+  for (int r = 0; r < 6; ++r)
+    text += fmt::format("#  Rank  {} Group  0 Pid   {} on      node{} device  {} [0x07] NVIDIA H100\n", r, 1000 + r / 4,
+                        r / 4, r % 4);
+  text +=
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "    67108864      16777216     float    none       0   345.54  194.21  194.21      0   345.54  194.21  194.21      0\n";
+  auto s = parse_nccl_tests(text, "paste.txt");
+  EXPECT_EQ(s.collective, Collective::broadcast);
+  EXPECT_EQ(s.ranks, 8) << all_warnings(s);
+  EXPECT_TRUE(has_warning(s, "so a whole list holds a multiple of 4: the list was cut")) << all_warnings(s);
+  EXPECT_TRUE(has_warning(s, "ranks: the device list was cut; 8 taken from this command line")) << all_warnings(s);
+  // A whole list that disagrees with the command line keeps its count, and says so.
+  std::string whole = text;
+  whole.replace(whole.find("-np 2"), 5, "-np 4");
+  for (int r = 6; r < 8; ++r)
+    whole.insert(whole.find("#       size"), fmt::format("#  Rank  {} Group  0 Pid   1001 on      node1 device  {} [0x07] "
+                                                        "NVIDIA H100\n", r, r % 4));
+  auto w = parse_nccl_tests(whole, "paste.txt");
+  EXPECT_EQ(w.ranks, 8) << all_warnings(w);
+  EXPECT_TRUE(has_warning(w, "line 1: ranks: this command line makes 16 (4 processes × 4 GPU(s) × 1 thread(s)), but "
+                             "the device list shows 8"))
+      << all_warnings(w);
+}
+
+// No program named, no hint, and columns that rule out the all-reduce fallback (redop none, count = size / (4 × 8),
+// busbw/algbw = 7/8): read as a collective that fits, whose bus factor then gives the ranks.
+TEST(NcclTestsParser, AFallbackTheColumnsRuleOutIsNotRead) {
+  const char* text =
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "    67108864       2097152     float    none      -1   345.54  194.21  169.93      0   345.54  194.21  169.93      0\n"
+      "   134217728       4194304     float    none      -1   681.09  197.06  172.43      0   681.09  197.06  172.43      0\n";
+  auto s = parse_nccl_tests(text, "paste.txt");
+  EXPECT_TRUE(s.collective == Collective::all_gather || s.collective == Collective::all_to_all)
+      << comm::to_string(s.collective);
+  EXPECT_EQ(s.ranks, 8) << all_warnings(s);
+  EXPECT_TRUE(has_warning(s, "cannot tell the collective")) << all_warnings(s);
+}
+
+// A launcher and its program on lines joined by '\\' (as pasted from a script, here quoted in markdown): one
+// command line, numbered by its first line.
+TEST(NcclTestsParser, ACommandContinuedOverLinesIsReadWhole) {
+  const char* text =
+      "> mpirun --hostfile ~/hostfile \\\n"
+      ">    -np 16 \\\n"
+      ">    /opt/nccl-tests/build/broadcast_perf -b 64M -e 64M -g 1\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+      "    67108864      16777216     float    none       0   345.54  194.21  194.21      0   345.54  194.21  194.21      0\n";
+  auto s = parse_nccl_tests(text, "paste.md");
+  EXPECT_EQ(s.collective, Collective::broadcast);
+  EXPECT_EQ(s.ranks, 16) << all_warnings(s);
+  EXPECT_TRUE(has_warning(s, "line 1: ranks: no device list; 16 taken from this command line (16 processes × 1 GPU(s)"))
+      << all_warnings(s);
+}
+
 TEST(NcclTestsParser, DuplicatedPreambleOfNonMpiBuild) {
   const char* text =
       "mpirun -np 2 ./all_reduce_perf -b 1250M -e 1250M -g 1\n"
