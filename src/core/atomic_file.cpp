@@ -14,11 +14,11 @@
 #include <filesystem>
 #include <iterator>
 #include <optional>
-#include <utility>
-#include <string_view>
-#include <vector>
-#include <streambuf>
 #include <ostream>
+#include <streambuf>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -66,6 +66,52 @@ class DescriptorBuffer : public std::streambuf {
   int error_ = 0;
 };
 
+/// While it lives, SIGXFSZ is ignored: a file past RLIMIT_FSIZE (`ulimit -f`, set by some batch schedulers)
+/// then fails its write with EFBIG, which the writers report and recover from, instead of killing the process
+/// with a half-written temporary file left behind. Main thread only (sigaction is process-wide).
+class FileSizeSignalIgnored {
+ public:
+  FileSizeSignalIgnored() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    installed_ = sigaction(SIGXFSZ, &ignore, &previous_) == 0;
+  }
+  ~FileSizeSignalIgnored() {
+    if (installed_) sigaction(SIGXFSZ, &previous_, nullptr);
+  }
+  FileSizeSignalIgnored(const FileSizeSignalIgnored&) = delete;
+  FileSizeSignalIgnored& operator=(const FileSizeSignalIgnored&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+  bool installed_ = false;
+};
+
+/// The process's umask, read without changing it (/proc/self/status, Linux 4.7+); else by setting and restoring it.
+mode_t current_umask() {
+  std::FILE* status = std::fopen("/proc/self/status", "re");
+  if (status != nullptr) {
+    char line[256];
+    unsigned mask = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, status) != nullptr) found = std::sscanf(line, "Umask: %o", &mask) == 1;
+    std::fclose(status);
+    if (found) return static_cast<mode_t>(mask);
+  }
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  return mask;
+}
+
+/// The permission bits a result written at `path` gets: those of the file it replaces, else a new file's
+/// (0666 less the umask), so that a private result stays private.
+mode_t result_file_mode(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 0777;
+  return 0666 & ~current_umask();
+}
+
 std::string directory_of(const std::string& path) {
   std::filesystem::path p(path);
   auto dir = p.parent_path();
@@ -100,7 +146,7 @@ std::string resolve_output_link(const std::string& path) {
     p = target.is_absolute() ? target : p.parent_path() / target;
   }
   throw Error("output path '" + path + "' is a chain of more than 40 symbolic links (a loop?)",
-              "point --out at a regular file or a link to one");
+              "point the output at a regular file or a link to one");
 }
 
 namespace {
@@ -160,7 +206,7 @@ namespace {
 /// check_output_path_writable's checks; `before_run` adds those that only make sense before a run: the free-space
 /// floor (a small result may still fit at the end) and stdout or stderr being the output.
 void check_output_target(const std::string& given_path, bool before_run) {
-  if (given_path.empty()) throw Error("output path is empty", "pass a file name, e.g. --out result.json");
+  if (given_path.empty()) throw Error("output path is empty", "pass a file name, e.g. result.json");
   const std::string path = resolve_output_link(given_path);  // where the result will go
   struct stat st {};
   const bool exists = stat(path.c_str(), &st) == 0;
@@ -177,7 +223,7 @@ void check_output_target(const std::string& given_path, bool before_run) {
   // rename() would replace a device, FIFO or socket by the result file (as root even /dev/null).
   if (exists && !S_ISREG(st.st_mode))
     throw Error("output path '" + path + "' is not a regular file (a device, FIFO or socket)",
-                "pass the name of a regular file, e.g. --out result.json");
+                "pass the name of a regular file, e.g. result.json");
   if (path.size() >= PATH_MAX)
     throw Error(fmt::format("output path is {} bytes long: more than the system allows ({})", path.size(), PATH_MAX - 1),
                 "choose a shorter path");
@@ -263,6 +309,8 @@ void write_file_atomically_streamed(const std::string& given_path, const std::fu
   const std::string path = resolve_output_link(given_path);
   check_output_path_at_write(path);
   const DeferredStopSignals hold;  // a Ctrl-C now ends the process once the file is whole, not half-way
+  const FileSizeSignalIgnored too_large_is_an_error;
+  const mode_t mode = result_file_mode(path);
   std::string tmp = temporary_file_template(path);
   int fd = mkstemp(tmp.data());
   if (fd < 0)
@@ -289,8 +337,8 @@ void write_file_atomically_streamed(const std::string& given_path, const std::fu
     if (buffer.error() != 0) fail_with("write", buffer.error());
     if (!out) fail_with("write", EIO);  // the writer set failbit itself
   }
-  // Mode 0644 like a normal file rather than mkstemp's 0600.
-  if (fchmod(fd, 0644) != 0) fail("chmod");
+  // The mode of the file it replaces, or a new file's under the umask, rather than mkstemp's 0600.
+  if (fchmod(fd, mode) != 0) fail("chmod");
   if (fsync(fd) != 0) fail("fsync");
   const int closed = close(fd);
   fd = -1;
@@ -344,6 +392,7 @@ std::string OutputFile::write(std::string_view content) const {
 }
 
 void OutputFile::keep_elsewhere(std::string_view content, const Error& failure) const {
+  const FileSizeSignalIgnored too_large_is_an_error;  // the fallback may be past RLIMIT_FSIZE too
   const char* tmpdir = std::getenv("TMPDIR");
   const std::string name = sibling_name();
   std::vector<std::string> places;
@@ -351,7 +400,7 @@ void OutputFile::keep_elsewhere(std::string_view content, const Error& failure) 
   places.push_back((std::filesystem::path("/tmp") / name).string());
   for (const auto& place : places) {
     // A fresh file, never through a link nor over another's: a shared /tmp is where others can plant them.
-    const int fd = ::open(place.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int fd = ::open(place.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);  // umask applies
     if (fd < 0) continue;
     bool ok = write_all(fd, content) && ::fsync(fd) == 0;
     ok = ::close(fd) == 0 && ok;

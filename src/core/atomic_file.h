@@ -15,7 +15,9 @@ class Error;
 /// Writes `content` to `path` through a temporary file in the same directory (temporary_file_template), fsync
 /// and rename(2), so an interrupted run never leaves a half-written result: SIGINT, SIGTERM, SIGHUP and SIGQUIT
 /// that would end the process meanwhile are held until the file is complete (DeferredStopSignals). A `path` that
-/// is a symbolic link is written where it points, and stays a link. Creates no directories.
+/// is a symbolic link is written where it points, and stays a link. The file keeps the permission bits of the
+/// file it replaces, or gets a new file's (0666 less the umask). A file past RLIMIT_FSIZE fails with EFBIG (SIGXFSZ
+/// is ignored meanwhile) like any failed write. Creates no directories.
 /// Throws core::Error naming the path and errno text when the directory is missing or not writable
 /// or the disk is full; the temporary file is removed on failure.
 void write_file_atomically(const std::string& path, std::string_view content);

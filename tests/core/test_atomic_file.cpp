@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,6 +68,52 @@ TEST(AtomicFile, AStreamedWriterThatThrowsLeavesTheOldFileAndNoTemporary) {
                                                                   throw Error("the writer failed");
                                                                 }),
                Error);
+  EXPECT_EQ(read_all(path), "old");
+  int files = 0;
+  for (auto& e : fs::directory_iterator(dir)) { (void)e; ++files; }
+  EXPECT_EQ(files, 1) << "the temporary file must be removed";
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, AResultKeepsTheModeOfTheFileItReplacesOrTheUmasks) {
+  auto dir = fresh_dir("atomic_mode");
+  const auto mode_of = [](const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? (st.st_mode & 0777) : 0777u + 1;
+  };
+  const mode_t old_mask = ::umask(077);
+  write_file_atomically((dir / "private.json").string(), "x");  // a new file under umask 077: 0600
+  ::umask(old_mask);
+  EXPECT_EQ(mode_of(dir / "private.json"), 0600u);
+  write_file_atomically((dir / "shared.json").string(), "x");
+  ::chmod((dir / "shared.json").c_str(), 0640);
+  write_file_atomically((dir / "shared.json").string(), "y");  // replaced: keeps 0640 whatever the umask
+  EXPECT_EQ(mode_of(dir / "shared.json"), 0640u);
+  fs::remove_all(dir);
+}
+
+// RLIMIT_FSIZE with SIGXFSZ at its default (which ends the process): the write fails with EFBIG instead, the old
+// file stays and no temporary is left. In a child, whose limit ends with it.
+TEST(AtomicFile, AFileSizeLimitIsAnErrorNotADeath) {
+  auto dir = fresh_dir("atomic_fsize");
+  const auto path = (dir / "r.json").string();
+  write_file_atomically(path, "old");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_DFL);
+    struct rlimit limit {4096, 4096};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      write_file_atomically(path, std::string(1 << 20, 'x'));
+    } catch (const Error& e) {
+      _exit(std::string(e.what()).find("File too large") != std::string::npos ? 0 : 3);
+    }
+    _exit(2);  // no error at all
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(read_all(path), "old");
   int files = 0;
   for (auto& e : fs::directory_iterator(dir)) { (void)e; ++files; }

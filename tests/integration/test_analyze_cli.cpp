@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -211,6 +215,19 @@ TEST(AnalyzeCli, UnusableBaselineOrTimelinePathFailsLoudly) {
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("--timeline: output directory '/nonexistent-dir' does not exist"), std::string::npos)
       << r.output;
+  // The same mistakes as with --out get the same exit status 2: no name, or the file stdout is redirected to.
+  const auto unnamed = run_cli("analyze --timeline '' " + quote(rank));
+  EXPECT_EQ(unnamed.status, 2) << unnamed.output;
+  EXPECT_NE(unnamed.output.find("needs a file name"), std::string::npos) << unnamed.output;
+  write(dir / "t.json", "old");
+  const std::string redirected = std::string(SCALESCOPE_EXE) + " analyze " + quote(rank) + " --timeline " +
+                                 quote(dir / "t.json") + " > " + quote(dir / "t.json") + " 2> " + quote(dir / "err.txt");
+  const int raw = std::system(redirected.c_str());
+  EXPECT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 2) << raw;
+  std::ifstream err_in(dir / "err.txt");
+  const std::string err((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("--timeline: output path"), std::string::npos) << err;
+  EXPECT_NE(err.find("is where standard output goes"), std::string::npos) << err;
   // A link whose target is in a missing directory is checked where it leads, before anything is read.
   fs::create_symlink("/nonexistent-dir/t.json", dir / "link.json");
   const auto linked = run_cli("analyze --timeline " + quote(dir / "link.json") + " " + quote(rank));

@@ -91,3 +91,34 @@ TEST(CommCli, ForeignOrMissingFilesFailWithTheReason) {
   EXPECT_EQ(run_cli("comm --from x --expect -3").status, 2);
   fs::remove_all(dir);
 }
+
+// Flags that shape a live run mean nothing to a saved output: refused (exit 2) rather than ignored, and `-o r.json`
+// (the reduction op in `comm`, --out in `analyze`) points at --out.
+TEST(CommCli, LiveFlagsWithFromAreRefused) {
+  auto dir = scratch_dir("comm_live_flags");
+  std::ofstream(dir / "ar.txt") << kOutput;
+  auto r = run_cli("comm --from " + (dir / "ar.txt").string() + " -o " + (dir / "r.json").string() + " -g 8 -b 1M");
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "--from reads a saved output, so -g, -b, -o (which shape a live run) would be ignored");
+  expect_mentions(r.output, "write the report with --out FILE");
+  EXPECT_FALSE(fs::exists(dir / "r.json"));
+  r = run_cli("comm --from " + (dir / "ar.txt").string() + " -d half");
+  EXPECT_EQ(r.status, 2) << r.output;
+  expect_mentions(r.output, "so -d (which shape a live run)");
+  // --collective and --expect do apply to a saved output.
+  r = run_cli("comm --from " + (dir / "ar.txt").string() + " --collective all_reduce --expect 400 -q");
+  EXPECT_EQ(r.status, 0) << r.output;
+  fs::remove_all(dir);
+}
+
+// Two tables in one text: each warning names the table it is about (the source with its lines).
+TEST(CommCli, WarningsOfSeveralTablesNameTheirTable) {
+  auto dir = scratch_dir("comm_two_tables");
+  std::ofstream(dir / "ar.txt") << kOutput << kOutput;
+  auto r = run_cli("comm --from " + (dir / "ar.txt").string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_mentions(r.output, "scalescope: warning: nccl-tests (ar.txt, lines 1–12): line 1: ranks: "
+                            "no device list; 8 taken from this command line");
+  expect_mentions(r.output, "scalescope: warning: nccl-tests (ar.txt, lines 13–24): line 13: ");
+  fs::remove_all(dir);
+}

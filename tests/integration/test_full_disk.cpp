@@ -12,7 +12,6 @@
 #include <string>
 
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli_runner.h"
 
@@ -151,24 +150,25 @@ TEST(FullDisk, AResultThatDoesNotFitIsKeptInTmpdir) {
   fs::remove_all(dir);
 }
 
-// With $TMPDIR and /tmp full as well, the result is printed on stderr rather than lost.
+// With $TMPDIR full as well and the /tmp name taken, the result is printed on stderr rather than lost. /tmp is not
+// covered by a tmpfs (the checkout, and so this test's files, may be under it): a file planted at the fallback name
+// NAME.PID.EXT (the pid is the shell's, which execs scalescope) makes that place fail as a full one would.
 TEST(FullDisk, AResultWithNowhereToGoIsPrintedOnStderr) {
   SKIP_WITHOUT_SMALL_DISK();
-  // Not under /tmp, which the namespace covers: in the working directory (build/tests under ctest).
-  const auto dir = fs::absolute("scalescope_test_full_disk_stderr_" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  const auto mnt = dir / "mnt", table = dir / "sweep.txt";
+  const auto dir = scratch_dir("full_disk_stderr");
+  const auto mnt = dir / "mnt", table = dir / "sweep.txt", pid_file = dir / "pid";
   fs::create_directories(mnt);
   write_nccl_tests_table(table, 3000);
-  // /tmp gets a 4 KiB tmpfs of its own inside the namespace: the fallback finds no room there either.
-  const auto r = run_unshared("mount -t tmpfs -o size=1536k tmpfs " + quote(mnt) + " || exit 99\n" +
-                                  "mount -t tmpfs -o size=4k tmpfs /tmp || exit 99\nTMPDIR=" + quote(mnt) + " " +
-                                  SCALESCOPE_EXE + " comm --from " + quote(table) + " --collective all_reduce --out " +
-                                  quote(mnt / "r.json") + " > /dev/null 2> " + quote(dir / "stderr.txt") +
-                                  "\necho \"exit $?\"\n" + list_after(mnt) + "\n" + list_after("/tmp"),
+  const std::string run = "echo $$ > " + quote(pid_file) + "; : > /tmp/r.$$.json; TMPDIR=" + quote(mnt) + " exec " +
+                          SCALESCOPE_EXE + " comm --from " + quote(table) + " --collective all_reduce --out " +
+                          quote(mnt / "r.json");
+  const auto r = run_unshared("mount -t tmpfs -o size=1536k tmpfs " + quote(mnt) + " || exit 99\nsh -c '" + run +
+                                  "' > /dev/null 2> " + quote(dir / "stderr.txt") + "\necho \"exit $?\"\n" +
+                                  "planted=/tmp/r.$(cat " + quote(pid_file) + ").json; [ -s \"$planted\" ] && echo "
+                                  "'planted file written'; rm -f \"$planted\"\n" + list_after(mnt),
                               dir);
   EXPECT_NE(r.output.find("exit 1\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("planted file written"), std::string::npos) << r.output;
   EXPECT_EQ(listed(r.output, mnt), "") << r.output;
   std::ifstream in(dir / "stderr.txt");
   const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -264,6 +264,8 @@ int run(const AnalyzeFlags& f) {
   if (!f.timeline.empty()) {  // before reading anything: the analysis must not be lost to a bad output path
     try {
       core::check_output_path_writable(f.timeline);
+    } catch (const core::UsageError& e) {  // exit 2, as for --out (stdout redirected to it)
+      throw core::UsageError(std::string("--timeline: ") + e.what(), e.remedy());
     } catch (const core::Error& e) {  // exit 1, as a bad --out
       throw core::Error(std::string("--timeline: ") + e.what(), e.remedy());
     }
@@ -473,7 +475,8 @@ Action add_analyze_command(CLI::App& app) {
       ->check(CLI::IsMember({"gpu", "annotation"}))->capture_default_str();
   cmd->add_option("--timeline", flags->timeline,
                   "write the ranks' traces merged into one Chrome-trace JSON (compute and communication on separate "
-                  "tracks; opens in Perfetto)");
+                  "tracks; opens in Perfetto)")
+      ->check(output_file_check());
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
 }
 

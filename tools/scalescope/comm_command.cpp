@@ -227,8 +227,11 @@ int run(const CommFlags& f) {
   std::size_t wrong_rows = 0;
   for (const auto& sweep : sweeps) {
     const auto analysis = analyze::analyze_sweep(sweep, analysis_options(f));
-    // Warnings to stderr so stdout stays a table that nccl-tests parsers can read.
-    for (const auto& w : sweep.warnings) std::fprintf(stderr, "scalescope: warning: %s\n", w.c_str());
+    // Warnings to stderr so stdout stays a table that nccl-tests parsers can read. With several tables each warning
+    // names its table (its source gives its lines), and stdout is flushed first so each comes before its table.
+    std::fflush(stdout);
+    const std::string table = sweeps.size() > 1 ? sweep.source + ": " : "";
+    for (const auto& w : sweep.warnings) std::fprintf(stderr, "scalescope: warning: %s%s\n", table.c_str(), w.c_str());
     print_report(sweep, analysis);
     reports.push_back(analyze::comm_report_json(sweep, analysis));
     wrong_rows += sweep.rows_with_wrong_elements;
@@ -246,6 +249,22 @@ int run(const CommFlags& f) {
     return 1;
   }
   return 0;
+}
+
+/// `comm --from` reads a saved output: the flags that shape a live run would be silently ignored (and `-o r.json`
+/// there is the reduction op, not --out). Throws core::UsageError naming those given.
+void refuse_live_flags_with_from(const CLI::App& cmd, const std::string& op) {
+  std::string given;
+  for (const char* name : {"--backend", "-g", "-b", "-e", "-i", "-f", "-n", "-w", "-c", "-d", "-o", "-r",
+                           "--no-per-iteration", "--timeout"})
+    if (cmd.count(name) > 0) given += (given.empty() ? "" : ", ") + std::string(name);
+  if (given.empty()) return;
+  const bool op_looks_like_a_file = cmd.count("-o") > 0 && (op.find('.') != std::string::npos || op.find('/') != std::string::npos);
+  throw core::UsageError(
+      fmt::format("--from reads a saved output, so {} (which shape a live run) would be ignored", given),
+      op_looks_like_a_file ? "write the report with --out FILE: in `comm`, -o is the reduction op, as in nccl-tests"
+                           : "drop them; the sizes, type, op and rank count come from the text (name the collective "
+                             "with --collective when it does not say)");
 }
 
 }  // namespace
@@ -285,7 +304,11 @@ Action add_comm_command(CLI::App& app) {
       ->check(number_check(false));
   cmd->add_option("--out", flags->out, "write the report as JSON (schema scalescope.comm/1) to this file (atomically)")
       ->check(output_file_check());
-  return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
+  return [cmd, flags] {
+    if (!cmd->parsed()) return -1;
+    if (!flags->from.empty()) refuse_live_flags_with_from(*cmd, flags->op);
+    return run(*flags);
+  };
 }
 
 }  // namespace scalescope::cli
