@@ -628,7 +628,7 @@ class Parser {
     std::uint64_t n = 0;
     const bool cut_here = last_line_cut_ && is_last_line(number);
     if (in_table_ && (parse_u64(tok[0], n) || parse_number(tok[0])))
-      warn(number, fmt::format("{}: '{}' skipped", cut_here ? "the text ends inside a row before its type" : "looks like a result row but has no size, count and type", shorten(content)));
+      warn(number, fmt::format("{}: '{}' skipped", cut_here ? "the text ends inside a row before its type" : "looks like a result row but lacks its type or values", shorten(content)));
     else if (in_table_)
       warn(number, fmt::format("not a result row inside the table: '{}' skipped", shorten(content)));
   }

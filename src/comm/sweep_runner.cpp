@@ -130,7 +130,9 @@ std::vector<analyze::Sweep> run_sweeps(BenchBackend& b, const SweepConfig& cfg,
             row.size_bytes = measured;
             row.count = count;
             row.type = type;
-            if (has_red_op(coll)) row.redop = op;
+            // nccl-tests' sendrecv_perf prints the op it was given (sum by default) though nothing is reduced; its
+            // layout is kept so that the table reads back (comm --from) and parses as nccl-tests' does.
+            if (has_red_op(coll) || coll == Collective::send_recv) row.redop = op;
             row.root = has_root(coll) ? root : -1;
             for (bool in_place : {false, true}) {
               BenchCase c = base;

@@ -495,6 +495,9 @@ TEST(CliErrors, DoctorKeepsWhatWasMeasuredWhenAWorldSizeFails) {
   auto r = run_cli("doctor --world-sizes 1,2 --internal-fault 1:0:exit --out " + out.string() + kQuick);
   EXPECT_EQ(r.status, 1) << r.output;
   expect_mentions(r.output, "incomplete: world size 2 failed");
+  // On stderr as well, as every failed run says it (the report line above is on stdout, which -q keeps too).
+  expect_mentions(r.output, "scalescope: error: doctor: world size 2 failed");
+  expect_mentions(r.output, "what to do: the world sizes measured before it are reported");
   ASSERT_TRUE(fs::exists(out));
   auto j = scalescope::testing::read_json(out);
   EXPECT_FALSE(j.at("complete").get<bool>());

@@ -99,12 +99,12 @@ TEST(CommCli, LiveFlagsWithFromAreRefused) {
   std::ofstream(dir / "ar.txt") << kOutput;
   auto r = run_cli("comm --from " + (dir / "ar.txt").string() + " -o " + (dir / "r.json").string() + " -g 8 -b 1M");
   EXPECT_EQ(r.status, 2) << r.output;
-  expect_mentions(r.output, "--from reads a saved output, so -g, -b, -o (which shape a live run) would be ignored");
+  expect_mentions(r.output, "--from reads a saved output, so flags that shape a live run would be ignored: -g, -b, -o");
   expect_mentions(r.output, "write the report with --out FILE");
   EXPECT_FALSE(fs::exists(dir / "r.json"));
   r = run_cli("comm --from " + (dir / "ar.txt").string() + " -d half");
   EXPECT_EQ(r.status, 2) << r.output;
-  expect_mentions(r.output, "so -d (which shape a live run)");
+  expect_mentions(r.output, "would be ignored: -d\n");
   // --collective and --expect do apply to a saved output.
   r = run_cli("comm --from " + (dir / "ar.txt").string() + " --collective all_reduce --expect 400 -q");
   EXPECT_EQ(r.status, 0) << r.output;

@@ -66,6 +66,10 @@ TEST(CommLive, ItsOwnOutputOfEveryCollectiveReadsBackTableByTable) {
   std::ofstream(dir / "all.txt") << r.output;
   auto back = run_cli("comm --from " + (dir / "all.txt").string() + " --out " + (dir / "back.json").string());
   ASSERT_EQ(back.status, 0) << back.output.substr(0, 4000);
+  // Every table reads as what it is: send_recv prints an op, as nccl-tests' sendrecv_perf does, or its columns would
+  // fit none of the seven collectives.
+  EXPECT_EQ(back.output.find("fit none of the seven"), std::string::npos) << back.output.substr(0, 4000);
+  EXPECT_EQ(back.output.find("but the columns fit"), std::string::npos) << back.output.substr(0, 4000);
   const auto j = read_json(dir / "back.json");
   EXPECT_EQ(j["schema"], "scalescope.comm/1");
   ASSERT_EQ(j["reports"].size(), 7u);  // all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, send_recv

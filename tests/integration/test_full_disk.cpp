@@ -184,6 +184,32 @@ TEST(FullDisk, AResultWithNowhereToGoIsPrintedOnStderr) {
   fs::remove_all(dir);
 }
 
+// Under a file-size limit (`ulimit -f`) with SIGXFSZ at its default, a result past it, its fallbacks and even the
+// error line on a stderr that is such a file fail like writes to a full disk: exit 1, never a death by SIGXFSZ.
+// No mount needed: this one runs everywhere.
+TEST(FullDisk, AFileSizeLimitIsAFailedRunNotADeath) {
+  const auto dir = scratch_dir("full_disk_fsize");
+  const auto table = dir / "sweep.txt", tmp = dir / "tmp";
+  fs::create_directories(tmp);
+  write_nccl_tests_table(table, 3000);
+  // ulimit -f counts 512-byte blocks in dash and 1024-byte ones in bash: 16 is 8 or 16 KiB, far below the ~1.9 MB.
+  const std::string cmd = "cd " + quote(dir) + " && trap - XFSZ; ulimit -f 16 && TMPDIR=" + quote(tmp) + " " +
+                          SCALESCOPE_EXE + " comm --from " + quote(table) + " --collective all_reduce --out r.json "
+                          "> out.txt 2> err.txt; echo \"exit $?\" > " + quote(dir / "status.txt");
+  std::ofstream(dir / "script.sh") << cmd << "\n";
+  ASSERT_EQ(std::system(("sh " + quote(dir / "script.sh")).c_str()), 0);
+  std::ifstream status_in(dir / "status.txt"), err_in(dir / "err.txt");
+  const std::string status((std::istreambuf_iterator<char>(status_in)), std::istreambuf_iterator<char>());
+  const std::string err((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(status, "exit 1\n") << err.substr(0, 2000);
+  // stderr is past the limit too: what fits of it is the announcement and the start of the JSON.
+  EXPECT_NE(err.find("scalescope: the result could not be written to 'r.json'"), std::string::npos) << err.substr(0, 2000);
+  EXPECT_FALSE(fs::exists(dir / "r.json"));
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  fs::remove_all(dir);
+}
+
 // A merged timeline larger than the room left: exit 1 naming the disk, the analysis itself still reported and
 // written (--out elsewhere), and no partial timeline or temporary file on the full disk.
 TEST(FullDisk, ATimelineThatDoesNotFitLeavesNothingHalfWritten) {

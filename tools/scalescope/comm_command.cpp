@@ -261,7 +261,7 @@ void refuse_live_flags_with_from(const CLI::App& cmd, const std::string& op) {
   if (given.empty()) return;
   const bool op_looks_like_a_file = cmd.count("-o") > 0 && (op.find('.') != std::string::npos || op.find('/') != std::string::npos);
   throw core::UsageError(
-      fmt::format("--from reads a saved output, so {} (which shape a live run) would be ignored", given),
+      fmt::format("--from reads a saved output, so flags that shape a live run would be ignored: {}", given),
       op_looks_like_a_file ? "write the report with --out FILE: in `comm`, -o is the reduction op, as in nccl-tests"
                            : "drop them; the sizes, type, op and rank count come from the text (name the collective "
                              "with --collective when it does not say)");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +119,10 @@ int main(int argc, char** argv) {
       }
       stdout_closed = stdout_closed || fd == 1;
     }
+  // Under a file-size limit (`ulimit -f`, batch schedulers), a write past it would kill the process by SIGXFSZ
+  // mid-way: a result, its fallback on stderr, or the error line itself when stderr is such a file. Ignored, the
+  // write fails with EFBIG, which is reported and recovered from like a full disk (and so in the ranks started).
+  std::signal(SIGXFSZ, SIG_IGN);
   // A relative TMPDIR names another directory in every process that changes directory (Open MPI's daemons look
   // for "/reltmp/…"): made absolute once, for this process and the ranks it starts.
   if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir != nullptr && *tmpdir != '\0' && *tmpdir != '/') {
