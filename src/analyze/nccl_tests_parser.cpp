@@ -1023,13 +1023,10 @@ class Parser {
         warn(fmt::format("read as {} as the caller said, but the columns fit {}", comm::to_string(chosen), fit_text()));
     } else if (fits.size() == 1) {
       chosen = fits.front();
-    } else if (!fits.empty() && std::find(fits.begin(), fits.end(), chosen) == fits.end()) {
-      // The fallback cannot have printed these columns: one that can is a better guess, and its rank count holds.
-      chosen = fits.front();
-      warn(fmt::format("cannot tell the collective: the text names no nccl-tests program and the columns fit {}; "
-                       "read as {} (name it explicitly, e.g. --collective)",
-                       fit_text(), comm::to_string(chosen)));
     } else {
+      // A fallback that cannot have printed these columns gives way to one that can: a better guess, whose rank
+      // count then holds.
+      if (!fits.empty() && std::find(fits.begin(), fits.end(), chosen) == fits.end()) chosen = fits.front();
       warn(fmt::format("cannot tell the collective: the text names no nccl-tests program and the columns fit {}; "
                        "read as {} (name it explicitly, e.g. --collective)",
                        fit_text(), comm::to_string(chosen)));

@@ -27,7 +27,6 @@
 namespace scalescope::core {
 namespace {
 
-
 /// A std::streambuf over an open descriptor, through write_all (EINTR, short writes) with a 1 MiB buffer. The
 /// first failed write keeps its errno and fails every later flush, so the stream's badbit reports it.
 class DescriptorBuffer : public std::streambuf {
@@ -316,9 +315,13 @@ void write_file_atomically_streamed(const std::string& given_path, const std::fu
   if (fd < 0)
     throw Error("cannot create a temporary file beside '" + path + "': " + std::strerror(errno),
                 "check that the directory is writable and the disk has room");
-  const auto fail_with = [&](const char* what, int err) {
+  const auto discard = [&] {  // on every failure: nothing half-written stays beside the result
     if (fd >= 0) close(fd);
+    fd = -1;
     unlink(tmp.c_str());
+  };
+  const auto fail_with = [&](const char* what, int err) {
+    discard();
     throw Error(std::string("cannot write '") + path + "' (" + what + "): " + std::strerror(err),
                 "check free disk space and permissions; nothing was written");
   };
@@ -329,8 +332,7 @@ void write_file_atomically_streamed(const std::string& given_path, const std::fu
     try {
       write_content(out);
     } catch (...) {
-      close(fd);
-      unlink(tmp.c_str());
+      discard();
       throw;
     }
     out.flush();
@@ -344,8 +346,8 @@ void write_file_atomically_streamed(const std::string& given_path, const std::fu
   fd = -1;
   if (closed != 0) fail("close");
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
+    const int err = errno;
+    discard();
     throw Error("cannot move the result into '" + path + "': " + std::strerror(err), "check permissions");
   }
 }
