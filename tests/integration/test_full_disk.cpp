@@ -28,6 +28,11 @@ struct ShellRun {
   std::string output;
 };
 
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 /// Runs `script` with /bin/sh in a private mount namespace; stdout and stderr together.
 ShellRun run_unshared(const std::string& script, const fs::path& dir) {
   const auto script_file = dir / "script.sh", log = dir / "log.txt";
@@ -36,16 +41,23 @@ ShellRun run_unshared(const std::string& script, const fs::path& dir) {
   const int raw = std::system(cmd.c_str());
   ShellRun r;
   r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  std::ifstream in(log);
-  r.output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  r.output = read_text(log);
   return r;
 }
+
+/// The script line that mounts a tmpfs of `size` ("768k", "8m") at `mnt`, ending the script (exit 99) if it cannot.
+std::string mount_tmpfs(const fs::path& mnt, const std::string& size) {
+  return "mount -t tmpfs -o size=" + size + " tmpfs " + quote(mnt) + " || exit 99\n";
+}
+
+/// The script line that prints the last command's exit status as "exit N", for the test to find.
+const std::string kEchoExit = "\necho \"exit $?\"\n";
 
 /// Empty when this process may mount a tmpfs in a mount namespace of its own, else why not.
 std::string why_no_small_disk() {
   const auto dir = scratch_dir("full_disk_probe");
   fs::create_directories(dir / "mnt");
-  const auto r = run_unshared("mount -t tmpfs -o size=64k tmpfs " + quote(dir / "mnt") + " && echo mounted", dir);
+  const auto r = run_unshared(mount_tmpfs(dir / "mnt", "64k") + "echo mounted", dir);
   fs::remove_all(dir);
   if (r.output.find("mounted") != std::string::npos) return "";
   return "cannot mount a small tmpfs in a private mount namespace here (needs root or CAP_SYS_ADMIN and "
@@ -109,10 +121,10 @@ TEST(FullDisk, AnOutDirectoryWithoutRoomIsRefusedBeforeTheRun) {
   const auto dir = scratch_dir("full_disk_before");
   const auto mnt = dir / "mnt";
   fs::create_directories(mnt);
-  const auto r = run_unshared("mount -t tmpfs -o size=768k tmpfs " + quote(mnt) + " || exit 99\n" +
+  const auto r = run_unshared(mount_tmpfs(mnt, "768k") +
                                   SCALESCOPE_EXE + " train --backend cpu --model mlp-1m --batch 4 --warmup-rounds 0 "
                                   "--rounds 1 --steps-per-round 2 -q --out " + quote(mnt / "r.json") +
-                                  "\necho \"exit $?\"\n" + list_after(mnt),
+                                  kEchoExit + list_after(mnt),
                               dir);
   EXPECT_NE(r.output.find("exit 1\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("KiB free: the result may not fit when the run ends"), std::string::npos) << r.output;
@@ -130,10 +142,10 @@ TEST(FullDisk, AResultThatDoesNotFitIsKeptInTmpdir) {
   fs::create_directories(mnt);
   fs::create_directories(tmp);
   write_nccl_tests_table(table, 3000);  // ~1.9 MB of JSON for 1.5 MiB of room
-  const auto r = run_unshared("mount -t tmpfs -o size=1536k tmpfs " + quote(mnt) + " || exit 99\nTMPDIR=" +
+  const auto r = run_unshared(mount_tmpfs(mnt, "1536k") + "TMPDIR=" +
                                   quote(tmp) + " " + SCALESCOPE_EXE + " comm --from " + quote(table) +
                                   " --collective all_reduce --out " + quote(mnt / "r.json") +
-                                  " > /dev/null\necho \"exit $?\"\n" + list_after(mnt),
+                                  " > /dev/null" + kEchoExit + list_after(mnt),
                               dir);
   EXPECT_NE(r.output.find("exit 1\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
@@ -162,16 +174,15 @@ TEST(FullDisk, AResultWithNowhereToGoIsPrintedOnStderr) {
   const std::string run = "echo $$ > " + quote(pid_file) + "; : > /tmp/r.$$.json; TMPDIR=" + quote(mnt) + " exec " +
                           SCALESCOPE_EXE + " comm --from " + quote(table) + " --collective all_reduce --out " +
                           quote(mnt / "r.json");
-  const auto r = run_unshared("mount -t tmpfs -o size=1536k tmpfs " + quote(mnt) + " || exit 99\nsh -c '" + run +
-                                  "' > /dev/null 2> " + quote(dir / "stderr.txt") + "\necho \"exit $?\"\n" +
+  const auto r = run_unshared(mount_tmpfs(mnt, "1536k") + "sh -c '" + run +
+                                  "' > /dev/null 2> " + quote(dir / "stderr.txt") + kEchoExit +
                                   "planted=/tmp/r.$(cat " + quote(pid_file) + ").json; [ -s \"$planted\" ] && echo "
                                   "'planted file written'; rm -f \"$planted\"\n" + list_after(mnt),
                               dir);
   EXPECT_NE(r.output.find("exit 1\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("planted file written"), std::string::npos) << r.output;
   EXPECT_EQ(listed(r.output, mnt), "") << r.output;
-  std::ifstream in(dir / "stderr.txt");
-  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string err = read_text(dir / "stderr.txt");
   const auto follows = err.find(": it follows on stderr\n");
   ASSERT_NE(follows, std::string::npos) << err.substr(0, 2000);
   EXPECT_NE(err.find("the result was printed on stderr instead"), std::string::npos) << err.substr(err.size() - 2000);
@@ -198,9 +209,7 @@ TEST(FullDisk, AFileSizeLimitIsAFailedRunNotADeath) {
                           "> out.txt 2> err.txt; echo \"exit $?\" > " + quote(dir / "status.txt");
   std::ofstream(dir / "script.sh") << cmd << "\n";
   ASSERT_EQ(std::system(("sh " + quote(dir / "script.sh")).c_str()), 0);
-  std::ifstream status_in(dir / "status.txt"), err_in(dir / "err.txt");
-  const std::string status((std::istreambuf_iterator<char>(status_in)), std::istreambuf_iterator<char>());
-  const std::string err((std::istreambuf_iterator<char>(err_in)), std::istreambuf_iterator<char>());
+  const std::string status = read_text(dir / "status.txt"), err = read_text(dir / "err.txt");
   EXPECT_EQ(status, "exit 1\n") << err.substr(0, 2000);
   // stderr is past the limit too: what fits of it is the announcement and the start of the JSON.
   EXPECT_NE(err.find("scalescope: the result could not be written to 'r.json'"), std::string::npos) << err.substr(0, 2000);
@@ -218,9 +227,9 @@ TEST(FullDisk, ATimelineThatDoesNotFitLeavesNothingHalfWritten) {
   const auto mnt = dir / "mnt", trace = dir / "rank0.json";
   fs::create_directories(mnt);
   write_trace(trace, 30000);  // ~2.8 MB of timeline for 1.5 MiB of room
-  const auto r = run_unshared("mount -t tmpfs -o size=1536k tmpfs " + quote(mnt) + " || exit 99\n" +
+  const auto r = run_unshared(mount_tmpfs(mnt, "1536k") +
                                   SCALESCOPE_EXE + " analyze " + quote(trace) + " --out " + quote(dir / "a.json") +
-                                  " --timeline " + quote(mnt / "t.json") + "\necho \"exit $?\"\n" + list_after(mnt),
+                                  " --timeline " + quote(mnt / "t.json") + kEchoExit + list_after(mnt),
                               dir);
   EXPECT_NE(r.output.find("exit 1\n"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
@@ -237,9 +246,9 @@ TEST(FullDisk, ATmpdirWithoutRoomIsRefusedBeforeTheRanksStart) {
   const auto dir = scratch_dir("full_disk_tmpdir");
   const auto mnt = dir / "mnt";
   fs::create_directories(mnt);
-  const auto r = run_unshared("mount -t tmpfs -o size=8m tmpfs " + quote(mnt) + " || exit 99\nTMPDIR=" + quote(mnt) +
+  const auto r = run_unshared(mount_tmpfs(mnt, "8m") + "TMPDIR=" + quote(mnt) +
                                   " " + SCALESCOPE_EXE + " train --backend cpu --world-size 2 --model mlp-1m --batch 4 "
-                                  "--warmup-rounds 0 --rounds 1 --steps-per-round 2 -q\necho \"exit $?\"\n" +
+                                  "--warmup-rounds 0 --rounds 1 --steps-per-round 2 -q" + kEchoExit +
                                   list_after(mnt),
                               dir);
   EXPECT_EQ(r.output.find("exit 0\n"), std::string::npos) << r.output;

@@ -70,6 +70,12 @@ std::vector<T> parse_list(const std::string& flag, const std::string& text, Pars
   return {*v};
 }
 
+/// Whether an -o value is a file name rather than an op ("r.json", "out/r"): `-o` is --out in analyze and doctor,
+/// but the reduction op in `comm`, as in nccl-tests.
+bool op_looks_like_a_file_name(const std::string& op) {
+  return op.find('.') != std::string::npos || op.find('/') != std::string::npos;
+}
+
 runtime::CommJobConfig resolve(const CommFlags& f) {
   runtime::CommJobConfig c;
   c.backend = f.backend == "auto" ? (train::visible_gpu_count() > 0 ? train::BackendKind::gpu : train::BackendKind::cpu)
@@ -95,7 +101,7 @@ runtime::CommJobConfig resolve(const CommFlags& f) {
       [] { return std::vector<comm::DataType>{comm::DataType::f32, comm::DataType::f16, comm::DataType::bf16,
                                               comm::DataType::f64, comm::DataType::i32, comm::DataType::i8}; },
       "float, half, bfloat16, double, int32, int8");
-  if (f.op.find('.') != std::string::npos || f.op.find('/') != std::string::npos)  // a file name, meant for --out
+  if (op_looks_like_a_file_name(f.op))  // meant for --out
     throw core::UsageError(fmt::format("unknown op '{}': in `comm`, -o is the reduction op, as in nccl-tests", f.op),
                            "write the result with --out FILE; -o takes sum, prod, max, min, avg or all");
   s.ops = parse_list<comm::RedOp>(
@@ -259,10 +265,9 @@ void refuse_live_flags_with_from(const CLI::App& cmd, const std::string& op) {
                            "--no-per-iteration", "--timeout"})
     if (cmd.count(name) > 0) given += (given.empty() ? "" : ", ") + std::string(name);
   if (given.empty()) return;
-  const bool op_looks_like_a_file = cmd.count("-o") > 0 && (op.find('.') != std::string::npos || op.find('/') != std::string::npos);
   throw core::UsageError(
       fmt::format("--from reads a saved output, so flags that shape a live run would be ignored: {}", given),
-      op_looks_like_a_file ? "write the report with --out FILE: in `comm`, -o is the reduction op, as in nccl-tests"
+      cmd.count("-o") > 0 && op_looks_like_a_file_name(op) ? "write the report with --out FILE: in `comm`, -o is the reduction op, as in nccl-tests"
                            : "drop them; the sizes, type, op and rank count come from the text (name the collective "
                              "with --collective when it does not say)");
 }

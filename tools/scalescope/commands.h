@@ -25,4 +25,11 @@ inline void say_written(const std::string& path, const std::string& note = "") {
   std::fprintf(stderr, "wrote %s%s\n", path.c_str(), note.c_str());
 }
 
+/// "scalescope: error: WHAT" and, when there is one, "  what to do: REMEDY" on stderr: how every failed command says
+/// why, whether it ends by an exception (main) or returns 1 after keeping what it measured (doctor).
+inline void say_error(const std::string& what, const std::string& remedy) {
+  std::fprintf(stderr, "scalescope: error: %s\n", what.c_str());
+  if (!remedy.empty()) std::fprintf(stderr, "  what to do: %s\n", remedy.c_str());
+}
+
 }  // namespace scalescope::cli

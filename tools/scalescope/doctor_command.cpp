@@ -81,11 +81,11 @@ int run(const DoctorFlags& f) {
     say_written(f.out, report.complete() ? "" : " (incomplete)");
   }
   if (!report.complete()) {  // on stderr too, as every failed run says it, so that -q or a redirected stdout keeps it
-    std::fprintf(stderr, "scalescope: error: doctor: %s\n  what to do: %s\n", report.failure.c_str(),
-                 report.points.empty() ? "fix the cause above and rerun"
-                                       : "the world sizes measured before it are reported (and in --out, marked "
-                                         "incomplete); fix the cause above and rerun, or pass --world-sizes up to the "
-                                         "last that ran");
+    say_error("doctor: " + report.failure,
+              report.points.empty() ? "fix the cause above and rerun"
+                                    : "the world sizes measured before it are reported (and in --out, marked "
+                                      "incomplete); fix the cause above and rerun, or pass --world-sizes up to the "
+                                      "last that ran");
   }
   return report.complete() ? 0 : 1;
 }

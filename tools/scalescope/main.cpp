@@ -88,12 +88,10 @@ int run_command_line(int argc, char** argv) {
     }
     return 2;
   } catch (const scalescope::core::UsageError& e) {
-    std::fprintf(stderr, "scalescope: error: %s\n", e.what());
-    if (!e.remedy().empty()) std::fprintf(stderr, "  what to do: %s\n", e.remedy().c_str());
+    scalescope::cli::say_error(e.what(), e.remedy());
     return 2;
   } catch (const scalescope::core::Error& e) {
-    std::fprintf(stderr, "scalescope: error: %s\n", e.what());
-    if (!e.remedy().empty()) std::fprintf(stderr, "  what to do: %s\n", e.remedy().c_str());
+    scalescope::cli::say_error(e.what(), e.remedy());
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "scalescope: error: out of memory\n  what to do: use a smaller --batch or model, or fewer ranks\n");
