@@ -233,8 +233,7 @@ nlohmann::json print_errors(const std::vector<std::pair<std::string, std::string
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [cause, remedy] : errors) {
     std::fflush(stdout);
-    std::fprintf(stderr, "scalescope: error: %s\n", cause.c_str());
-    if (!remedy.empty()) std::fprintf(stderr, "  what to do: %s\n", remedy.c_str());
+    say_error(cause, remedy);
     out.push_back({{"cause", analyze::to_valid_utf8(cause)}, {"remedy", analyze::to_valid_utf8(remedy)}});
   }
   return out;

@@ -203,8 +203,7 @@ int run_live(const CommFlags& f) {
     const std::string remedy = hook ? fmt::format("unset {}", comm::kEnvCorruptResult)
                                     : "rerun that size with NCCL_DEBUG=INFO; wrong results point at a broken link, "
                                       "GPU or library, not a slow one";
-    std::fprintf(stderr, "scalescope: error: the data check found %.0f wrong element(s) (see the #wrong columns)%s\n"
-                         "  what to do: %s\n", wrong, cause.c_str(), remedy.c_str());
+    say_error(fmt::format("the data check found {:.0f} wrong element(s) (see the #wrong columns){}", wrong, cause), remedy);
     return 1;
   }
   return 0;
@@ -247,11 +246,10 @@ int run(const CommFlags& f) {
     say_written(f.out);
   }
   if (wrong_rows > 0) {  // as a live run that finds wrong elements: a failed run
-    std::fprintf(stderr,
-                 "scalescope: error: %zu row(s) of '%s' report wrong elements (#wrong > 0): the run that wrote it "
-                 "failed its data check\n  what to do: rerun the test; wrong results point at a faulty GPU, link or "
-                 "NCCL build, not at slow communication\n",
-                 wrong_rows, f.from.c_str());
+    say_error(fmt::format("{} row(s) of '{}' report wrong elements (#wrong > 0): the run that wrote it failed its data "
+                          "check",
+                          wrong_rows, f.from),
+              "rerun the test; wrong results point at a faulty GPU, link or NCCL build, not at slow communication");
     return 1;
   }
   return 0;

@@ -147,9 +147,9 @@ int main(int argc, char** argv) {
     const std::string why = stdout_closed                    ? "it was closed when scalescope started"
                             : flush_failed && flush_errno != 0 ? std::strerror(flush_errno)
                                                                : "an earlier write to it failed";
-    std::fprintf(stderr, "scalescope: error: the report could not be written to standard output: %s\n"
-                         "  what to do: check where stdout goes (a full disk, a closed descriptor)%s\n",
-                 why.c_str(), status == 0 ? "" : "; the run had failed before that too");
+    scalescope::cli::say_error("the report could not be written to standard output: " + why,
+                               std::string("check where stdout goes (a full disk, a closed descriptor)") +
+                                   (status == 0 ? "" : "; the run had failed before that too"));
     return status == 0 ? 1 : status;
   }
   return status;
