@@ -10,8 +10,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/launch_env.h"
 #include "analyze/log_text.h"
 #include "analyze/nccl_tests_parser.h"
+#include "analyze/nccl_tests_preamble.h"
+#include "analyze/python_profile.h"
+#include "analyze/system_tools.h"
+#include "analyze/tables.h"
+#include "analyze/training_log.h"
 #include "analyze/watchdog.h"
 #include "core/error.h"
 #include "topo/smi_topo_parser.h"
@@ -76,8 +82,11 @@ bool has_watchdog_lines(std::string_view text) {
 const char* kLookedFor =
     "looked for a PyTorch profiler (Kineto) trace (JSON with traceEvents, schemaVersion or distributedInfo; "
     ".json.gz), NCCL debug log lines ('NCCL INFO', 'NCCL WARN'), PyTorch watchdog messages (WorkNCCL(…), "
-    "ProcessGroupNCCL), an nccl-tests results table (size … algbw busbw), an `nvidia-smi topo -m` matrix (GPU0 …) "
-    "and scalescope's own JSON (schema scalescope.*/1)";
+    "ProcessGroupNCCL), an nccl-tests output (size … algbw busbw, or its '# nThread' head and device list), an "
+    "`nvidia-smi topo -m` matrix (GPU0 …), scalescope's own JSON (schema scalescope.*/1), training-log lines "
+    "(framework warnings, it/s and step-time lines, NCCL errors), a launch command (torchrun, mpirun, python x.py), "
+    "NAME=value settings, a timing table or pair list, a cProfile listing, and lspci / nvidia-smi / kernel-log / "
+    "p2pBandwidthLatencyTest / ibstat output";
 
 }  // namespace
 
@@ -89,6 +98,13 @@ std::string_view to_string(InputKind k) {
     case InputKind::nccl_tests: return "nccl_tests";
     case InputKind::smi_topo: return "smi_topo";
     case InputKind::scalescope_json: return "scalescope_json";
+    case InputKind::nccl_tests_header: return "nccl_tests_header";
+    case InputKind::training_log: return "training_log";
+    case InputKind::launch_command: return "launch_command";
+    case InputKind::environment: return "environment";
+    case InputKind::measurement_table: return "measurement_table";
+    case InputKind::python_profile: return "python_profile";
+    case InputKind::system_tools: return "system_tools";
   }
   return "unknown";
 }
@@ -186,8 +202,10 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   }
   std::vector<std::string> how;
   std::string tests_error;
+  // The footer words too: the tail of a long output pasted without its header still ends with them.
   const bool tests_words = contains(text, "busbw") || contains(text, "algbw") || contains(text, "# nThread") ||
-                           contains(text, "Collective test starting");
+                           contains(text, "Collective test starting") || contains(text, "Avg bus bandwidth") ||
+                           contains(text, "Out of bounds values");
   if (tests_words) {
     try {
       (void)parse_nccl_tests_tables(text, std::string(name));
@@ -212,6 +230,41 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   if (has_watchdog_lines(text)) {
     d.kinds.push_back(InputKind::watchdog);
     how.push_back("PyTorch ProcessGroupNCCL watchdog messages");
+  }
+  if (!d.has(InputKind::nccl_tests) && looks_like_nccl_tests_preamble(text)) {
+    d.kinds.push_back(InputKind::nccl_tests_header);
+    how.push_back(tests_error.empty() ? "the head of an nccl-tests output (no result rows)"
+                                      : "the head of an nccl-tests output without result rows (the run failed or the paste was cut)");
+    tests_error.clear();
+  }
+  if (looks_like_training_log(text)) {
+    d.kinds.push_back(InputKind::training_log);
+    how.push_back("training-log lines");
+  }
+  const bool tests_text = d.has(InputKind::nccl_tests) || d.has(InputKind::nccl_tests_header);
+  // A training log reads the command lines inside it itself; read again as commands they would count twice.
+  if (!tests_text && !d.has(InputKind::training_log) && looks_like_command(text)) {
+    d.kinds.push_back(InputKind::launch_command);
+    how.push_back("a launch command");
+  }
+  if (looks_like_environment(text)) {
+    d.kinds.push_back(InputKind::environment);
+    how.push_back("NAME=value settings");
+  }
+  if (!tests_text && !d.has(InputKind::smi_topo) && !d.has(InputKind::nccl_log) && looks_like_measurement_table(text)) {
+    d.kinds.push_back(InputKind::measurement_table);
+    how.push_back("a table of measurements");
+  }
+  if (looks_like_python_profile(text)) {
+    d.kinds.push_back(InputKind::python_profile);
+    how.push_back("a Python (cProfile) profile");
+  }
+  if (auto tools = detect_system_tools(text); !tools.empty()) {
+    d.kinds.push_back(InputKind::system_tools);
+    std::string list;
+    for (const auto& t : tools) list += (list.empty() ? "" : ", ") + t;
+    how.push_back("output of " + list);
+    d.tools = std::move(tools);
   }
   if (!d.kinds.empty()) {
     for (const auto& h : how) d.reason += (d.reason.empty() ? "" : ", ") + h;

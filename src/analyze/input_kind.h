@@ -1,7 +1,9 @@
 #pragma once
 // What a file given to `scalescope analyze` is: a PyTorch profiler (Kineto) trace, an NCCL debug log, PyTorch
-// watchdog messages, an nccl-tests output, an `nvidia-smi topo -m` table, or one of scalescope's own JSON
-// reports — or none of them, with a message naming what was looked for. A text can be several at once (an
+// watchdog messages, an nccl-tests output (or its head without results), an `nvidia-smi topo -m` table, one of
+// scalescope's own JSON reports, a training log, a launch command, an environment dump, a timing table, a Python
+// profile, or the output of system tools (lspci, nvidia-smi, kernel log, p2pBandwidthLatencyTest, ibstat) — or none
+// of them, with a message naming what was looked for. A text can be several at once (an
 // nccl-tests run with NCCL_DEBUG=INFO, a training log holding NCCL lines and watchdog errors): every kind found
 // is listed, and each gets its analysis.
 
@@ -19,12 +21,20 @@ enum class InputKind {
   nccl_tests,       ///< an nccl-tests (rccl-tests, NCCL 1.x tests) results table
   smi_topo,         ///< `nvidia-smi topo -m`
   scalescope_json,  ///< scalescope.train/1, scalescope.doctor/1, scalescope.comm/1, scalescope.topo/1
+  nccl_tests_header,///< an nccl-tests output without result rows: its command, device list, failure lines
+  training_log,     ///< a training job's output: framework warnings, timing lines, distributed errors
+  launch_command,   ///< a launch command line (torchrun, mpirun, srun, python train.py …)
+  environment,      ///< NAME=value settings (env, export)
+  measurement_table,///< a timing / scaling / variant table or a pair list
+  python_profile,   ///< cProfile / pstats output
+  system_tools,     ///< lspci, nvidia-smi -q / nvlink / topo -p2p / -L, kernel log, p2pBandwidthLatencyTest, ibstat
 };
 std::string_view to_string(InputKind k);
 
 struct InputDetection {
   std::vector<InputKind> kinds;        ///< empty: not a recognised input (see `reason`)
   std::optional<std::string> schema;   ///< scalescope_json: the schema, e.g. "scalescope.doctor/1"
+  std::vector<std::string> tools;      ///< system_tools: which tools' output ("lspci", "nvidia-smi -q" …)
   bool gzip = false;                   ///< the file is gzip-compressed (only traces are accepted so)
   /// How the kinds were recognised ("'traceEvents' in the first 64 KiB"), or, when `kinds` is empty, why
   /// the file is not an input and what was looked for.
@@ -46,7 +56,11 @@ inline constexpr std::size_t kDetectionHeadBytes = 64 * 1024;
 ///     "ph" and "ts" (Chrome trace format, e.g. NCCL's profiler plugin)
 ///   * `nvidia-smi topo -m` (through topo::parse_smi_topo), nccl-tests output (through
 ///     analyze::parse_nccl_tests_tables, when the text has an nccl-tests header word: busbw, algbw, "# nThread",
-///     "Collective test starting"), NCCL log lines, watchdog messages (analyze::has_watchdog_messages).
+///     "Collective test starting"; without result rows, its head through looks_like_nccl_tests_preamble), NCCL log
+///     lines, watchdog messages (analyze::has_watchdog_messages);
+///   * the readers' own tests: looks_like_training_log, looks_like_command (not in nccl-tests texts, whose command
+///     lines the nccl-tests reader reads), looks_like_environment, looks_like_measurement_table (not in texts already
+///     read as nccl-tests, topology or NCCL logs), looks_like_python_profile, detect_system_tools.
 /// Throws nothing.
 InputDetection detect_input(std::string_view text, std::string_view name, bool complete);
 

@@ -662,6 +662,26 @@ class Parser {
       if (log_.net_devices.size() < 10000) log_.net_devices.push_back(std::move(d));
       return;
     }
+    // "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'" / "… Enabled for HCA 1 'mlx5_1'" (NCCL's net_ib.cc)
+    if (auto g = after.find("GPU Direct RDMA "); g != std::string_view::npos) {
+      std::string_view state = after.substr(g + 16);
+      const bool enabled = starts_with(state, "Enabled");
+      if (enabled || starts_with(state, "Disabled")) {
+        NcclGdrLine d;
+        d.enabled = enabled;
+        if (auto q = state.find('\''); q != std::string_view::npos) {
+          auto q2 = state.find('\'', q + 1);
+          d.hca = to_valid_utf8(state.substr(q + 1, q2 == std::string_view::npos ? std::string_view::npos : q2 - q - 1));
+        } else if (auto h = state.find("HCA "); h != std::string_view::npos) {
+          d.hca = to_valid_utf8(trim_blanks(state.substr(h + 4)));
+        }
+        d.origin = o;
+        d.line = n;
+        keep(n, "net", 200);
+        if (log_.gdr_lines.size() < 10000) log_.gdr_lines.push_back(std::move(d));
+        return;
+      }
+    }
     if (contains(after, "No device found")) {
       log_.net_events.push_back({NcclNetEvent::Kind::no_device, provider, o, n});
       keep(n, "net", 200);

@@ -169,6 +169,15 @@ struct NcclNetEvent {
   std::size_t line = 0;
 };
 
+/// NCCL's per-HCA GPUDirect RDMA decision: "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'" (NCCL found no
+/// peer-memory support: nv_peer_mem / nvidia-peermem / DMA-BUF) or "… Enabled for HCA …".
+struct NcclGdrLine {
+  std::string hca;      ///< "mlx5_0", or the HCA index when no name is printed
+  bool enabled = false;
+  NcclOrigin origin;
+  std::size_t line = 0;
+};
+
 /// One step of an error's unwinding: "transport/net.cc:1134 -> 6", "proxy.cc:858 -> 6 [Proxy Thread]",
 /// "bootstrap.cc:868 -> 6 ncclSocketConnect()".
 struct NcclUnwind {
@@ -242,6 +251,7 @@ struct NcclLog {
   std::vector<NcclSetting> settings;
   std::vector<NcclNetDevices> net_devices;
   std::vector<NcclNetEvent> net_events;
+  std::vector<NcclGdrLine> gdr_lines;
   std::vector<NcclWarning> warnings;
   std::vector<NcclUnwind> orphan_unwind;  ///< "-> N" lines with no WARN before them in their process
   /// COLL lines, at most 1 000 000 (the first). A deque, not a vector: growing it never holds two copies, which

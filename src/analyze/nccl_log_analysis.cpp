@@ -298,10 +298,28 @@ NcclLogAnalysis analyze_nccl_logs(std::span<const NcclLog> logs, const NcclFindi
   } else if (!socket_using.empty() || (socket_devices && !other_net_devices && net_connections == 0)) {
     Lines lines = socket_using;
     for (const auto& l : socket_device_lines) lines.push_back(l);
-    ev.add(f, Severity::info, "NCCL chose its socket network (no IB/RDMA device was used)",
-           "This matters only for traffic between nodes; the log shows no connection over the network, so a "
-           "single-node job is not affected.",
-           "for multi-node runs make the IB/RoCE devices visible to NCCL (or install the cloud's net plugin)", lines);
+    // Several hosts, or a communicator over several nodes: the socket network carries the job's inter-node traffic.
+    std::set<std::string> hosts;
+    int nodes = 0;
+    for (const auto& log : logs) {
+      for (const auto& p : log.processes)
+        if (p.host) hosts.insert(*p.host);
+      for (const auto& c : log.communicators)
+        if (c.nnodes) nodes = std::max(nodes, *c.nnodes);
+    }
+    if (hosts.size() > 1 || nodes > 1)
+      ev.add(f, Severity::warning, "NCCL chose its socket network for a job over several nodes: inter-node traffic goes over TCP",
+             fmt::format("The log shows {}: collectives between them run over TCP sockets (a few GB/s per NIC, with the "
+                         "CPU copying every byte) instead of IB/RoCE RDMA.",
+                         nodes > 1 ? fmt::format("{} nodes", nodes) : fmt::format("{} hosts", hosts.size())),
+             "make the IB/RoCE devices visible to NCCL (ibv_devinfo must list them; in containers pass /dev/infiniband) "
+             "or install the cloud's net plugin; keep NCCL_IB_DISABLE unset",
+             lines);
+    else
+      ev.add(f, Severity::info, "NCCL chose its socket network (no IB/RDMA device was used)",
+             "This matters only for traffic between nodes. The log shows one host and no connection over the network: "
+             "if the job ran on one node it is not affected; if other nodes took part, their traffic goes over TCP.",
+             "for multi-node runs make the IB/RoCE devices visible to NCCL (or install the cloud's net plugin)", lines);
   }
   if (!ib_no_gdr.empty()) {
     ev.add(f, Severity::warning, "InfiniBand used without GPUDirect RDMA (no /GDRDMA on NET/IB connections)",
@@ -529,6 +547,9 @@ void to_json(nlohmann::json& j, const NcclLog& log) {
   j["net_events"] = capped(log.net_events, cap, [](const NcclNetEvent& e) {
     static const char* kinds[] = {"using_network", "plugin", "bootstrap_interface", "no_device"};
     return nlohmann::json{{"kind", kinds[static_cast<int>(e.kind)]}, {"text", e.text}, {"origin", e.origin}, {"line", e.line}};
+  });
+  j["gdr_lines"] = capped(log.gdr_lines, cap, [](const NcclGdrLine& g) {
+    return nlohmann::json{{"hca", g.hca}, {"enabled", g.enabled}, {"origin", g.origin}, {"line", g.line}};
   });
   auto unwind_json = [](const NcclUnwind& u) {
     return nlohmann::json{{"location", to_valid_utf8(u.location)}, {"code", u.code}, {"result", nccl_result_name(u.code)},

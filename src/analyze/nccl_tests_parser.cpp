@@ -948,6 +948,7 @@ class Parser {
     std::string tool = tool_;
     if (tool.empty()) tool = layout_.time_in_ms ? "NCCL 1.x test" : "nccl-tests";
     sweep_.source = source_name_.empty() ? tool : tool + " (" + source_name_ + ")";
+    sweep_.from_text = true;
     if (!sweep_.nccl_version && library_version_) sweep_.nccl_version = library_version_;
 
     // Rank count from the device list: nccl-tests lists ranks 0 … n−1 in order, so the highest index + 1.

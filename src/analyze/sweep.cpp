@@ -53,6 +53,7 @@ void to_json(nlohmann::json& j, const Sweep& s) {
        {"devices", s.devices},
        {"rows", s.rows},
        {"reported_avg_busbw_gbps", opt(s.reported_avg_busbw_gbps)},
+       {"from_text", s.from_text},
        {"warnings", s.warnings},
        {"rows_with_wrong_elements", s.rows_with_wrong_elements}};
 }
@@ -98,6 +99,7 @@ void from_json(const nlohmann::json& j, Sweep& s) {
   s.devices = j.at("devices").get<std::vector<std::string>>();
   s.rows = j.at("rows").get<std::vector<SweepRow>>();
   read_opt(j, "reported_avg_busbw_gbps", s.reported_avg_busbw_gbps);
+  s.from_text = j.value("from_text", false);
   s.warnings = j.at("warnings").get<std::vector<std::string>>();
   s.rows_with_wrong_elements = j.value("rows_with_wrong_elements", std::size_t{0});
 }

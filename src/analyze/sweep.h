@@ -51,6 +51,9 @@ struct Sweep {
   std::vector<std::string> devices;    ///< one line per rank/device as reported
   std::vector<SweepRow> rows;          ///< in the order measured/printed
   std::optional<double> reported_avg_busbw_gbps;  ///< nccl-tests' "# Avg bus bandwidth" footer, if present
+  /// Read from a saved text (the nccl-tests parser), not measured by `scalescope comm`: a summary then repeats only
+  /// the footer lines the text had.
+  bool from_text = false;
   std::vector<std::string> warnings;   ///< what could not be read, each naming the line
   /// Rows whose #wrong counts wrong elements (> 0) in either direction: the run failed its data check, so their
   /// bandwidths are not those of a correct collective. Counted by the nccl-tests parser (not for old outputs whose

@@ -220,8 +220,19 @@ SweepAnalysis analyze_sweep(const Sweep& sweep, const AnalysisOptions& o) {
                                   : fmt::format("no small-message latency: the sweep has no size from 1 B to {} (it starts at {})",
                                                 bytes_text(o.latency_max_bytes), bytes_text(pts.front().size_bytes)));
 
-  a.fit = fit_alpha_beta(pts);
-  if (!a.fit) a.notes.push_back("no α–β fit: it needs two sizes above 0 whose time grows with size");
+  // Below 1 MiB the time of a collective is its latency (a few µs per hop): a bandwidth fitted there, or a "plateau"
+  // of such sizes, is not the link's.
+  constexpr std::uint64_t kBandwidthMinBytes = 1 << 20;
+  const bool latency_only = !pts.empty() && pts.back().size_bytes < kBandwidthMinBytes;
+  if (latency_only && a.plateau) {
+    a.plateau->saturated = false;
+    a.notes.push_back(fmt::format("the sweep ends at {}, under 1 MiB, where time is latency: its busbw says nothing about "
+                                  "the link's bandwidth",
+                                  bytes_text(pts.back().size_bytes)));
+  }
+  a.fit = latency_only ? std::nullopt : fit_alpha_beta(pts);
+  if (latency_only) a.notes.push_back("no α–β fit: every size is under 1 MiB, where no bandwidth can be fitted");
+  else if (!a.fit) a.notes.push_back("no α–β fit: it needs two sizes above 0 whose time grows with size");
   else {
     if (sweep.ranks && *sweep.ranks >= 1) {
       a.fit->bus_factor = comm::bus_bandwidth_factor(sweep.collective, *sweep.ranks);

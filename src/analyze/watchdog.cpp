@@ -172,7 +172,13 @@ class Parser {
   bool read_timeout(std::size_t n, std::string_view line, std::size_t at) {
     const auto fields = work_fields(line, at + 9);
     std::string_view tail = line.substr(fields.end);
-    const bool timeout_words = contains(line, "timeout") || contains(line, "timed out") || contains(line, "Timeout");
+    // A message wrapped over lines (as people re-flow it when pasting): "[Rank 0] Watchdog caught collective
+    // operation timeout:" above the WorkNCCL(…) line, "ran for N milliseconds before timing out." below it.
+    const std::string_view before = n >= 2 ? lines_[n - 2] : std::string_view();
+    const std::string_view after = n < lines_.size() ? trim_blanks(lines_[n]) : std::string_view();
+    const bool header_above = at == line.find_first_not_of(" \t") && contains(before, "Watchdog caught collective operation timeout");
+    if (!contains(tail, "ran for ") && after.substr(0, 8) == "ran for ") tail = after;
+    const bool timeout_words = contains(line, "timeout") || contains(line, "timed out") || contains(line, "Timeout") || header_above;
     if (!timeout_words) return false;
     WatchdogTimeout t;
     for (const auto& [k, v] : fields.pairs) {
@@ -200,6 +206,12 @@ class Parser {
     if (!t.op_type && !t.seq_num && !t.timeout_ms) return false;
     t.global_rank = global_rank_prefix(line, at);
     auto label = rank_label(line, at);
+    if (header_above && !t.global_rank && !label.group_rank) {
+      const std::size_t h = before.find("Watchdog caught");
+      t.global_rank = global_rank_prefix(before, h);
+      label = rank_label(before, h);
+      note(fmt::format("line {}: the message continues from line {} (wrapped); its rank label is read there", n, n - 1));
+    }
     t.group_rank = label.group_rank;
     t.process_group = label.process_group;
     t.timestamp = glog_timestamp(line.substr(0, at));
@@ -435,6 +447,7 @@ WatchdogAnalysis analyze_watchdog(std::span<const WatchdogLog> logs, const Watch
       const auto* first = by_op.begin()->second.front()->t;
       const auto* second = std::next(by_op.begin())->second.front()->t;
       std::string title = fmt::format("collective mismatch at SeqNum {}{}: {}", seq, where, parts);
+      a.op_mismatch = true;
       f.push_back({Severity::error, title,
                    op_differs
                        ? "The ranks of one process group called different collectives as their collective number " +
@@ -463,6 +476,8 @@ WatchdogAnalysis analyze_watchdog(std::span<const WatchdogLog> logs, const Watch
       for (std::size_t i = 0; i < low.size() && i < 8; ++i) behind += (behind.empty() ? "" : ", ") + label(*low[i]->t, global);
       for (std::size_t i = 0; i < high.size() && i < 8; ++i) ahead += (ahead.empty() ? "" : ", ") + label(*high[i]->t, global);
       std::vector<Evidence> ev{evidence(low.front()->log, low.front()->t->line), evidence(high.front()->log, high.front()->t->line)};
+      a.seq_mismatch = true;
+      for (auto* e : low) a.behind.push_back(label(*e->t, global));
       std::string states;
       for (auto* e : low)
         if (e->t->last_enqueued || e->t->last_completed)

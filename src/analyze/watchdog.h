@@ -108,6 +108,11 @@ struct WatchdogAnalysis {
   /// The one-line cross-rank verdict ("rank 3 timed out in ALLREDUCE #80078 after 600 s while rank 7 was in
   /// BROADCAST #80078: collective mismatch"), or what the messages allow to say.
   std::string verdict;
+  /// The same judgements as flags, for the diagnosis: different collectives (or element counts) at one SeqNum;
+  /// ranks stuck at different SeqNums, and the rank labels at the lowest one ("rank 3").
+  bool op_mismatch = false;
+  bool seq_mismatch = false;
+  std::vector<std::string> behind;
 };
 
 /// Cross-rank findings over one or several texts (e.g. one log per rank):

@@ -119,11 +119,16 @@ std::string render_comm_summary(const Sweep& sweep, const analyze::SweepAnalysis
         ++checked;
         failed += *t->wrong > 0 ? 1 : 0;
       }
-  if (checked > 0) out += fmt::format("# {:<20} : {} {}\n", "Out of bounds values", failed, failed ? "FAILED" : "OK");
-  else out += fmt::format("# {:<20} : N/A (results not checked)\n", "Out of bounds values");
-  const auto avg = sweep.reported_avg_busbw_gbps ? sweep.reported_avg_busbw_gbps : a.nccl_tests_avg_busbw_gbps;
-  if (avg) out += fmt::format("# {:<20} : {:g} \n", "Avg bus bandwidth", *avg);
-  out += "#\n";
+  // A text read back gets its own footer repeated only when it had one: a footer it never printed would read as the
+  // tool's (the recomputed average is in the summary below, named as such).
+  const bool footer = !sweep.from_text || sweep.reported_avg_busbw_gbps;
+  if (footer) {
+    if (checked > 0) out += fmt::format("# {:<20} : {} {}\n", "Out of bounds values", failed, failed ? "FAILED" : "OK");
+    else out += fmt::format("# {:<20} : N/A (results not checked)\n", "Out of bounds values");
+    const auto avg = sweep.reported_avg_busbw_gbps ? sweep.reported_avg_busbw_gbps : a.nccl_tests_avg_busbw_gbps;
+    if (avg) out += fmt::format("# {:<20} : {:g} \n", "Avg bus bandwidth", *avg);
+    out += "#\n";
+  }
 
   const char* dir = a.direction == analyze::Direction::out_of_place ? "out-of-place" : "in-place";
   out += fmt::format("# scalescope summary: {}, {} rank(s), {} results\n", comm::to_string(sweep.collective),

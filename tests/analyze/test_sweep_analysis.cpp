@@ -90,13 +90,26 @@ TEST(SweepAnalysis, FitWeighsSmallSizesLikeLargeOnes) {
 
 TEST(SweepAnalysis, NegativeAlphaIsRefittedThroughZero) {
   Sweep s;
-  s.rows = {row_with(1000, 1.0, 1), row_with(2000, 2.5, 1), row_with(4000, 5.5, 1)};
+  s.rows = {row_with(1 << 20, 1.0, 1), row_with(2 << 20, 2.5, 1), row_with(4 << 20, 5.5, 1)};
   auto a = analyze_sweep(s);
   ASSERT_TRUE(a.fit);
   EXPECT_TRUE(a.fit->alpha_clamped);
   EXPECT_DOUBLE_EQ(a.fit->alpha_us, 0.0);
   EXPECT_FALSE(a.fit->beta_bus_gbps);  // no rank count
   EXPECT_GT(a.fit->beta_alg_gbps, 0);
+}
+
+TEST(SweepAnalysis, ASweepThatEndsUnderOneMebibyteFitsNoBandwidth) {
+  // Below 1 MiB time is latency: no α–β bandwidth, and its "plateau" is no ceiling (not saturated), both said.
+  Sweep s;
+  for (std::uint64_t size = 8; size <= 512 * 1024; size *= 4) s.rows.push_back(row_with(size, 10 + size / 1e4, 1));
+  const auto a = analyze_sweep(s);
+  EXPECT_FALSE(a.fit);
+  ASSERT_TRUE(a.plateau);
+  EXPECT_FALSE(a.plateau->saturated);
+  bool said = false;
+  for (const auto& n : a.notes) said |= n.find("under 1 MiB") != std::string::npos;
+  EXPECT_TRUE(said);
 }
 
 TEST(SweepAnalysis, PlateauIsTheStableTailNotThePeak) {

@@ -90,10 +90,15 @@ std::string kinds_text(const analyze::InputDetection& d) {
   static const std::map<analyze::InputKind, const char*> names = {
       {analyze::InputKind::kineto_trace, "profiler trace"},  {analyze::InputKind::nccl_log, "NCCL debug log"},
       {analyze::InputKind::watchdog, "PyTorch watchdog messages"}, {analyze::InputKind::nccl_tests, "nccl-tests output"},
-      {analyze::InputKind::smi_topo, "nvidia-smi topo -m"},  {analyze::InputKind::scalescope_json, "scalescope JSON"}};
+      {analyze::InputKind::smi_topo, "nvidia-smi topo -m"},  {analyze::InputKind::scalescope_json, "scalescope JSON"},
+      {analyze::InputKind::nccl_tests_header, "nccl-tests output without results"},
+      {analyze::InputKind::training_log, "training log"}, {analyze::InputKind::launch_command, "launch command"},
+      {analyze::InputKind::environment, "environment"}, {analyze::InputKind::measurement_table, "table of measurements"},
+      {analyze::InputKind::python_profile, "Python profile"}, {analyze::InputKind::system_tools, "system tools"}};
   std::string s;
   for (auto k : d.kinds) s += (s.empty() ? "" : "; ") + std::string(names.at(k));
   if (d.schema) s += " " + *d.schema;
+  if (!d.tools.empty()) s += " (" + fmt::format("{}", fmt::join(d.tools, ", ")) + ")";
   return s;
 }
 
@@ -361,6 +366,15 @@ int run(const AnalyzeFlags& f) {
             r.json["scalescope_json"] = j;
             break;
           }
+          case analyze::InputKind::nccl_tests_header:
+          case analyze::InputKind::training_log:
+          case analyze::InputKind::launch_command:
+          case analyze::InputKind::environment:
+          case analyze::InputKind::measurement_table:
+          case analyze::InputKind::python_profile:
+          case analyze::InputKind::system_tools:
+            r.terminal += "  read for the diagnosis\n";
+            break;
         }
       } catch (const core::Error& e) {
         record_error(r, "'" + path + "' as " + kname, e);
