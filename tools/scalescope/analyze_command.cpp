@@ -26,6 +26,10 @@
 #include "workload_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "diagnose/catalogue.h"
+#include "diagnose/engine.h"
+#include "diagnose/evidence.h"
+#include "diagnose/from_readers.h"
 #include "report/nccl_tests_table.h"
 #include "report/topo_report.h"
 #include "report/trace_report.h"
@@ -45,6 +49,8 @@ struct TraceAnalysisOutput {
   /// Why the merged timeline could not be written (cause, remedy); empty when it was, or was not asked for. The
   /// analysis stands either way.
   std::optional<std::pair<std::string, std::string>> timeline_error;
+  /// The traces' facts for the diagnosis.
+  diagnose::FactSet facts;
 };
 
 /// Analyses every trace given to `scalescope analyze` together (one per rank, rank from distributedInfo),
@@ -64,6 +70,7 @@ TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, 
   out.combined = analysis;
   for (const auto& r : analysis.ranks) out.rank_of[r.source] = r.rank;
   for (const auto& e : analysis.errors) out.errors[e.path] = {e.cause, e.remedy};
+  out.facts = diagnose::facts_from_traces(analysis).facts;
   if (!timeline.empty() && !analysis.ranks.empty()) {
     try {
       analyze::write_merged_timeline_file(analysis, timeline);
@@ -84,7 +91,30 @@ struct AnalyzeFlags {
   bool strong = false;
   std::string timeline;  // merged Perfetto timeline of the traces
   std::string step_windows = "gpu";  // analyze::StepWindows
+  bool causes = false;  // print the cause catalogue and stop
 };
+
+/// The cause catalogue as `analyze --causes` prints it: every id with what supports it, what rules it out, how its
+/// cost is estimated, the fix, the confirming command and the source.
+std::string render_catalogue() {
+  std::string out = "causes the diagnosis knows (ids of ../shared/diagnosis-causes.md, plus scalescope's additions):\n";
+  std::string_view category;
+  for (const auto& c : diagnose::cause_catalogue()) {
+    if (c.category != category) {
+      category = c.category;
+      out += fmt::format("\n{}\n", category);
+    }
+    out += fmt::format("  {} — {}\n", c.id, c.title);
+    out += fmt::format("      how: {}\n", c.mechanism);
+    out += fmt::format("      supported by: {}\n", c.supports);
+    out += fmt::format("      ruled out by: {}\n", c.rules_out);
+    out += fmt::format("      cost: {}\n", c.cost);
+    out += fmt::format("      fix: {}\n", c.fix);
+    if (!c.confirm.empty()) out += fmt::format("      confirm: {}\n", c.confirm);
+    out += fmt::format("      source: {}\n", c.source);
+  }
+  return out;
+}
 
 std::string kinds_text(const analyze::InputDetection& d) {
   static const std::map<analyze::InputKind, const char*> names = {
@@ -100,6 +130,20 @@ std::string kinds_text(const analyze::InputDetection& d) {
   if (d.schema) s += " " + *d.schema;
   if (!d.tools.empty()) s += " (" + fmt::format("{}", fmt::join(d.tools, ", ")) + ")";
   return s;
+}
+
+/// One line per fact kind a file gave the diagnosis: "facts: 4 gpu, 1 world, 1 nccl_failure".
+std::string facts_line(const diagnose::FactSet& facts) {
+  std::map<std::string, std::size_t> count;
+  std::vector<std::string> order;
+  for (const auto& f : facts.all()) {
+    const auto k = diagnose::kind_of(f.value);
+    if (!count.count(k)) order.push_back(k);
+    ++count[k];
+  }
+  std::string s;
+  for (const auto& k : order) s += (s.empty() ? "" : ", ") + fmt::format("{} {}", count[k], k);
+  return s.empty() ? "  facts for the diagnosis: none\n" : "  facts for the diagnosis: " + s + "\n";
 }
 
 /// `name_files`: the combined view over several files, where a line number alone does not say where: each
@@ -230,6 +274,7 @@ struct FileResult {
   nlohmann::json json = nlohmann::json::object();
   std::string terminal;
   std::vector<std::pair<std::string, std::string>> errors;  // cause, remedy
+  std::size_t facts = 0;  // facts the file gave the diagnosis
 };
 
 /// Prints each (cause, remedy) on stderr as scalescope reports errors and returns them as JSON
@@ -249,6 +294,12 @@ void record_error(FileResult& r, const std::string& what, const core::Error& e) 
 }
 
 int run(const AnalyzeFlags& f) {
+  if (f.causes) {
+    std::fputs(render_catalogue().c_str(), stdout);
+    return 0;
+  }
+  if (f.files.empty())
+    throw core::UsageError("analyze needs the files to read", "pass them: scalescope analyze FILE… (or --causes for the catalogue)");
   std::vector<std::string> inputs = f.files;
   if (!f.baseline.empty()) inputs.push_back(f.baseline);
   // One file given twice (or by two spellings) would count as two processes or ranks, its lines twice.
@@ -275,6 +326,7 @@ int run(const AnalyzeFlags& f) {
     }
   }
   std::vector<FileResult> results;
+  diagnose::FactSet facts;
   std::vector<analyze::NcclLog> nccl_logs;
   std::vector<analyze::WatchdogLog> watchdog_logs;
   std::vector<std::size_t> trace_files;
@@ -294,6 +346,14 @@ int run(const AnalyzeFlags& f) {
       continue;
     }
     r.detection = input.detection;
+    if (!r.detection.kinds.empty()) {
+      // What the diagnosis reads of it (traces: with the other traces below).
+      auto reading = diagnose::facts_of_text(input);
+      r.facts = reading.facts.size();
+      if (!r.detection.has(analyze::InputKind::kineto_trace)) r.terminal += facts_line(reading.facts);
+      for (const auto& note : reading.notes) r.terminal += "  note: " + analyze::excerpt(note, 300) + "\n";
+      facts.append(std::move(reading.facts));
+    }
     if (r.detection.kinds.empty()) {
       std::error_code size_error;
       r.errors.push_back({"'" + path + "': " + r.detection.reason,
@@ -373,8 +433,7 @@ int run(const AnalyzeFlags& f) {
           case analyze::InputKind::measurement_table:
           case analyze::InputKind::python_profile:
           case analyze::InputKind::system_tools:
-            r.terminal += "  read for the diagnosis\n";
-            break;
+            break;  // read for the diagnosis only: the facts line above says what they gave
         }
       } catch (const core::Error& e) {
         record_error(r, "'" + path + "' as " + kname, e);
@@ -401,6 +460,7 @@ int run(const AnalyzeFlags& f) {
     try {
       auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline, f.step_windows);
       if (!t.terminal.empty()) combined_text += "\n== profiler traces, all ranks together\n" + t.terminal;
+      facts.append(std::move(t.facts));
       combined["trace"] = std::move(t.combined);
       if (t.timeline_error) timeline_errors.push_back(*t.timeline_error);
       if (!f.baseline.empty())
@@ -430,6 +490,8 @@ int run(const AnalyzeFlags& f) {
   }
   if (watchdog_logs.size() > 1) {
     const auto a = analyze::analyze_watchdog(watchdog_logs);
+    for (const auto& fact : diagnose::facts_from_watchdog(watchdog_logs, a).facts.all())  // the cross-rank summary
+      if (std::holds_alternative<diagnose::WatchdogSummary>(fact.value)) facts.add(fact);
     combined_text += fmt::format("\n== watchdog messages of all {} files together\n", watchdog_logs.size()) + render_watchdog(a, true);
     combined["watchdog"] = a;
   }
@@ -447,10 +509,13 @@ int run(const AnalyzeFlags& f) {
     if (!r.errors.empty()) status = 1;
     r.json["errors"] = print_errors(r.errors);
     r.json["status"] = r.errors.empty() ? "ok" : "error";
+    r.json["facts"] = r.facts;
     files.push_back(std::move(r.json));
     std::fflush(stderr);
   }
   std::fputs(combined_text.c_str(), stdout);
+  const auto diagnosis = diagnose::diagnose(facts);
+  std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
   if (!baseline_errors.empty()) {
     status = 1;
     combined["baseline_errors"] = print_errors(baseline_errors);
@@ -460,7 +525,8 @@ int run(const AnalyzeFlags& f) {
     combined["timeline_errors"] = print_errors(timeline_errors);
   }
   if (!f.out.empty()) {
-    nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined}};
+    nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined},
+                          {"diagnosis", diagnosis}, {"facts", nlohmann::json(facts)["facts"]}};
     out_file.write(out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     say_written(f.out);
   }
@@ -473,9 +539,12 @@ Action add_analyze_command(CLI::App& app) {
   auto flags = std::make_shared<AnalyzeFlags>();
   auto* cmd = app.add_subcommand(
       "analyze", "Read what a run left behind — NCCL debug logs, PyTorch watchdog timeouts, nccl-tests outputs, "
-                 "`nvidia-smi topo -m`, scalescope JSON, profiler traces — and say what it shows");
+                 "`nvidia-smi topo -m`, scalescope JSON, profiler traces, training logs, launch commands, environments, "
+                 "timing tables, Python profiles, lspci / nvidia-smi / kernel-log output — say what each shows, and "
+                 "diagnose them together: the root cause, its cost, its fix");
   // No CLI::ExistingFile: a missing file is that file's error (exit 1) while the others are still analysed.
-  cmd->add_option("files", flags->files, "files to analyse (each is detected on its own)")->required();
+  cmd->add_option("files", flags->files, "files to analyse (each is detected on its own)");
+  cmd->add_flag("--causes", flags->causes, "print the causes the diagnosis knows (evidence, cost, fix, confirming command) and stop");
   cmd->add_option("-o,--out", flags->out, "write the results as JSON (schema scalescope.analyze/1) to this file (atomically)")
       ->check(output_file_check());
   cmd->add_option("--baseline", flags->baseline,

@@ -10,6 +10,8 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "diagnose/engine.h"
+#include "diagnose/from_readers.h"
 #include "doctor/doctor.h"
 #include "report/reports.h"
 #include "report/topo_report.h"
@@ -72,11 +74,17 @@ int run(const DoctorFlags& f) {
   };
   const auto report = doctor::run_doctor(config, devices, max_world_size, progress);
   std::fputs(report::render_doctor_report(report).c_str(), stdout);
+  // The diagnosis over what was measured and the machine's topology: the verdict and the waterfall become facts.
+  nlohmann::json j = report;
+  diagnose::FactSet facts = diagnose::facts_from_scalescope_json(j, "doctor").facts;
+  facts.append(diagnose::facts_from_topology(topology.topology, "topo (live)").facts);
+  const auto diagnosis = diagnose::diagnose(facts);
+  if (!report.points.empty()) std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
   if (!f.out.empty() && report.points.empty()) {  // nothing measured (e.g. bad data): leave --out alone
     std::fprintf(stderr, "nothing was measured, so nothing was written to %s\n", f.out.c_str());
   } else if (!f.out.empty()) {  // written even when a later world size failed: what was measured is kept
-    nlohmann::json j = report;
     j["topology"] = topology;
+    j["diagnosis"] = diagnosis;
     out_file.write(j.dump(1) + "\n");
     say_written(f.out, report.complete() ? "" : " (incomplete)");
   }

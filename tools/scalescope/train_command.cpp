@@ -12,6 +12,8 @@
 #include "comm/mpi_communicator.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "diagnose/engine.h"
+#include "diagnose/from_readers.h"
 #include "report/reports.h"
 #include "workload_options.h"
 
@@ -28,8 +30,12 @@ struct TrainFlags {
 
 void finish(const train::TrainResult& result, const core::OutputFile& out) {
   std::fputs(report::render_train_result(result).c_str(), stdout);
+  nlohmann::json j = result;
+  const auto diagnosis = diagnose::diagnose(diagnose::facts_from_scalescope_json(j, "train").facts);
+  std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
   if (!out.path().empty()) {
-    out.write(nlohmann::json(result).dump(1) + "\n");
+    j["diagnosis"] = diagnosis;
+    out.write(j.dump(1) + "\n");
     say_written(out.path());
   }
 }

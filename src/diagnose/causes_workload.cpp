@@ -1,0 +1,774 @@
+// Assessors of the workload and training-code causes: communication against compute (small model, gradient
+// volume, overlap), DDP settings, DataParallel, host syncs, input, launch rate, stragglers and imbalance,
+// torch.compile, compute contention.
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "diagnose/causes_util.h"
+
+namespace scalescope::diagnose {
+namespace {
+
+using namespace detail;
+
+bool contains(const std::string& s, std::string_view p) { return s.find(p) != std::string::npos; }
+
+bool transport_toggle(const std::string& dim) {
+  return dim == "nvlink" || dim == "p2p" || dim == "shm" || dim == "ib" || dim == "roce" || dim == "rdma" || dim == "gdr";
+}
+
+// ---- communication against compute: what the evidence says, shared by the two comm causes ----
+struct CommPicture {
+  std::vector<EvidenceLine> lines;
+  double strength = 0;               ///< how sure it is that communication dominates the step
+  Cost cost;
+  bool fast_link_still_poor = false; ///< the best (fast-link) variant scales poorly while a slower link is worse
+  bool slow_link_only = false;       ///< the fast link scales well, a slower one does not
+  std::optional<double> params;
+  std::optional<EvidenceLine> params_line;
+};
+
+CommPicture comm_picture(const Context& ctx) {
+  CommPicture p;
+  for (const auto& m : ctx.facts.of<ModelSeen>())
+    if (m.fact.parameters && (!p.params || *m.fact.parameters > *p.params)) {
+      p.params = m.fact.parameters;
+      p.params_line = line(fmt::format("model {}: {:.3g} parameters", m.fact.name, *m.fact.parameters), m.where);
+    }
+  // 1. Tables per GPU count: the best variant at each N.
+  std::map<std::pair<std::string, std::string>, const ScalingRow*> best;  // (source, table) → best multi-GPU row
+  for (const auto& s : ctx.variants.scaling) {
+    auto key = std::make_pair(s.row.where->source, s.row.m->table);
+    if (!best.count(key) || s.speedup / s.gpus > best[key]->speedup / best[key]->gpus) best[key] = &s;
+  }
+  for (const auto& [key, s] : best) {
+    const bool poor = s->speedup < 0.6 * s->gpus;   // the seed's "investigate" at 2 GPUs (1.2), scaled by N/2
+    const bool good = s->speedup > 0.85 * s->gpus;  // the seed's "healthy" at 2 GPUs (1.7)
+    // Variants of the same table with a transport turned off, worse beyond noise.
+    const Comparison* slower_link = nullptr;
+    for (const auto& c : ctx.variants.comparisons)
+      if (transport_toggle(c.dim) && c.worse_value == "off" && c.beyond_noise && c.worse.where->source == key.first &&
+          c.worse.m->table == key.second)
+        slower_link = &c;
+    if (poor) {
+      p.lines.push_back(line(fmt::format("best {}-GPU variant {}: speedup {:.2f} ({} efficiency) against {} on one GPU ({})",
+                                         s->gpus, row_name(*s->row.m), s->speedup, percent(s->efficiency), figure(*s->base.m),
+                                         s->how),
+                             *s->row.where));
+      p.strength = std::max(p.strength, slower_link ? 0.6 : 0.4);
+      if (slower_link) {
+        p.fast_link_still_poor = true;
+        p.lines.push_back(line(fmt::format("with {} off it is {:.2f}× worse ({} {}): the step is sensitive to the link, "
+                                           "so communication is what it waits for",
+                                           slower_link->dim, slower_link->ratio, row_name(*slower_link->worse.m),
+                                           figure(*slower_link->worse.m)),
+                               *slower_link->worse.where));
+      }
+      const auto& base = *s->base.m;
+      const auto& row = *s->row.m;
+      if (!row.higher_is_better && (row.unit == "s" || row.unit == "ms")) {
+        const double measured = seconds_of(row);
+        const double ideal = s->how.find("weak") != std::string::npos ? seconds_of(base) : seconds_of(base) / s->gpus;
+        p.cost.seconds = measured - ideal;
+        p.cost.per = row.quantity == "step time" ? "step" : row.quantity == "epoch time" ? "epoch" : "run";
+        p.cost.share = (measured - ideal) / measured;
+        p.cost.text = fmt::format("{} per {} beyond the ideal {} ({} of the measured {})", duration(measured - ideal), p.cost.per,
+                                  duration(ideal), percent(*p.cost.share), duration(measured));
+      } else {
+        p.cost.text = fmt::format("speedup {:.2f} of an ideal {}", s->speedup, s->gpus);
+      }
+    } else if (good && slower_link) {
+      p.slow_link_only = true;
+      p.strength = std::max(p.strength, 0.45);
+      p.lines.push_back(line(fmt::format("{} scales well ({} efficiency) but {} with {} off is {:.2f}× worse", row_name(*s->row.m),
+                                         percent(s->efficiency), row_name(*slower_link->worse.m), slower_link->dim,
+                                         slower_link->ratio),
+                             *slower_link->worse.where));
+    }
+  }
+  // 2. Scaling points of scalescope's own runs and of traces with a baseline.
+  for (const auto& s : ctx.facts.of<ScalingPoint>())
+    if (s.fact.world_size >= 2 && s.fact.comm_ratio && *s.fact.comm_ratio > 0.3) {
+      // A high comm ratio costs the step only the part that backward does not hide.
+      const bool hidden = s.fact.overlap && *s.fact.overlap >= 0.7;
+      p.lines.push_back(line(fmt::format("N={}: comm ratio {} (all-reduce time / 1-rank compute), speedup {:.2f}{}", s.fact.world_size,
+                                         percent(*s.fact.comm_ratio), s.fact.speedup,
+                                         hidden ? fmt::format(" — but {} of it overlaps backward", percent(*s.fact.overlap)) : ""),
+                             s.where));
+      p.strength = std::max(p.strength, hidden ? 0.3 : *s.fact.comm_ratio > 0.6 ? 0.6 : 0.5);
+    }
+  // 3. Step breakdowns: exposed communication a large share of a multi-rank step.
+  for (const auto& s : ctx.facts.of<StepPhases>())
+    if (s.fact.world_size.value_or(2) >= 2 && s.fact.step_s && s.fact.exposed_comm_s && *s.fact.step_s > 0) {
+      const double share = *s.fact.exposed_comm_s / *s.fact.step_s;
+      if (share >= 0.3) {
+        p.lines.push_back(line(fmt::format("exposed communication {} of a {} step ({}){}", duration(*s.fact.exposed_comm_s),
+                                           duration(*s.fact.step_s), percent(share), s.fact.basis.empty() ? "" : ", " + s.fact.basis),
+                               s.where));
+        p.strength = std::max(p.strength, share >= 0.5 ? 0.6 : 0.5);
+        if (!p.cost.seconds) {
+          p.cost.seconds = *s.fact.exposed_comm_s;
+          p.cost.per = "step";
+          p.cost.share = share;
+          p.cost.text = fmt::format("{} of exposed communication per step ({})", duration(*s.fact.exposed_comm_s), percent(share));
+        }
+        break;
+      }
+    }
+  // 4. A multi-GPU job whose GPUs idle most of the step in its best variant, with the step sensitive to the transport.
+  for (const auto& k : ctx.variants.constant_compute) {
+    const double busy = seconds_of(*k.fast_busy.m), step = seconds_of(*k.fast_step.m);
+    if (step <= 0 || busy >= step) continue;
+    const double idle = 1 - busy / step;
+    if (idle < 0.3) continue;
+    p.lines.push_back(line(fmt::format("even the faster variant {} leaves the GPUs idle {} of its {} step ({} busy): "
+                                       "communication still dominates",
+                                       row_name(*k.fast_step.m), percent(idle), figure(*k.fast_step.m), figure(*k.fast_busy.m)),
+                           *k.fast_busy.where));
+    p.strength = std::max(p.strength, 0.45);
+    if (!p.cost.seconds) {
+      p.cost.seconds = step - busy;
+      p.cost.per = k.fast_step.m->quantity == "step time" ? "step" : "run";
+      p.cost.share = idle;
+      p.cost.text = fmt::format("{} of the {} {} beyond GPU busy time in the faster variant", duration(step - busy),
+                                duration(step), p.cost.per);
+    }
+  }
+  return p;
+}
+
+// A Python profile: the rows, their total, and the rows that are one-off start-up work.
+struct ProfileView {
+  std::vector<Seen<ProfileRow>> rows;
+  double total_s = 0;  ///< the largest cumulative time, else the sum of own times
+};
+
+ProfileView profile_view(const Context& ctx) {
+  ProfileView v;
+  v.rows = ctx.facts.of<ProfileRow>();
+  double sum = 0, maxcum = 0;
+  for (const auto& r : v.rows) {
+    sum += r.fact.tottime_s;
+    maxcum = std::max(maxcum, r.fact.cumtime_s);
+  }
+  v.total_s = std::max(sum, maxcum);
+  return v;
+}
+
+// One-off work: a few calls taking seconds each (loading a data set or a model at start-up).
+bool one_off(const ProfileRow& r) { return r.calls <= 5 && r.calls > 0 && r.cumtime_s / r.calls >= 1.0; }
+
+}  // namespace
+
+std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
+  const auto p = comm_picture(ctx);
+  if (p.strength == 0) return std::nullopt;
+  Assessment a = start("comm-bound-small-model");
+  a.evidence = p.lines;
+  a.cost = p.cost;
+  double score = p.strength;
+  if (p.params) {
+    if (*p.params >= 1e9) {
+      score *= 0.4;
+      a.against.push_back(line("a model of a billion parameters or more: its gradient volume, not its short compute, is the "
+                               "likelier limit (bandwidth-bound-gradients)",
+                               p.params_line->where));
+    } else {
+      a.evidence.push_back(*p.params_line);
+      if (*p.params < 5e8) raise(score, 0.05);
+    }
+  } else if (p.slow_link_only) {
+    score *= 0.5;
+  } else if (!p.fast_link_still_poor) {
+    score *= 0.8;
+    a.needs.push_back({"the model's size and one step's compute time", "the training script's model and batch, or scalescope analyze on a profiler trace",
+                       "a small model whose compute is too short (comm-bound-small-model) or a large gradient (bandwidth-bound-gradients)"});
+  }
+  a.score = score;
+  a.summary = p.fast_link_still_poor
+                  ? "communication per step rivals compute even on the fastest link: the model's compute per step is too "
+                    "short to hide the gradient all-reduce (expected for this workload, not a fault)"
+                  : "communication dominates the step: compute per step is too short to hide the gradient all-reduce";
+  if (p.fast_link_still_poor)
+    a.fix = "more work per GPU (a larger per-GPU batch or sequence), gradient accumulation with no_sync(), or fewer GPUs; "
+            "keep DDP (not DataParallel) and the fastest link";
+  return a;
+}
+
+std::optional<Assessment> assess_bandwidth_bound_gradients(const Context& ctx) {
+  const auto p = comm_picture(ctx);
+  if (p.strength == 0) return std::nullopt;
+  Assessment a = start("bandwidth-bound-gradients");
+  a.evidence = p.lines;
+  a.cost = p.cost;
+  double score = p.strength;
+  if (p.params) {
+    if (*p.params >= 1e9) {
+      a.evidence.insert(a.evidence.begin(), *p.params_line);
+      const int bytes_per = 2;  // bf16/fp16 gradients, the common case for models this size
+      a.evidence.push_back(line(fmt::format("its gradient is about {:.1f} GB per step in 16-bit (2(N−1)/N of it crosses each "
+                                            "link)",
+                                            *p.params * bytes_per / 1e9),
+                                p.params_line->where));
+    } else {
+      score *= 0.5;
+    }
+  } else if (p.fast_link_still_poor) {
+    score *= 0.6;
+    a.against.push_back(line("the fast-link variant scales no better: a faster link does not fix it, so the gradient's bytes "
+                             "are not what limits it",
+                             p.lines.front().where));
+  } else if (!p.slow_link_only) {
+    score *= 0.8;
+  }
+  a.score = score;
+  a.summary = "the gradient all-reduce saturates the link: communication, not compute, sets the step";
+  return a;
+}
+
+std::optional<Assessment> assess_no_overlap(const Context& ctx) {
+  Assessment a = start("no-overlap");
+  double score = 0;
+  for (const auto& s : ctx.facts.of<StepPhases>()) {
+    const auto& f = s.fact;
+    if (!f.all_reduce_s || !f.exposed_comm_s || !f.step_s || *f.all_reduce_s <= 0 || f.world_size.value_or(2) < 2) continue;
+    const double overlap = std::clamp(1 - *f.exposed_comm_s / *f.all_reduce_s, 0.0, 1.0);
+    if (*f.exposed_comm_s < 0.05 * *f.step_s && overlap < 0.2) continue;  // too small a share to matter
+    if (overlap < 0.2) {
+      a.evidence.push_back(line(fmt::format("all-reduce {} per step, {} of it exposed after backward (overlap {})",
+                                            duration(*f.all_reduce_s), duration(*f.exposed_comm_s), percent(overlap)),
+                                s.where));
+      score = std::max(score, 0.6);
+      a.cost.seconds = *f.exposed_comm_s;
+      a.cost.per = "step";
+      a.cost.share = *f.exposed_comm_s / *f.step_s;
+      a.cost.text = fmt::format("{} of exposed communication per step ({})", duration(*f.exposed_comm_s), percent(*a.cost.share));
+    } else if (overlap > 0.7) {
+      a.against.push_back(line(fmt::format("overlap {} of the all-reduce", percent(overlap)), s.where));
+    }
+  }
+  for (const auto& d : ctx.facts.of<DdpConfig>())
+    if (d.fact.overlap && !*d.fact.overlap) {
+      a.evidence.push_back(line("the all-reduces are configured to start only after backward (overlap off)", d.where));
+      score = std::max(score, score > 0 ? 0.75 : 0.45);
+    } else if (d.fact.bucket_bytes.size() == 1) {
+      a.evidence.push_back(line("one gradient bucket: its all-reduce can start only when backward has finished", d.where));
+      score = std::max(score, 0.4);
+    }
+  if (score == 0) {
+    if (a.against.empty()) return std::nullopt;
+    a.ruled_out = true;
+    a.why_not = "the all-reduce overlaps backward";
+    return a;
+  }
+  a.score = score;
+  a.summary = "the gradient all-reduce runs after backward instead of during it";
+  return a;
+}
+
+std::optional<Assessment> assess_ddp_unused_parameters(const Context& ctx) {
+  Assessment a = start("ddp-unused-parameters");
+  double score = 0;
+  for (const auto& m : ctx.facts.of<FrameworkMessage>()) {
+    if (m.fact.id == "ddp-find-unused-no-unused") {
+      a.evidence.push_back(line("PyTorch's reducer: find_unused_parameters=True, but no parameter was unused — an extra "
+                                "autograd-graph traversal every iteration for nothing",
+                                m.where));
+      score = std::max(score, 0.8);
+    } else if (m.fact.id == "ddp-unused-parameters") {
+      a.evidence.push_back(line("parameters that receive no gradient in some iterations", m.where));
+      score = std::max(score, 0.6);
+    }
+  }
+  for (const auto& d : ctx.facts.of<DdpConfig>())
+    if (d.fact.find_unused_parameters && *d.fact.find_unused_parameters) {
+      a.evidence.push_back(line("DDP constructed with find_unused_parameters=True", d.where));
+      score = std::max(score, 0.6);
+    } else if (d.fact.find_unused_parameters && !*d.fact.find_unused_parameters) {
+      a.against.push_back(line("find_unused_parameters=False", d.where));
+    }
+  for (const auto& c : ctx.facts.of<CpuOpTime>())
+    if (contains(c.fact.name, "prepare_for_backward") || contains(c.fact.name, "find_unused")) {
+      a.evidence.push_back(line(fmt::format("{}: {} per step on the host", c.fact.name, duration(c.fact.ms_per_step / 1e3)), c.where));
+      score = std::max(score, 0.5);
+      a.cost.seconds = c.fact.ms_per_step / 1e3;
+      a.cost.per = "step";
+    }
+  if (score > 0)
+    for (const auto& l : ctx.facts.of<Launch>())
+      if (l.fact.launcher.find("torch.distributed") != std::string::npos || l.fact.launcher == "torchrun") {
+        a.evidence.push_back(line(l.fact.launcher + " launch of " + l.fact.program + ": one DDP process per GPU", l.where));
+        break;
+      }
+  if (score == 0) {
+    if (a.against.empty()) return std::nullopt;
+    a.ruled_out = true;
+    a.why_not = "DDP runs with find_unused_parameters=False";
+    return a;
+  }
+  a.score = score;
+  a.summary = "DDP runs with find_unused_parameters=True although the model has no unused parameters: a graph traversal "
+              "each step, and buckets wait for it";
+  if (a.cost.text.empty())
+    a.cost.text = "usually a few % of the step (more with many small parameters or heavy Python); it delays bucket "
+                  "readiness, so overlap drops — not a multi-× slowdown on its own";
+  return a;
+}
+
+std::optional<Assessment> assess_dataparallel_not_ddp(const Context& ctx) {
+  Assessment a = start("dataparallel-not-ddp");
+  double score = 0;
+  for (const auto& m : ctx.facts.of<FrameworkMessage>())
+    if (m.fact.id == "dataparallel") {
+      a.evidence.push_back(line("the job runs under torch.nn.DataParallel (one process driving several GPUs)", m.where));
+      score = std::max(score, 0.8);
+    }
+  // A Python profile with DataParallel's fingerprint.
+  const auto pv = profile_view(ctx);
+  double dp_time = 0;
+  bool direct = false, setattr = false, modules = false, locks = false;
+  for (const auto& r : pv.rows) {
+    const auto& f = r.fact;
+    const bool dp_file = contains(f.file, "replicate.py") || contains(f.file, "parallel_apply.py") ||
+                         contains(f.file, "scatter_gather.py") || contains(f.file, "data_parallel.py");
+    if (dp_file) {
+      direct = true;
+      a.evidence.push_back(line(fmt::format("{}({}): {} calls, {} — DataParallel's own code", f.file, f.function, f.calls,
+                                            duration(f.cumtime_s)),
+                                r.where));
+      dp_time = std::max(dp_time, f.cumtime_s);
+    } else if (f.function == "__setattr__" && contains(f.file, "module") && f.calls >= 100000) {
+      setattr = true;
+      a.evidence.push_back(line(fmt::format("Module.__setattr__ called {} times ({}): modules rebuilt over and over, as "
+                                            "DataParallel's replicate() does on every forward",
+                                            f.calls, duration(f.cumtime_s)),
+                                r.where));
+      dp_time += f.cumtime_s;
+    } else if ((f.function == "named_modules" || f.function == "modules" || f.function == "_named_members") && f.calls >= 100000) {
+      modules = true;
+      a.evidence.push_back(line(fmt::format("{} visited {} times ({}): the module tree walked again for every replica",
+                                            f.function, f.calls, duration(f.cumtime_s)),
+                                r.where));
+      dp_time += f.tottime_s;
+    } else if (f.function == "acquire" && f.tottime_s >= 1.0) {
+      locks = true;
+      a.evidence.push_back(line(fmt::format("{} lock waits, {}: threads waiting on each other (parallel_apply runs one thread "
+                                            "per GPU under the GIL)",
+                                            f.calls, duration(f.tottime_s)),
+                                r.where));
+      dp_time += f.tottime_s;
+    }
+  }
+  if (direct) score = std::max(score, 0.85);
+  else if (setattr && modules) score = std::max(score, locks ? 0.7 : 0.65);
+  else if (setattr || modules) score = std::max(score, 0.45);
+  if (dp_time > 0 && pv.total_s > 0) {
+    double steady = pv.total_s;
+    for (const auto& r : pv.rows)
+      if (one_off(r.fact)) steady -= r.fact.cumtime_s;
+    a.cost.seconds = dp_time;
+    a.cost.per = "profile";
+    if (steady > 0) a.cost.share = std::min(1.0, dp_time / steady);
+    a.cost.text = fmt::format("about {} of the profile in replication and thread overhead{}", duration(dp_time),
+                              a.cost.share ? " (" + percent(*a.cost.share) + " of the profiled time outside start-up)" : "");
+  }
+  // A table with a DP row slower than a DDP row.
+  for (const auto& c : ctx.variants.comparisons)
+    if (c.dim == "mode" && c.worse_value == "DP" && c.better_value == "DDP" && c.beyond_noise) {
+      a.evidence.push_back(line(fmt::format("{} {} against {} {} with DDP: DataParallel is {:.2f}× slower", row_name(*c.worse.m),
+                                            figure(*c.worse.m), row_name(*c.better.m), figure(*c.better.m), c.ratio),
+                                *c.worse.where));
+      score = std::max(score, 0.4);
+      if (!a.cost.seconds && !c.worse.m->higher_is_better) {
+        a.cost.seconds = seconds_of(*c.worse.m) - seconds_of(*c.better.m);
+        a.cost.per = c.quantity == "step time" ? "step" : "run";
+        a.cost.text = fmt::format("{} per {} against DDP in the same table", duration(*a.cost.seconds), a.cost.per);
+      }
+    } else if (c.dim == "mode" && c.worse_value == "DDP" && c.better_value == "DP" && c.beyond_noise) {
+      a.against.push_back(line("DDP measured slower than DataParallel in this table", *c.worse.where));
+    }
+  if (score == 0) return std::nullopt;
+  a.score = score;
+  a.summary = "the job runs under torch.nn.DataParallel: one process replicates the model onto every GPU on every forward "
+              "and drives them from threads under the GIL";
+  if (a.cost.text.empty())
+    a.cost.text = "not measured here: the model's replication on every forward and the threads' GIL contention grow with the "
+                  "number of modules and GPUs, and can exceed what the extra GPUs add (time one step under DDP to compare)";
+  return a;
+}
+
+std::optional<Assessment> assess_host_sync(const Context& ctx) {
+  Assessment a = start("host-sync");
+  double score = 0;
+  for (const auto& s : ctx.facts.of<StepPhases>())
+    if (s.fact.host_sync_s && s.fact.step_s && *s.fact.step_s > 0) {
+      const double share = *s.fact.host_sync_s / *s.fact.step_s;
+      if (share >= 0.05) {
+        a.evidence.push_back(line(fmt::format("the GPU idles {} per step ({}) after host synchronisations{}", duration(*s.fact.host_sync_s),
+                                              percent(share), s.fact.basis.empty() ? "" : " (" + s.fact.basis + ")"),
+                                  s.where));
+        const double sc = share >= 0.15 ? 0.7 : 0.5;
+        if (sc > score) {
+          score = sc;
+          a.cost.seconds = *s.fact.host_sync_s;
+          a.cost.per = "step";
+          a.cost.share = share;
+          a.cost.text = fmt::format("{} of GPU idle time per step ({})", duration(*s.fact.host_sync_s), percent(share));
+        }
+      }
+    }
+  if (score > 0)
+    for (const auto& h : ctx.facts.of<HostSync>())
+      if (a.evidence.size() < 6 && h.fact.gpu_idle_ms_per_step > 0)
+        a.evidence.push_back(line(fmt::format("{}: {:.1f} per step, {} of GPU idle", h.fact.label, h.fact.per_step,
+                                              duration(h.fact.gpu_idle_ms_per_step / 1e3)),
+                                  h.where));
+  for (const auto& m : ctx.facts.of<FrameworkMessage>())
+    if (m.fact.id == "sync-debug") {
+      a.evidence.push_back(line("PyTorch's sync debug mode caught a synchronising CUDA call", m.where));
+      score = std::max(score, 0.45);
+    }
+  if (score == 0) return std::nullopt;
+  a.score = score;
+  a.summary = "the host waits for the GPU inside the step (.item(), .cpu(), synchronize, blocking copies): the GPU drains "
+              "and idles until the next launches";
+  if (a.cost.text.empty())
+    a.cost.text = "not measured here: after each synchronising call the GPU idles until the host launches again — a profiler "
+                  "trace gives the idle time per step";
+  return a;
+}
+
+std::optional<Assessment> assess_input_bound(const Context& ctx) {
+  Assessment a = start("input-bound");
+  double score = 0;
+  for (const auto& s : ctx.facts.of<StepPhases>())
+    if (s.fact.data_wait_s && s.fact.step_s && *s.fact.step_s > 0) {
+      const double share = *s.fact.data_wait_s / *s.fact.step_s;
+      if (share < 0.1) {
+        a.against.push_back(line(fmt::format("data wait {} of the step", percent(share)), s.where));
+        continue;
+      }
+      const double sc = share >= 0.5 ? 0.85 : share >= 0.25 ? 0.6 : 0.35;
+      a.evidence.push_back(line(fmt::format("waiting for data {} of a {} step ({}){}", duration(*s.fact.data_wait_s),
+                                            duration(*s.fact.step_s), percent(share),
+                                            s.fact.basis.empty() ? "" : " — " + s.fact.basis),
+                                s.where));
+      if (sc > score) {
+        score = sc;
+        a.cost.seconds = *s.fact.data_wait_s;
+        a.cost.per = "step";
+        a.cost.share = share;
+        a.cost.text = fmt::format("{} of every {} step waits for data ({}); compute and communication take the rest",
+                                  duration(*s.fact.data_wait_s), duration(*s.fact.step_s), percent(share));
+      }
+    }
+  for (const auto& m : ctx.facts.of<FrameworkMessage>())
+    if (m.fact.id == "dataloader-workers" || m.fact.id == "persistent-workers") {
+      a.evidence.push_back(line(m.fact.id == "dataloader-workers" ? "the data loader's worker count is off for this machine"
+                                                                 : "loader workers are re-created every epoch",
+                                m.where));
+      score = std::max(score, 0.3);
+    }
+  // One-off reads in a Python profile are start-up, not per-step input.
+  const auto pv = profile_view(ctx);
+  for (const auto& r : pv.rows)
+    if (one_off(r.fact) && pv.total_s > 0 && r.fact.cumtime_s >= 0.2 * pv.total_s)
+      a.against.push_back(line(fmt::format("{}{}: {} call(s) of {} each — one-off start-up work (loading a data set), not "
+                                           "per-step data loading",
+                                           r.fact.file.empty() ? "" : r.fact.file + ":", r.fact.function, r.fact.calls,
+                                           duration(r.fact.cumtime_s / r.fact.calls)),
+                               r.where));
+  if (score == 0) {
+    if (a.against.empty()) return std::nullopt;
+    a.ruled_out = true;
+    a.why_not = a.against.front().says;
+    return a;
+  }
+  if (score >= 0.6 && a.cost.share && *a.cost.share >= 0.5)
+    a.summary = "the input pipeline sets the step: the GPUs wait for data most of the time, so more GPUs cannot help";
+  else
+    a.summary = "data loading holds back part of the step";
+  a.score = score;
+  return a;
+}
+
+std::optional<Assessment> assess_launch_bound(const Context& ctx) {
+  Assessment a = start("launch-bound");
+  double score = 0;
+  // The job's own step time without the profiler, when a log (not a trace) gives one.
+  std::optional<double> unprofiled;
+  std::optional<EvidenceLine> unprofiled_line;
+  for (const auto& m : ctx.facts.of<Measurement>())
+    if (m.fact.quantity == "step time" && (m.fact.unit == "s" || m.fact.unit == "ms")) {
+      unprofiled = seconds_of(m.fact);
+      unprofiled_line = line("the job's own step time: " + figure(m.fact), m.where);
+    }
+  double mean_kernel_us = 0;
+  for (const auto& g : ctx.facts.of<LaunchGaps>()) mean_kernel_us = std::max(mean_kernel_us, g.fact.mean_kernel_us);
+  for (const auto& s : ctx.facts.of<StepPhases>()) {
+    if (!s.fact.launch_gap_s || !s.fact.step_s || *s.fact.step_s <= 0) continue;
+    const double share = *s.fact.launch_gap_s / *s.fact.step_s;
+    if (share < 0.2) continue;
+    double sc = share >= 0.4 ? 0.55 : 0.4;
+    std::string says = fmt::format("the GPU idles between kernels {} of a {} step ({})", duration(*s.fact.launch_gap_s),
+                                   duration(*s.fact.step_s), percent(share));
+    const auto real_step = s.fact.step_unprofiled_s ? s.fact.step_unprofiled_s : unprofiled;
+    if (s.fact.profiled) {
+      if (real_step && *real_step < *s.fact.step_s) {
+        // The profiler adds host time to every launch; the difference between the steps is its overhead, and the gaps
+        // it leaves are at most what remains.
+        const double inflated = *s.fact.step_s - *real_step;
+        const double real = std::max(0.0, *s.fact.launch_gap_s - inflated);
+        says += fmt::format("; without the profiler the step is {} ({} shorter), so at most {} of the gaps are the job's own",
+                            duration(*real_step), duration(inflated), duration(real));
+        if (unprofiled_line) a.evidence.push_back(*unprofiled_line);
+        if (real / *real_step < 0.2) {
+          sc = 0.15;
+          a.against.push_back(line("the gaps are the profiler's own overhead: the unprofiled step has no room for them", s.where));
+        }
+      } else if (mean_kernel_us > 0 && mean_kernel_us < 10 && share >= 0.5) {
+        // Kernels of a few µs: even without a profiler the host launches each in about as long as it runs.
+        sc = std::min(sc, 0.45);
+        says += fmt::format("; compute kernels average {:.1f} µs, shorter than launching one takes, so the gaps are not "
+                            "only the profiler's",
+                            mean_kernel_us);
+        a.needs.push_back({"the job's step time without the profiler", "the job's own step timing (or nsys profile, which adds less)",
+                           "how much of the gaps the profiler added"});
+      } else {
+        sc = std::min(sc, 0.3);
+        says += "; measured in a profiled step, whose host time the profiler inflates";
+        a.needs.push_back({"the job's step time without the profiler", "the job's own step timing (or nsys profile, which adds less)",
+                           "launch-bound for real against a profiler artefact"});
+      }
+    }
+    a.evidence.push_back(line(says, s.where));
+    if (sc > score) {
+      score = sc;
+      a.cost.seconds = *s.fact.launch_gap_s;
+      a.cost.per = "step";
+      a.cost.share = share;
+      a.cost.text = fmt::format("up to {} of idle between kernels per step", duration(*s.fact.launch_gap_s));
+    }
+  }
+  for (const auto& g : ctx.facts.of<LaunchGaps>())
+    if (score > 0 && g.fact.mean_kernel_us > 0 && a.evidence.size() < 4)
+      a.evidence.push_back(line(fmt::format("{:.0f} gaps per step, median {:.1f} µs; compute kernels {:.1f} µs on average",
+                                            g.fact.per_step, g.fact.median_us, g.fact.mean_kernel_us),
+                                g.where));
+  if (score == 0) return std::nullopt;
+  a.score = score;
+  a.summary = "kernels are too short for the host to keep the GPU busy: the launch rate sets the step";
+  return a;
+}
+
+std::optional<Assessment> assess_straggler(const Context& ctx) {
+  Assessment a = start("straggler");
+  double score = 0;
+  for (const auto& s : ctx.variants.pairs) {
+    if (s.suspects.empty() || s.slow.size() < 1) continue;
+    const std::string& prime = s.suspects.front();
+    const int n = s.slow_pairs_of.at(prime);
+    double sc = n >= 2 ? 0.75 : 0.45;
+    a.evidence.push_back(line(fmt::format("every pair with {} is slow ({} pair(s), median {:.4g}) while pairs without it reach "
+                                          "{:.4g}: a ring runs at its slowest member's speed",
+                                          prime, n, s.slow_median, s.fast_median),
+                              *s.slow.front().where));
+    for (const auto& r : s.slow)
+      if (std::find(r.m->members.begin(), r.m->members.end(), prime) != r.m->members.end() && a.evidence.size() < 4)
+        a.evidence.push_back(line(fmt::format("slow: {} {}", r.m->dims.count("pair") ? r.m->dims.at("pair") : r.m->row, figure(*r.m)), *r.where));
+    for (const auto& r : s.fast) {
+      for (const auto& mem : r.m->members)
+        if (s.slow_pairs_of.count(mem)) {
+          a.evidence.push_back(line(fmt::format("fast: {} {} — {} is fine in this pair", r.m->dims.count("pair") ? r.m->dims.at("pair") : r.m->row,
+                                                figure(*r.m), mem),
+                                    *r.where));
+          break;
+        }
+      if (a.evidence.size() >= 7) break;
+    }
+    // A note that both groups share (e.g. crossing a switch) is not what separates them.
+    std::set<std::string> slow_notes, fast_notes;
+    for (const auto& r : s.slow)
+      if (r.m->dims.count("note")) slow_notes.insert(r.m->dims.at("note"));
+    for (const auto& r : s.fast)
+      if (r.m->dims.count("note")) fast_notes.insert(r.m->dims.at("note"));
+    for (const auto& note : slow_notes)
+      if (fast_notes.count(note))
+        a.evidence.push_back(line("pairs marked '" + note + "' are among both the slow and the fast ones: not what makes them slow",
+                                  *s.slow.front().where));
+    if (!s.unexplained.empty()) {
+      std::string others;
+      for (const auto& r : s.unexplained)
+        for (const auto& mem : r.m->members) others += (others.empty() ? "" : " or ") + mem;
+      a.evidence.push_back(line(fmt::format("{} is slow without {}: a second suspect ({})",
+                                            s.unexplained.front().m->dims.count("pair") ? s.unexplained.front().m->dims.at("pair")
+                                                                                       : s.unexplained.front().m->row,
+                                            prime, others),
+                                *s.unexplained.front().where));
+    }
+    if (sc > score) {
+      score = sc;
+      a.summary = fmt::format("{} is slow: every measurement that includes it is about {:.0f} % below the others", prime,
+                              (1 - (s.higher_is_better ? s.slow_median / s.fast_median : s.fast_median / s.slow_median)) * 100);
+      a.cost.text = fmt::format("{:.4g} instead of {:.4g}{} on every pair (or ring) that includes {}", s.slow_median,
+                                s.fast_median, s.slow.front().m->unit.empty() ? "" : " " + s.slow.front().m->unit, prime);
+      if (s.slow.front().m->unit == "GB/s" || s.slow.front().m->unit.empty()) {
+        a.cost.measured_gbps = s.slow_median;
+        a.cost.ceiling_gbps = s.fast_median;
+      }
+      std::string list = prime;
+      if (!s.unexplained.empty()) list += " (and one of the members of the other slow pairs)";
+      a.fix = "take " + list + " out of service and test it: " + a.fix;
+    }
+  }
+  for (const auto& s : ctx.facts.of<Straggler>()) {
+    if (s.fact.who == "varies") continue;
+    if (s.fact.late_ms_per_step) {
+      double step_ms = 0;
+      for (const auto& p : ctx.facts.of<StepPhases>())
+        if (p.where.source == s.where.source && p.fact.step_s) step_ms = *p.fact.step_s * 1e3;
+      const double share = step_ms > 0 ? *s.fact.late_ms_per_step / step_ms : 0;
+      if (share >= 0.05 || (step_ms == 0 && *s.fact.late_ms_per_step >= 1)) {
+        a.evidence.push_back(line(fmt::format("{} arrives {:.2f} ms late to the collectives per step{} ({})", s.fact.who,
+                                              *s.fact.late_ms_per_step, step_ms > 0 ? " (" + percent(share) + " of the step)" : "",
+                                              s.fact.basis),
+                                  s.where));
+        if (0.6 > score) {
+          score = 0.6;
+          a.summary = s.fact.who + " is late to every collective: the other ranks wait for it";
+          a.cost.seconds = *s.fact.late_ms_per_step / 1e3;
+          a.cost.per = "step";
+          if (step_ms > 0) a.cost.share = share;
+          a.cost.text = fmt::format("the others wait about {:.2f} ms per step", *s.fact.late_ms_per_step);
+        }
+      }
+    }
+    if (s.fact.compute_skew && *s.fact.compute_skew >= 0.1) {
+      a.evidence.push_back(line(fmt::format("{} computes {} slower than the fastest rank ({})", s.fact.who,
+                                            percent(*s.fact.compute_skew), s.fact.basis),
+                                s.where));
+      if (0.5 > score) {
+        score = 0.5;
+        a.summary = s.fact.who + " computes slower than the others every step";
+      }
+    }
+  }
+  // Clocks: a GPU throttled while the others are not.
+  std::vector<Seen<GpuClocks>> throttled;
+  const auto clocks = ctx.facts.of<GpuClocks>();
+  for (const auto& c : clocks)
+    for (const auto& r : c.fact.active_throttle_reasons)
+      if (!contains(r, "Idle") && !contains(r, "Applications Clocks") && !contains(r, "Not Active")) {
+        throttled.push_back(c);
+        break;
+      }
+  if (!throttled.empty() && throttled.size() < clocks.size()) {
+    for (const auto& t : throttled) {
+      std::string reasons;
+      for (const auto& r : t.fact.active_throttle_reasons) reasons += (reasons.empty() ? "" : ", ") + r;
+      a.evidence.push_back(line(t.fact.gpu + " throttled: " + reasons, t.where));
+    }
+    if (0.5 > score) {
+      score = 0.5;
+      a.summary = throttled.front().fact.gpu + " runs throttled while the others do not";
+    }
+  }
+  // A rank late on average while the slowest rank changes from step to step is imbalance, not one slow member.
+  for (const auto& s : ctx.facts.of<Straggler>())
+    if (s.fact.who == "varies" && score > 0) {
+      a.against.push_back(line("the slowest rank changes from step to step (" + s.fact.basis + ")", s.where));
+      score *= 0.5;
+      break;
+    }
+  for (const auto& w : ctx.facts.of<WatchdogSummary>())
+    if (w.fact.seq_mismatch && score < 0.35) {
+      a.evidence.push_back(line("a rank stayed behind at an earlier collective: " + w.fact.verdict, w.where));
+      score = 0.35;
+      a.summary = "one rank fell behind the others";
+    }
+  if (score == 0) return std::nullopt;
+  a.score = score;
+  return a;
+}
+
+std::optional<Assessment> assess_load_imbalance(const Context& ctx) {
+  Assessment a = start("load-imbalance");
+  double score = 0;
+  for (const auto& s : ctx.facts.of<Straggler>())
+    if (s.fact.who == "varies") {
+      a.evidence.push_back(line("the slowest rank changes from step to step" +
+                                    (s.fact.compute_skew ? fmt::format(", {} between the slowest and fastest", percent(*s.fact.compute_skew)) : "") +
+                                    " (" + s.fact.basis + ")",
+                                s.where));
+      score = std::max(score, s.fact.compute_skew && *s.fact.compute_skew >= 0.1 ? 0.5 : 0.3);
+    }
+  if (score == 0) return std::nullopt;
+  // The wait the ranks spend for each other per step: the cross-rank lateness of the traces.
+  for (const auto& s : ctx.facts.of<Straggler>())
+    if (s.fact.who != "varies" && s.fact.late_ms_per_step) {
+      a.cost.seconds = *s.fact.late_ms_per_step / 1e3;
+      a.cost.per = "step";
+      a.cost.text = fmt::format("the ranks wait for each other about {:.2f} ms per step", *s.fact.late_ms_per_step);
+    }
+  if (a.cost.text.empty()) a.cost.text = "the fast ranks' wait for the slowest one, every step";
+  if (score == 0) return std::nullopt;
+  a.score = score;
+  a.summary = "ranks get unequal work per step: a different rank is slowest each time and the others wait";
+  return a;
+}
+
+std::optional<Assessment> assess_compile_ddp_interaction(const Context& ctx) {
+  Assessment a = start("compile-ddp-interaction");
+  double score = 0;
+  for (const auto& m : ctx.facts.of<FrameworkMessage>())
+    if (m.fact.id == "compile-graph-break") {
+      if (a.evidence.size() < 4) a.evidence.push_back(line("torch.compile split or recompiled the graph under DDP", m.where));
+      score = 0.35;
+    }
+  if (score == 0) return std::nullopt;
+  if (ctx.has<DdpConfig>() || ctx.ranks.value_or(0) > 1) raise(score, 0.1);
+  a.score = score;
+  a.summary = "torch.compile breaks the graph under DDP, which costs the bucket all-reduces their overlap";
+  a.cost.text = "not measured here: recompilations and graph breaks cost compile time and overlap; time a step against "
+                "eager DDP to see it";
+  return a;
+}
+
+std::optional<Assessment> assess_compute_contention(const Context& ctx) {
+  Assessment a = start("compute-contention");
+  // Step breakdowns of one run at world size 1 and N (scalescope doctor's points).
+  std::map<std::string, std::map<int, Seen<StepPhases>>> by_source;
+  for (const auto& s : ctx.facts.of<StepPhases>())
+    if (s.fact.world_size && s.fact.compute_s && s.fact.step_s && !s.fact.rank) by_source[s.where.source].emplace(*s.fact.world_size, s);
+  double score = 0;
+  for (const auto& [src, points] : by_source) {
+    auto one = points.find(1);
+    if (one == points.end()) continue;
+    for (const auto& [n, p] : points) {
+      if (n < 2) continue;
+      const double extra = *p.fact.compute_s - *one->second.fact.compute_s;
+      const double loss = *p.fact.step_s - *one->second.fact.step_s;
+      if (extra <= 0.1 * *p.fact.step_s || loss <= 0 || extra < 0.5 * loss) continue;
+      a.evidence.push_back(line(fmt::format("N={}: compute {} per step against {} for one rank alone: {} of the {} lost to scaling",
+                                            n, duration(*p.fact.compute_s), duration(*one->second.fact.compute_s),
+                                            duration(extra), duration(loss)),
+                                p.where));
+      if (0.5 > score) {
+        score = 0.5;
+        a.cost.seconds = extra;
+        a.cost.per = "step";
+        a.cost.share = extra / *p.fact.step_s;
+        a.cost.text = fmt::format("{} of slower compute per step at N={} ({})", duration(extra), n, percent(*a.cost.share));
+      }
+    }
+  }
+  if (score == 0) return std::nullopt;
+  a.score = score;
+  a.summary = "the ranks slow each other's compute (shared cores or memory bandwidth, or communication kernels holding SMs)";
+  return a;
+}
+
+}  // namespace scalescope::diagnose

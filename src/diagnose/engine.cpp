@@ -1,0 +1,412 @@
+#include "diagnose/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "analyze/log_text.h"
+#include "core/terminal_text.h"
+#include "diagnose/catalogue.h"
+#include "diagnose/causes_util.h"
+#include "diagnose/context.h"
+
+namespace scalescope::diagnose {
+namespace {
+
+using namespace detail;
+
+// ---- judging figures against ceilings, for no-defect ----
+
+/// One figure judged against what the hardware should give.
+struct Judgement {
+  bool met = false;
+  EvidenceLine line;
+  std::string ceiling;      ///< the ceiling in words, with its source
+  double weight = 0.6;      ///< how firmly it supports no-defect (a measured plateau more than a topology)
+};
+
+// Network rail configurations a multi-node plateau is consistent with: k ports of a standard rate per node whose
+// practical busbw (topo::nic_busbw_gbps) lies within −12 % / +8 % of the plateau.
+std::vector<std::string> consistent_rails(double plateau) {
+  std::vector<std::string> out;
+  for (double rate : {100.0, 200.0, 400.0, 800.0})
+    for (int k : {1, 2, 4, 8}) {
+      const double expected = topo::expected_network_busbw(k, rate).gbps;
+      if (expected > 0 && plateau >= 0.88 * expected && plateau <= 1.08 * expected)
+        out.push_back(fmt::format("{} × {:.0f} Gb/s ({})", k, rate, gbps(expected)));
+    }
+  return out;
+}
+
+std::vector<Judgement> judgements(const Context& ctx) {
+  std::vector<Judgement> out;
+  const auto pairs = ctx.job_pairs();
+  // The slowest path among the job's GPUs, if the matrix shows them.
+  std::optional<topo::Link> worst;
+  for (const auto& p : pairs) {
+    topo::Link l{};
+    if (p.fact.nvlinks > 0) l = {topo::LinkClass::nvlink, p.fact.nvlinks};
+    else if (p.fact.token == "PIX") l = {topo::LinkClass::pix, 0};
+    else if (p.fact.token == "PXB") l = {topo::LinkClass::pxb, 0};
+    else if (p.fact.token == "PHB") l = {topo::LinkClass::phb, 0};
+    else if (p.fact.token == "NODE") l = {topo::LinkClass::node, 0};
+    else if (p.fact.token == "SYS" || p.fact.token == "SOC") l = {topo::LinkClass::sys, 0};
+    else continue;
+    if (!worst || topo::quality(l) < topo::quality(*worst)) worst = l;
+  }
+
+  for (const auto& p : ctx.plateaus) {
+    const auto& f = p.fact;
+    if (f.wrong_rows > 0) {
+      out.push_back({false, line(fmt::format("{} rows of this sweep report wrong elements: the run failed its data check", f.wrong_rows), p.where), "", 0});
+      continue;
+    }
+    std::string avg_note;
+    if (f.reported_average_gbps && *f.reported_average_gbps < 0.9 * f.gbps)
+      avg_note = fmt::format("; the footer's average {} averages every size down to {} B and is not the peak",
+                             gbps(*f.reported_average_gbps), f.from_bytes > 0 ? std::to_string(f.from_bytes) : "the smallest");
+    if (ctx.span == Span::multi_node) {
+      std::optional<double> nic_rate;
+      int nics = 0;
+      std::set<std::string> names;
+      for (const auto& n : ctx.facts.of<NicSeen>())
+        if (n.fact.line_gbit && names.insert(n.fact.name).second) {
+          nic_rate = nic_rate ? std::min(*nic_rate, *n.fact.line_gbit) : *n.fact.line_gbit;
+          ++nics;
+        }
+      if (nic_rate && nics > 0) {
+        const auto c = topo::expected_network_busbw(nics, *nic_rate);
+        const double ratio = f.gbps / c.gbps;
+        if (ctx.nodes && *ctx.nodes == 2 && ratio > 1.1) {
+          out.push_back({true, line(fmt::format("{} {} plateau above the {} the {} NIC(s) per node carry: on exactly two "
+                                                "nodes NCCL's Tree algorithm sends less over the network than nccl-tests' "
+                                                "busbw formula assumes — expected, not an error",
+                                                f.collective, gbps(f.gbps), gbps(c.gbps), nics),
+                                    p.where),
+                         fmt::format("{} per node over the network (NCCL_ALGO=Ring measures it)", gbps(c.gbps)), 0.6});
+        } else {
+          out.push_back({ratio >= 0.8, line(fmt::format("{} plateau {} = {} of the {} that {} × {:.0f} Gb/s NICs per node carry{}",
+                                                        f.collective, gbps(f.gbps), percent(ratio), gbps(c.gbps), nics, *nic_rate, avg_note),
+                                            p.where),
+                         c.basis.empty() ? gbps(c.gbps) : c.basis, ratio >= 0.8 ? 0.7 : 0});
+        }
+      } else {
+        const auto rails = consistent_rails(f.gbps);
+        if (f.saturated && !rails.empty()) {
+          std::string list;
+          for (const auto& r : rails) list += (list.empty() ? "" : ", ") + r;
+          out.push_back({true, line(fmt::format("multi-node {} plateau {} over {} sizes up to {} MB: flat (saturated), at "
+                                                "the practical rate of {} per node (about 12 GB/s per 100 Gb/s port){}",
+                                                f.collective, gbps(f.gbps), f.sizes, f.to_bytes / 1000000, list, avg_note),
+                                    p.where),
+                         fmt::format("the network between nodes: {} of all-reduce busbw is what {} per node carry at NCCL's "
+                                     "~96 % of line rate (rule of thumb: 12 GB/s per 100 Gb/s port, "
+                                     "github.com/NVIDIA/nccl-tests/issues/119); the NIC count and rate are not in the evidence",
+                                     gbps(f.gbps), list),
+                         0.5});
+        }
+      }
+      continue;
+    }
+    // One node: the slowest path among the job's GPUs, or the model's full NVLink when no matrix was given.
+    std::optional<topo::Link> path = worst;
+    std::string assumed;
+    if (!path && ctx.gpu && ctx.gpu->nvlink_links > 0 && ctx.gpu->form == topo::GpuForm::sxm) {
+      path = topo::Link{topo::LinkClass::nvlink, ctx.gpu->nvlink_links};
+      assumed = " (assumed: every pair through NVSwitch with all links; give `nvidia-smi topo -m` to check)";
+    }
+    if (!path || ctx.span == Span::unknown) continue;
+    const auto c = topo::expected_path_busbw(ctx.gpu, *path);
+    if (c.gbps <= 0) continue;
+    const double ratio = f.gbps / c.gbps;
+    out.push_back({ratio >= 0.8,
+                   line(fmt::format("{} plateau {} = {} of the {} ceiling of {}{}{}", f.collective, gbps(f.gbps), percent(ratio),
+                                    gbps(c.gbps), topo::to_string(*path), assumed, avg_note),
+                        p.where),
+                   c.basis, ratio >= 0.8 ? 0.7 : 0});
+  }
+
+  // The topology itself: the job's GPUs joined as the platform should join them.
+  if (!pairs.empty()) {
+    std::set<int> nv;
+    bool all_nvlink = true, all_switch = true;
+    for (const auto& p : pairs) {
+      if (p.fact.nvlinks > 0) nv.insert(p.fact.nvlinks);
+      else all_nvlink = false;
+      if (p.fact.token != "PIX" && p.fact.token != "PXB" && p.fact.nvlinks == 0) all_switch = false;
+    }
+    std::string nic_text;
+    // Each GPU's nearest NIC.
+    std::map<std::string, std::string> nearest;
+    bool any_nic = false;
+    for (const auto& l : ctx.links) {
+      const bool gpu_nic = l.fact.a_is_gpu != l.fact.b_is_gpu;
+      if (!gpu_nic) continue;
+      any_nic = true;
+      const std::string& g = l.fact.a_is_gpu ? l.fact.a : l.fact.b;
+      const std::string& t = l.fact.token;
+      auto rank = [](const std::string& x) { return x == "PIX" ? 0 : x == "PXB" ? 1 : x == "PHB" ? 2 : x == "NODE" ? 3 : 4; };
+      if (!nearest.count(g) || rank(t) < rank(nearest[g])) nearest[g] = t;
+    }
+    bool nics_close = any_nic;
+    for (const auto& g : ctx.job_gpus)
+      if (!nearest.count(g) || (nearest[g] != "PIX" && nearest[g] != "PXB")) nics_close = false;
+    if (any_nic && nics_close) nic_text = "; every GPU has a NIC under its own PCIe switch (PIX/PXB), where GPUDirect RDMA works";
+    if ((all_nvlink && nv.size() == 1) || (all_switch && !all_nvlink)) {
+      const topo::Link l = all_nvlink ? topo::Link{topo::LinkClass::nvlink, *nv.begin()} : topo::Link{topo::LinkClass::pxb, 0};
+      const auto c = topo::expected_path_busbw(ctx.gpu, l);
+      const std::string what = all_nvlink ? fmt::format("NV{} between every pair of the job's {} GPUs", *nv.begin(), ctx.job_gpus.size())
+                                          : "a PCIe switch between every pair of the job's GPUs";
+      const bool nics_bad = any_nic && !nics_close;
+      std::set<std::string> nic_labels;
+      for (const auto& l2 : ctx.links) {
+        if (!l2.fact.a_is_gpu) nic_labels.insert(l2.fact.a);
+        if (!l2.fact.b_is_gpu) nic_labels.insert(l2.fact.b);
+      }
+      std::string ceiling = "inside a node " + (c.gbps > 0 ? gbps(c.gbps) + " of all-reduce busbw (" + c.basis + ")" : std::string("the link's rate"));
+      if (any_nic)
+        ceiling += fmt::format("; between nodes, the {} NIC(s) per node at their line rate (about 12 GB/s of busbw per "
+                               "100 Gb/s port; the rate is not in the matrix)",
+                               nic_labels.size());
+      out.push_back({!nics_bad, line(what + nic_text, pairs.front().where), ceiling,
+                     0.5});
+    }
+  }
+
+  // Scaling measured by scalescope or a baseline trace.
+  for (const auto& s : ctx.facts.of<ScalingPoint>())
+    if (s.fact.world_size >= 2 && s.fact.verdict) {
+      const bool ok = *s.fact.verdict == "healthy";
+      out.push_back({ok, line(fmt::format("N={}: speedup {:.2f}, efficiency {}{} — verdict {}", s.fact.world_size, s.fact.speedup,
+                                          percent(s.fact.efficiency),
+                                          s.fact.comm_ratio ? ", comm ratio " + percent(*s.fact.comm_ratio) : "", *s.fact.verdict),
+                              s.where),
+                     "the seed's rule: healthy when comm ratio < 15 % and 2-GPU speedup > 1.7", ok ? 0.7 : 0});
+    }
+  // Scaling from tables.
+  for (const auto& s : ctx.variants.scaling) {
+    if (s.efficiency >= 0.85)
+      out.push_back({true, line(fmt::format("{} on {} GPUs: speedup {:.2f} ({} efficiency)", row_name(*s.row.m), s.gpus, s.speedup,
+                                            percent(s.efficiency)),
+                                *s.row.where),
+                     fmt::format("ideal {} on {} GPUs", s.gpus, s.gpus), 0.6});
+  }
+  return out;
+}
+
+bool better(const Assessment& x, const Assessment& y) {
+  if (std::abs(x.score - y.score) > 1e-9) return x.score > y.score;
+  return x.cost.seconds.value_or(0) > y.cost.seconds.value_or(0);
+}
+
+std::string safe(const std::string& s, std::size_t n = 400) { return core::terminal_text(s, n); }
+
+std::string where_text(const Provenance& p) {
+  if (p.source.empty()) return "";
+  return p.line > 0 ? fmt::format("{}:{}", p.source, p.line) : p.source;
+}
+
+}  // namespace
+
+std::string confidence_label(double score) { return score >= 0.75 ? "high" : score >= 0.5 ? "medium" : "low"; }
+
+Diagnosis diagnose(const FactSet& facts) {
+  Diagnosis d;
+  {
+    std::map<std::string, std::size_t> per_source;
+    std::vector<std::string> order;
+    for (const auto& f : facts.all()) {
+      if (!per_source.count(f.where.source)) order.push_back(f.where.source);
+      ++per_source[f.where.source];
+    }
+    for (const auto& s : order) d.considered.push_back(fmt::format("{} ({} fact{})", s.empty() ? "(derived)" : s, per_source[s],
+                                                                  per_source[s] == 1 ? "" : "s"));
+  }
+  const Context ctx(facts);
+  std::vector<Assessment> live;
+  for (const auto& c : cause_catalogue()) {
+    if (!c.assess) continue;
+    auto r = c.assess(ctx);
+    if (!r) continue;
+    if (r->ruled_out) d.ruled_out.push_back(std::move(*r));
+    else if (r->score > 0) live.push_back(std::move(*r));
+  }
+  // A cause that explains another (a setting behind a fallback) ranks above it: the effect's evidence is its too.
+  for (auto& a : live)
+    for (const auto& id : a.explains)
+      for (const auto& b : live)
+        if (b.cause == id && b.score >= a.score) a.score = std::min(1.0, b.score + 0.01);
+  std::stable_sort(live.begin(), live.end(), better);
+  // Alternative explanations of one symptom: only the better one is shown (the other's evidence is the same).
+  const std::vector<std::pair<std::string, std::string>> alternatives = {{"comm-bound-small-model", "bandwidth-bound-gradients"}};
+  for (const auto& [x, y] : alternatives) {
+    auto ix = std::find_if(live.begin(), live.end(), [&](const Assessment& a) { return a.cause == x; });
+    auto iy = std::find_if(live.begin(), live.end(), [&](const Assessment& a) { return a.cause == y; });
+    if (ix != live.end() && iy != live.end()) live.erase(ix < iy ? iy : ix);
+  }
+
+  std::size_t next = 0;
+  if (!live.empty() && live.front().score >= kPrimaryScore) {
+    d.primary = live.front();
+    next = 1;
+  }
+  for (std::size_t i = next; i < live.size() && d.contributing.size() < 6; ++i) {
+    if (live[i].score < kContributingScore) break;
+    Assessment a = live[i];
+    if (d.primary && std::find(d.primary->explains.begin(), d.primary->explains.end(), a.cause) != d.primary->explains.end())
+      a.summary += " (a consequence of " + d.primary->cause + ")";
+    d.contributing.push_back(std::move(a));
+  }
+
+  if (!d.primary) {
+    const auto js = judgements(ctx);
+    bool failed = false;
+    double weight = 0;
+    for (const auto& j : js) {
+      if (!j.met) failed = true;
+      else weight = std::max(weight, j.weight);
+    }
+    if (!js.empty() && !failed && weight > 0) {
+      Assessment a = start("no-defect");
+      // A multi-node plateau judged without the NICs' count and rate: say what would pin the ceiling down.
+      if (ctx.span == Span::multi_node && !ctx.plateaus.empty() && !ctx.has<NicSeen>())
+        a.needs.push_back({"the NICs per node and their rate", "ibstat   (or ibv_devinfo -v; on each node)",
+                           "which of the rail configurations the plateau matches, so the ceiling is known rather than inferred"});
+      a.score = weight;
+      for (const auto& j : js) a.evidence.push_back(j.line);
+      a.summary = "the figures are what this hardware and workload should give: nothing to fix";
+      for (const auto& j : js)
+        if (!j.ceiling.empty()) {
+          d.ceiling += (d.ceiling.empty() ? "" : "; ") + j.ceiling;
+        }
+      a.cost.text = "none";
+      a.fix = "nothing to fix; more speed has to come from the ceiling itself: " + (d.ceiling.empty() ? "the hardware" : d.ceiling);
+      a.confirm = "";
+      d.primary = std::move(a);
+    } else {
+      for (const auto& j : js)
+        if (!j.met)
+          d.missing_evidence.push_back({"why " + j.line.says, "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,ENV <the run>",
+                                        "the transport, settings and topology NCCL used for this figure"});
+    }
+  }
+  // What would confirm the causes shown.
+  std::set<std::string> asked;
+  auto ask = [&](const std::vector<MissingEvidence>& needs) {
+    for (const auto& n : needs)
+      if (asked.insert(n.command).second) d.missing_evidence.push_back(n);
+  };
+  if (d.primary) ask(d.primary->needs);
+  for (const auto& c : d.contributing) ask(c.needs);
+  if (!d.primary && facts.empty())
+    d.missing_evidence.push_back({"evidence about the run", "NCCL_DEBUG=INFO <the run> > nccl.log; nvidia-smi topo -m > topo.txt; "
+                                  "the training log with its step times per GPU count",
+                                  "every cause: none of the inputs gave a fact"});
+  else if (!d.primary) {
+    if (!ctx.has<LinkClass>())
+      d.missing_evidence.push_back({"the GPU topology", "nvidia-smi topo -m", "which paths the GPUs use (NVLink, PCIe switch, host bridge, sockets)"});
+    if (!ctx.has<StepPhases>() && !ctx.has<Measurement>() && !ctx.has<BusbwPlateau>())
+      d.missing_evidence.push_back({"measured step times at 1 and N GPUs, or an nccl-tests sweep", "scalescope doctor (or all_reduce_perf -b 1M -e 1G -f 2 -g <GPUs>)",
+                                    "whether anything is slower than the hardware allows"});
+  }
+  return d;
+}
+
+void to_json(nlohmann::json& j, const Assessment& a) {
+  using analyze::to_valid_utf8;
+  auto lines = [](const std::vector<EvidenceLine>& v) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& e : v)
+      out.push_back({{"says", to_valid_utf8(e.says)}, {"source", to_valid_utf8(e.where.source)}, {"line", e.where.line},
+                     {"excerpt", to_valid_utf8(e.where.excerpt)}});
+    return out;
+  };
+  nlohmann::json cost = {{"seconds", analyze::optional_json(a.cost.seconds)},
+                         {"per", a.cost.per.empty() ? nlohmann::json() : nlohmann::json(a.cost.per)},
+                         {"share", analyze::optional_json(a.cost.share)},
+                         {"measured_gbps", analyze::optional_json(a.cost.measured_gbps)},
+                         {"ceiling_gbps", analyze::optional_json(a.cost.ceiling_gbps)},
+                         {"text", to_valid_utf8(a.cost.text)}};
+  j = {{"cause", a.cause},
+       {"confidence", confidence_label(a.score)},
+       {"score", std::round(a.score * 100) / 100},
+       {"summary", to_valid_utf8(a.summary)},
+       {"cost", cost},
+       {"evidence", lines(a.evidence)},
+       {"against", lines(a.against)},
+       {"fix", to_valid_utf8(a.fix)},
+       {"confirm", a.confirm.empty() ? nlohmann::json() : nlohmann::json(to_valid_utf8(a.confirm))},
+       {"explains", a.explains}};
+}
+
+void to_json(nlohmann::json& j, const Diagnosis& d) {
+  using analyze::to_valid_utf8;
+  nlohmann::json contributing = nlohmann::json::array(), ruled = nlohmann::json::array(), missing = nlohmann::json::array(),
+                 considered = nlohmann::json::array();
+  for (const auto& c : d.contributing) contributing.push_back(c);
+  for (const auto& r : d.ruled_out) ruled.push_back({{"cause", r.cause}, {"why", to_valid_utf8(r.why_not)}});
+  for (const auto& m : d.missing_evidence)
+    missing.push_back({{"what", to_valid_utf8(m.what)}, {"command", to_valid_utf8(m.command)}, {"decides", to_valid_utf8(m.decides)}});
+  for (const auto& c : d.considered) considered.push_back(to_valid_utf8(c));
+  j = {{"primary", d.primary ? nlohmann::json(*d.primary) : nlohmann::json()},
+       {"contributing", contributing},
+       {"ruled_out", ruled},
+       {"missing_evidence", missing},
+       {"ceiling", d.ceiling.empty() ? nlohmann::json() : nlohmann::json(to_valid_utf8(d.ceiling))},
+       {"considered", considered}};
+}
+
+std::string render(const Diagnosis& d) {
+  std::string out = "diagnosis:\n";
+  auto evidence = [&](const std::vector<EvidenceLine>& v, const char* head, std::size_t max) {
+    if (v.empty()) return;
+    out += fmt::format("    {}:\n", head);
+    for (std::size_t i = 0; i < v.size() && i < max; ++i) {
+      const auto w = where_text(v[i].where);
+      out += fmt::format("      - {}{}\n", safe(v[i].says), w.empty() ? "" : "  [" + safe(w, 120) + "]");
+    }
+    if (v.size() > max) out += fmt::format("      … {} more in the JSON report\n", v.size() - max);
+  };
+  if (d.primary) {
+    const auto& p = *d.primary;
+    out += fmt::format("  primary: {} (confidence {}) — {}\n", p.cause, confidence_label(p.score), safe(p.summary));
+    if (!p.cost.text.empty() && p.cause != "no-defect") out += fmt::format("    cost: {}\n", safe(p.cost.text));
+    evidence(p.evidence, "evidence", 8);
+    evidence(p.against, "against", 4);
+    if (p.cause == "no-defect") {
+      if (!d.ceiling.empty()) out += fmt::format("    ceiling: {}\n", safe(d.ceiling, 600));
+    } else {
+      out += fmt::format("    fix: {}\n", safe(p.fix, 600));
+      if (!p.confirm.empty()) out += fmt::format("    confirm: {}\n", safe(p.confirm));
+    }
+  } else {
+    out += "  primary: none — the evidence does not single out a cause\n";
+  }
+  if (!d.contributing.empty()) {
+    out += "  contributing:\n";
+    for (const auto& c : d.contributing) {
+      out += fmt::format("    - {} ({}): {}\n", c.cause, confidence_label(c.score), safe(c.summary));
+      if (!c.cost.text.empty()) out += fmt::format("      cost: {}\n", safe(c.cost.text));
+      if (!c.evidence.empty()) {
+        const auto w = where_text(c.evidence.front().where);
+        out += fmt::format("      evidence: {}{}\n", safe(c.evidence.front().says), w.empty() ? "" : "  [" + safe(w, 120) + "]");
+      }
+      out += fmt::format("      fix: {}\n", safe(c.fix, 400));
+    }
+  }
+  if (!d.ruled_out.empty()) {
+    out += "  ruled out:\n";
+    for (const auto& r : d.ruled_out) out += fmt::format("    - {}: {}\n", r.cause, safe(r.why_not));
+  }
+  if (!d.missing_evidence.empty()) {
+    out += "  missing evidence:\n";
+    for (const auto& m : d.missing_evidence)
+      out += fmt::format("    - {} — run: {}{}\n", safe(m.what), safe(m.command), m.decides.empty() ? "" : " (decides: " + safe(m.decides) + ")");
+  }
+  return out;
+}
+
+}  // namespace scalescope::diagnose

@@ -1,0 +1,285 @@
+#include "diagnose/variants.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <tuple>
+
+namespace scalescope::diagnose {
+namespace {
+
+using Dims = std::map<std::string, std::string>;
+
+// Keys that describe a row without being a condition of the measurement.
+bool descriptive(const std::string& key) { return key == "note" || key == "pair" || key == "repeat"; }
+
+// Feature toggles ("on"/"off"): a row that does not mention one had it on (the default).
+bool toggle_value(const std::string& v) { return v == "on" || v == "off"; }
+
+Dims conditions(const Measurement& m) {
+  Dims d;
+  for (const auto& [k, v] : m.dims)
+    if (!descriptive(k)) d[k] = v;
+  return d;
+}
+
+// The keys in which two condition maps differ; a toggle absent on one side counts as "on" there.
+std::vector<std::string> differing(const Dims& a, const Dims& b) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a) keys.insert(k);
+  for (const auto& [k, v] : b) keys.insert(k);
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    auto ia = a.find(k), ib = b.find(k);
+    std::string va = ia == a.end() ? "" : ia->second, vb = ib == b.end() ? "" : ib->second;
+    if (va.empty() && toggle_value(vb)) va = "on";
+    if (vb.empty() && toggle_value(va)) vb = "on";
+    if (va != vb) out.push_back(k);
+  }
+  return out;
+}
+
+std::string value_of(const Dims& d, const std::string& k) {
+  auto it = d.find(k);
+  if (it != d.end()) return it->second;
+  return "";
+}
+
+bool is_time(const Measurement& m) {
+  return !m.higher_is_better && (m.unit == "s" || m.unit == "ms" || m.unit == "us" || m.unit == "min" || m.unit == "h" ||
+                                 m.quantity.find("time") != std::string::npos);
+}
+
+std::optional<int> gpus_of(const Dims& d) {
+  auto it = d.find("gpus");
+  if (it == d.end()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(it->second, &used);
+    if (used == it->second.size() && n >= 1 && n <= 1000000) return n;
+  } catch (...) {
+  }
+  return std::nullopt;
+}
+
+double to_seconds(const Measurement& m) {
+  if (m.unit == "ms") return m.value / 1e3;
+  if (m.unit == "us") return m.value / 1e6;
+  if (m.unit == "min") return m.value * 60;
+  if (m.unit == "h") return m.value * 3600;
+  return m.value;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct Group {
+  std::vector<Row> rows;
+};
+
+}  // namespace
+
+std::string conditions_text(const std::map<std::string, std::string>& dims, const std::string& except) {
+  std::string out;
+  for (const auto& [k, v] : dims) {
+    if (k == except || descriptive(k)) continue;
+    out += (out.empty() ? "" : ", ") + (k == "label" ? v : k + " " + v);
+  }
+  return out;
+}
+
+VariantAnalysis analyse_variants(const FactSet& facts) {
+  VariantAnalysis a;
+  // Rows by (source, table, quantity).
+  std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
+  for (const auto& f : facts.all())
+    if (const auto* m = std::get_if<Measurement>(&f.value))
+      if (std::isfinite(m->value)) groups[{f.where.source, m->table, m->quantity}].rows.push_back({m, &f.where});
+
+  for (auto& [key, g] : groups) {
+    const auto& rows = g.rows;
+    if (rows.size() < 2) continue;
+
+    // ---- pair lists ----
+    std::vector<Row> pairs;
+    for (const auto& r : rows)
+      if (r.m->members.size() == 2) pairs.push_back(r);
+    if (pairs.size() >= 3) {
+      const bool hib = pairs.front().m->higher_is_better;
+      std::vector<Row> sorted = pairs;
+      std::sort(sorted.begin(), sorted.end(), [](const Row& x, const Row& y) { return x.m->value < y.m->value; });
+      double best_gap = 1;
+      std::size_t cut = 0;
+      for (std::size_t i = 0; i + 1 < sorted.size(); ++i) {
+        const double lo = sorted[i].m->value, hi = sorted[i + 1].m->value;
+        if (lo > 0 && hi / lo > best_gap) best_gap = hi / lo, cut = i + 1;
+      }
+      if (best_gap >= 1.3) {
+        PairSplit s;
+        s.higher_is_better = hib;
+        std::vector<Row> low(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(cut)),
+            high(sorted.begin() + static_cast<std::ptrdiff_t>(cut), sorted.end());
+        s.slow = hib ? low : high;
+        s.fast = hib ? high : low;
+        std::vector<double> sv, fv;
+        for (const auto& r : s.slow) {
+          sv.push_back(r.m->value);
+          for (const auto& mem : r.m->members) ++s.slow_pairs_of[mem];
+        }
+        for (const auto& r : s.fast) {
+          fv.push_back(r.m->value);
+          for (const auto& mem : r.m->members) ++s.fast_pairs_of[mem];
+        }
+        s.slow_median = median(sv);
+        s.fast_median = median(fv);
+        for (const auto& [mem, n] : s.slow_pairs_of)
+          if (!s.fast_pairs_of.count(mem)) s.suspects.push_back(mem);
+        std::stable_sort(s.suspects.begin(), s.suspects.end(),
+                         [&](const std::string& x, const std::string& y) { return s.slow_pairs_of[x] > s.slow_pairs_of[y]; });
+        if (!s.suspects.empty())
+          for (const auto& r : s.slow)
+            if (std::find(r.m->members.begin(), r.m->members.end(), s.suspects.front()) == r.m->members.end())
+              s.unexplained.push_back(r);
+        a.pairs.push_back(std::move(s));
+      }
+    }
+
+    // ---- one-condition comparisons ----
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      for (std::size_t j = i + 1; j < rows.size(); ++j) {
+        const Dims ci = conditions(*rows[i].m), cj = conditions(*rows[j].m);
+        if (ci.empty() && cj.empty()) continue;
+        const auto diff = differing(ci, cj);
+        if (diff.size() != 1) continue;
+        const auto& k = diff.front();
+        const double vi = rows[i].m->value, vj = rows[j].m->value;
+        if (vi <= 0 || vj <= 0) continue;
+        const bool hib = rows[i].m->higher_is_better;
+        const bool i_worse = hib ? vi < vj : vi > vj;
+        Comparison c;
+        c.dim = k;
+        c.worse = i_worse ? rows[i] : rows[j];
+        c.better = i_worse ? rows[j] : rows[i];
+        const Dims& cw = i_worse ? ci : cj;
+        const Dims& cb = i_worse ? cj : ci;
+        c.worse_value = value_of(cw, k);
+        c.better_value = value_of(cb, k);
+        if (c.worse_value.empty() && toggle_value(c.better_value)) c.worse_value = "on";
+        if (c.better_value.empty() && toggle_value(c.worse_value)) c.better_value = "on";
+        c.ratio = std::max(vi, vj) / std::min(vi, vj);
+        c.beyond_noise = c.ratio - 1 > kNoise;
+        c.quantity = rows[i].m->quantity;
+        a.comparisons.push_back(std::move(c));
+      }
+
+    // ---- spreads: one condition moving the figure by ≥ 2× ----
+    std::set<std::string> keys;
+    for (const auto& r : rows)
+      for (const auto& [k, v] : conditions(*r.m)) keys.insert(k);
+    for (const auto& k : keys) {
+      if (k == "gpus" || k == "nodes") continue;  // scaling, not a variant
+      std::map<Dims, std::vector<Row>> by_rest;
+      for (const auto& r : rows) {
+        Dims rest = conditions(*r.m);
+        if (!rest.count(k)) continue;
+        rest.erase(k);
+        by_rest[rest].push_back(r);
+      }
+      for (const auto& [rest, rs] : by_rest) {
+        std::set<std::string> values;
+        for (const auto& r : rs) values.insert(r.m->dims.at(k));
+        if (values.size() < 2) continue;
+        const bool hib = rs.front().m->higher_is_better;
+        auto [mn, mx] = std::minmax_element(rs.begin(), rs.end(), [](const Row& x, const Row& y) { return x.m->value < y.m->value; });
+        if (mn->m->value <= 0) continue;
+        const double factor = mx->m->value / mn->m->value;
+        if (factor < 2) continue;
+        Spread s;
+        s.dim = k;
+        s.factor = factor;
+        s.best = hib ? *mx : *mn;
+        s.worst = hib ? *mn : *mx;
+        s.fixed = rest;
+        s.values = static_cast<int>(values.size());
+        a.spreads.push_back(std::move(s));
+      }
+    }
+  }
+
+  // ---- scaling per GPU count (within each group) ----
+  for (auto& [key, g] : groups) {
+    for (const auto& r : g.rows) {
+      const auto n = gpus_of(r.m->dims);
+      if (!n || *n < 2) continue;
+      // The 1-GPU row of the same table and quantity whose conditions the row shares (the multi-GPU row may add a
+      // mode or a toggle the single GPU cannot have).
+      const Row* base = nullptr;
+      for (const auto& b : g.rows) {
+        const auto nb = gpus_of(b.m->dims);
+        if (!nb || *nb != 1) continue;
+        Dims cb = conditions(*b.m), cr = conditions(*r.m);
+        cb.erase("gpus");
+        cb.erase("mode");
+        cb.erase("label");
+        bool ok = true;
+        for (const auto& [k, v] : cb)
+          if (value_of(cr, k) != v) ok = false;
+        if (ok) {
+          base = &b;
+          break;
+        }
+      }
+      if (!base || base->m->value <= 0 || r.m->value <= 0) continue;
+      ScalingRow s;
+      s.gpus = *n;
+      s.row = r;
+      s.base = *base;
+      const auto& q = r.m->quantity;
+      if (r.m->higher_is_better) {
+        if (q != "throughput") continue;  // a bandwidth or share does not scale with GPUs
+        s.speedup = r.m->value / base->m->value;
+        s.how = "throughput ratio";
+      } else if (q == "step time") {
+        s.speedup = *n * base->m->value / r.m->value;
+        s.how = "N × t(1) / t(N) of per-step times, the per-GPU batch taken as fixed (weak scaling)";
+      } else if (is_time(*r.m)) {
+        s.speedup = base->m->value / r.m->value;
+        s.how = "t(1) / t(N) for the same work";
+      } else {
+        continue;
+      }
+      s.efficiency = s.speedup / *n;
+      s.conditions = conditions(*r.m);
+      s.conditions.erase("gpus");
+      a.scaling.push_back(std::move(s));
+    }
+  }
+
+  // ---- step time grew while the GPU's busy time did not ----
+  auto busy = [](const std::string& q) {
+    return q == "GPU busy time" || q == "compute time" || q == "GPU time" || q == "GPU processing time";
+  };
+  for (const auto& c : a.comparisons) {
+    if (!c.beyond_noise || !(c.quantity == "step time" || c.quantity == "run time" || c.quantity == "epoch time")) continue;
+    for (const auto& d : a.comparisons) {
+      if (!busy(d.quantity) || d.dim != c.dim || d.worse.where->source != c.worse.where->source) continue;
+      if (d.worse.m->table != c.worse.m->table) continue;
+      if (conditions(*d.worse.m) != conditions(*c.worse.m) && conditions(*d.better.m) != conditions(*c.worse.m)) continue;
+      if (d.ratio - 1 > kNoise) continue;
+      ConstantCompute k;
+      k.slow_step = c.worse;
+      k.fast_step = c.better;
+      k.slow_busy = conditions(*d.worse.m) == conditions(*c.worse.m) ? d.worse : d.better;
+      k.fast_busy = conditions(*d.worse.m) == conditions(*c.worse.m) ? d.better : d.worse;
+      k.extra_s = to_seconds(*c.worse.m) - to_seconds(*c.better.m);
+      a.constant_compute.push_back(k);
+    }
+  }
+  return a;
+}
+
+}  // namespace scalescope::diagnose

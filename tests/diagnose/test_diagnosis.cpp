@@ -1,0 +1,289 @@
+// The diagnosis engine: one fixture of the project's own per cause id (tests/fixtures/diagnosis/<id>/, evidence
+// files written in the formats the real tools print, or traces built here), each read through `gather_evidence` as
+// `scalescope analyze` reads them and expected to name its cause first; then the judgements an expert makes that a
+// rule matching text would not (defaults are no overrides, one node rules out the socket network, the profiler's
+// own overhead is not launch-boundness, a one-off read is not input-bound, the average footer is not the peak).
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "analyze/trace_test_util.h"
+#include "diagnose/catalogue.h"
+#include "diagnose/engine.h"
+#include "diagnose/evidence.h"
+
+using namespace scalescope;
+using namespace scalescope::diagnose;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kFixtures = fs::path(SCALESCOPE_SOURCE_DIR) / "tests" / "fixtures" / "diagnosis";
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string describe(const Diagnosis& d) {
+  std::string s = render(d);
+  return s;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / fs::path("scalescope-diag-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    const auto p = path_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+
+ private:
+  fs::path path_;
+  static inline int counter_ = 0;
+};
+
+}  // namespace
+
+// ---- one fixture per cause id ----
+
+class CauseFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CauseFixture, NamesItsCauseFirst) {
+  const auto dir = kFixtures / GetParam();
+  ASSERT_TRUE(fs::is_directory(dir)) << dir;
+  const auto ev = gather_evidence(files_in(dir));
+  for (const auto& f : ev.files) EXPECT_TRUE(f.error.empty()) << f.path << ": " << f.error;
+  for (const auto& f : ev.files) EXPECT_GT(f.facts, 0u) << f.path << " gave the diagnosis nothing";
+  const auto d = diagnose::diagnose(ev.facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, GetParam()) << describe(d);
+  EXPECT_FALSE(d.primary->evidence.empty());
+  for (const auto& e : d.primary->evidence) EXPECT_FALSE(e.says.empty());
+  if (GetParam() != "no-defect") {
+    EXPECT_FALSE(d.primary->fix.empty());
+    EXPECT_FALSE(d.primary->cost.text.empty()) << "every finding states its cost";
+  } else {
+    EXPECT_FALSE(d.ceiling.empty()) << "no-defect states the ceiling";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CauseFixture,
+                         ::testing::Values("nvlink-degraded", "pcie-link-degraded", "pcie-host-bridge-path", "cross-socket-path",
+                                           "p2p-blocked-acs-iommu", "virtualised-topology", "gpu-hidden", "gdr-unavailable",
+                                           "nccl-env-override", "net-socket-fallback", "container-ipc-shm",
+                                           "collective-mismatch", "comm-bound-small-model", "bandwidth-bound-gradients",
+                                           "no-overlap", "ddp-unused-parameters", "dataparallel-not-ddp", "host-sync",
+                                           "input-bound", "straggler", "compile-ddp-interaction", "compute-contention",
+                                           "no-defect"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (auto& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+TEST(CauseFixture, EveryCatalogueIdHasAFixtureOrATraceTest) {
+  std::set<std::string> covered;
+  for (const auto& e : fs::directory_iterator(kFixtures))
+    if (e.is_directory()) covered.insert(e.path().filename().string());
+  covered.insert("launch-bound");    // traces built below
+  covered.insert("load-imbalance");  // traces built below
+  for (const auto& c : cause_catalogue()) EXPECT_TRUE(covered.count(std::string(c.id))) << c.id << " has no fixture";
+}
+
+// ---- traces built here (times in µs) ----
+
+namespace {
+
+using namespace scalescope::analyze::testing;
+
+// One rank whose steps are short kernels with idle gaps between them: `kernels` of `kernel_us` each, `gap_us` apart.
+std::string launch_bound_trace(int steps, int kernels, double kernel_us, double gap_us) {
+  std::vector<std::string> ev;
+  double t = 0;
+  for (int s = 0; s < steps; ++s) {
+    const double start = t;
+    std::vector<std::string> step_events;
+    for (int k = 0; k < kernels; ++k) {
+      ev.push_back(kernel("elementwise_kernel_" + std::to_string(k % 7), t, kernel_us, 7));
+      t += kernel_us + gap_us;
+    }
+    ev.push_back(cpu("user_annotation", "ProfilerStep#" + std::to_string(s + 1), start, t - start));
+  }
+  return trace(ev, dist_info(0, 1));
+}
+
+// Two ranks; in each step one rank computes longer than the other — which one given by `slow_rank_of_step`.
+std::string imbalance_trace(int rank, const std::vector<int>& slow_rank_of_step) {
+  const std::string ar = nccl_args("allreduce", 4000000, "Float", 2);
+  std::vector<std::string> ev;
+  for (std::size_t s = 0; s < slow_rank_of_step.size(); ++s) {
+    const double start = 10000.0 * s;
+    const double compute = slow_rank_of_step[s] == rank ? 7000 : 4500;
+    ev.push_back(cpu("user_annotation", "ProfilerStep#" + std::to_string(s + 1), start, 10000));
+    ev.push_back(kernel("gemm_fwd_bwd", start + 100, compute, 7));
+    // DDP's bucket all-reduce starts halfway through backward and ends just after the slow rank's compute: the fast
+    // rank waits inside it.
+    ev.push_back(kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", start + 100 + compute / 2,
+                        7000 + 200 - compute / 2, 20, ar));
+  }
+  return trace(ev, dist_info(rank, 2));
+}
+
+}  // namespace
+
+TEST(TraceCauses, ShortKernelsWithGapsAreLaunchBoundEvenInAProfiledTrace) {
+  TempDir dir;
+  const auto t = dir.write("rank0.json", launch_bound_trace(5, 200, 3, 9));
+  const auto d = diagnose::diagnose(gather_evidence({t}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "launch-bound") << describe(d);
+  // Profiled only: it says what would tell the profiler's overhead apart.
+  bool asked = false;
+  for (const auto& m : d.missing_evidence) asked |= m.what.find("without the profiler") != std::string::npos;
+  EXPECT_TRUE(asked) << describe(d);
+}
+
+TEST(TraceCauses, ProfilerOverheadIsNotLaunchBoundWhenTheLogGivesTheUnprofiledStep) {
+  TempDir dir;
+  // Gaps of 9 µs between 40 µs kernels in a 5 ms profiled step; the job's own log says 4.1 ms per step.
+  const auto t = dir.write("rank0.json", launch_bound_trace(5, 100, 40, 9));
+  const auto log = dir.write("train.log", "step 100 | loss 2.31 | step_time 4.10 ms\nstep 200 | loss 2.12 | step_time 4.09 ms\n");
+  const auto d = diagnose::diagnose(gather_evidence({t, log}).facts);
+  if (d.primary) EXPECT_NE(d.primary->cause, "launch-bound") << describe(d);
+}
+
+TEST(TraceCauses, TheSlowestRankChangingFromStepToStepIsLoadImbalance) {
+  TempDir dir;
+  const std::vector<int> slow = {0, 1, 0, 1, 1, 0};
+  const auto a = dir.write("rank0.json", imbalance_trace(0, slow));
+  const auto b = dir.write("rank1.json", imbalance_trace(1, slow));
+  const auto d = diagnose::diagnose(gather_evidence({a, b}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "load-imbalance") << describe(d);
+}
+
+TEST(TraceCauses, TheSameRankSlowestEveryStepIsAStraggler) {
+  TempDir dir;
+  const std::vector<int> slow = {1, 1, 1, 1, 1, 1};
+  const auto a = dir.write("rank0.json", imbalance_trace(0, slow));
+  const auto b = dir.write("rank1.json", imbalance_trace(1, slow));
+  const auto d = diagnose::diagnose(gather_evidence({a, b}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "straggler") << describe(d);
+  EXPECT_NE(d.primary->summary.find("rank 1"), std::string::npos) << describe(d);
+}
+
+// ---- judgements ----
+
+namespace {
+
+FactSet facts(std::initializer_list<Fact> list) {
+  FactSet s;
+  for (const auto& f : list) s.add(f);
+  return s;
+}
+
+Fact fact(FactValue v, std::size_t line = 1) { return {std::move(v), at("f.txt", line, "x")}; }
+
+bool names(const std::vector<Assessment>& v, const std::string& id) {
+  return std::any_of(v.begin(), v.end(), [&](const Assessment& a) { return a.cause == id; });
+}
+
+}  // namespace
+
+TEST(Judgement, ASettingEqualToNcclsDefaultIsNoOverride) {
+  const auto d = diagnose::diagnose(facts({fact(Setting{"NCCL_IB_DISABLE", "0", "environment"}),
+                                 fact(Setting{"NCCL_P2P_DISABLE", "0", "environment"})}));
+  if (d.primary) EXPECT_NE(d.primary->cause, "nccl-env-override");
+  EXPECT_FALSE(names(d.contributing, "nccl-env-override"));
+  EXPECT_TRUE(names(d.ruled_out, "nccl-env-override"));
+}
+
+TEST(Judgement, TheSocketNetworkOfOneNodeCarriesNoCollectiveTraffic) {
+  const auto d = diagnose::diagnose(facts({fact(NetworkChosen{"Socket", {"eth0:10.0.0.1<0>"}}),
+                                 fact(WorldShape{.ranks = 2, .nodes = 1, .processes = 1, .basis = "one process"})}));
+  if (d.primary) EXPECT_NE(d.primary->cause, "net-socket-fallback");
+  EXPECT_TRUE(names(d.ruled_out, "net-socket-fallback")) << describe(d);
+}
+
+TEST(Judgement, TheSocketNetworkBetweenNodesIsTheCause) {
+  const auto d = diagnose::diagnose(facts({fact(NetworkChosen{"Socket", {"eth0:10.0.0.1<0>"}}),
+                                 fact(WorldShape{.ranks = 16, .nodes = 2, .ranks_per_node = 8, .basis = "communicator"})}));
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "net-socket-fallback");
+}
+
+TEST(Judgement, TheSettingBehindAFallbackRanksAboveTheFallback) {
+  const auto d = diagnose::diagnose(facts({fact(Setting{"NCCL_IB_DISABLE", "1", "nccl: set by environment"}),
+                                 fact(NetworkChosen{"Socket", {"eth0:10.0.0.1<0>"}}),
+                                 fact(TransportUse{"NET/Socket", "net", false, 16, 7, 0}),
+                                 fact(WorldShape{.ranks = 16, .nodes = 2, .basis = "communicator"})}));
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "nccl-env-override") << describe(d);
+  EXPECT_TRUE(names(d.contributing, "net-socket-fallback")) << describe(d);
+}
+
+TEST(Judgement, AOneOffReadInAProfileIsStartUpNotInput) {
+  const auto d = diagnose::diagnose(facts({fact(ProfileRow{"raw_decode", "decoder.py", 343, 3, 3, 25.3, 25.3}),
+                                 fact(ProfileRow{"run_backward", "", std::nullopt, 82, 82, 9.2, 9.2}, 2)}));
+  if (d.primary) EXPECT_NE(d.primary->cause, "input-bound") << describe(d);
+  EXPECT_TRUE(names(d.ruled_out, "input-bound")) << describe(d);
+}
+
+TEST(Judgement, TheAverageFooterIsNotThePeak) {
+  // A single-node H100 sweep whose footer averages small sizes down.
+  FactSet f = facts({fact(GpuSeen{.name = "NVIDIA H100 80GB HBM3"}),
+                     fact(WorldShape{.ranks = 8, .nodes = 1, .processes = 1, .basis = "nccl-tests"}),
+                     fact(BusbwPlateau{.collective = "all_reduce", .gbps = 356, .from_bytes = 536870912, .to_bytes = 8589934592,
+                                       .sizes = 5, .saturated = true, .peak_gbps = 357, .ranks = 8,
+                                       .reported_average_gbps = 120.5})});
+  const auto d = diagnose::diagnose(f);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "no-defect") << describe(d);
+  EXPECT_NE(render(d).find("not the peak"), std::string::npos) << describe(d);
+}
+
+TEST(Judgement, APlateauFarBelowTheCeilingIsNoDefect) {
+  FactSet f = facts({fact(GpuSeen{.name = "NVIDIA H100 80GB HBM3"}),
+                     fact(WorldShape{.ranks = 8, .nodes = 1, .processes = 1, .basis = "nccl-tests"}),
+                     fact(BusbwPlateau{.collective = "all_reduce", .gbps = 60, .from_bytes = 536870912, .to_bytes = 8589934592,
+                                       .sizes = 5, .saturated = true, .peak_gbps = 61, .ranks = 8})});
+  const auto d = diagnose::diagnose(f);
+  if (d.primary) EXPECT_NE(d.primary->cause, "no-defect") << describe(d);
+  EXPECT_FALSE(d.missing_evidence.empty());
+}
+
+TEST(Judgement, NothingToJudgeGivesNoPrimaryAndSaysWhatIsMissing) {
+  const auto d = diagnose::diagnose(FactSet{});
+  EXPECT_FALSE(d.primary);
+  EXPECT_FALSE(d.missing_evidence.empty());
+}
+
+TEST(DiagnosisJson, HasTheIssuesShape) {
+  const auto d = diagnose::diagnose(facts({fact(GdrState{"mlx5_0", false}), fact(GdrState{"mlx5_1", false}, 2)}));
+  const nlohmann::json j = d;
+  ASSERT_TRUE(j["primary"].is_object());
+  for (const char* k : {"cause", "confidence", "cost", "evidence", "fix", "confirm"}) EXPECT_TRUE(j["primary"].contains(k)) << k;
+  EXPECT_EQ(j["primary"]["cause"], "gdr-unavailable");
+  EXPECT_TRUE(j["contributing"].is_array());
+  EXPECT_TRUE(j["ruled_out"].is_array());
+  EXPECT_TRUE(j["missing_evidence"].is_array());
+  EXPECT_EQ(j["primary"]["evidence"][0]["source"], "f.txt");
+  EXPECT_NO_THROW((void)j.dump());
+}
