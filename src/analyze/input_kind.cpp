@@ -15,6 +15,7 @@
 #include "analyze/nccl_tests_parser.h"
 #include "analyze/nccl_tests_preamble.h"
 #include "analyze/python_profile.h"
+#include "analyze/report_text.h"
 #include "analyze/system_tools.h"
 #include "analyze/tables.h"
 #include "analyze/training_log.h"
@@ -47,14 +48,41 @@ bool is_table_row(std::string_view line) {
 
 // NCCL log lines: a level tag after NCCL's "[dev]" prefix or at the start of the line (prefix stripped), or
 // "NCCL version 2…" (NCCL_DEBUG=VERSION). Quotes in prose and tables do not count.
+// "path/file.cc:123": the source location NCCL prints before WARN.
+bool is_location_token(std::string_view t) {
+  const auto c = t.rfind(':');
+  if (c == std::string_view::npos || c == 0 || c + 1 >= t.size()) return false;
+  if (!parse_decimal(t.substr(c + 1))) return false;
+  const auto dot = t.rfind('.', c);
+  return dot != std::string_view::npos && dot > 0 && dot + 1 < c;
+}
+
+// NCCL's own message grammars, quoted without any prefix: a connection ("9[1a000] -> 2[6b000] [send] via NET/IB/0")
+// or a setting ("NCCL_P2P_LEVEL set by environment to LOC").
+bool bare_nccl_message(std::string_view line) {
+  line = trim_blanks(line);
+  if (line.empty()) return false;
+  if (line.front() >= '0' && line.front() <= '9') {
+    const auto arrow = line.find(" -> "), via = line.find(" via ");
+    if (arrow == std::string_view::npos || via == std::string_view::npos || via < arrow) return false;
+    const auto open = line.find('[');
+    return open != std::string_view::npos && open < arrow &&
+           (contains(line.substr(via), "P2P") || contains(line.substr(via), "SHM") || contains(line.substr(via), "NET/"));
+  }
+  return line.substr(0, 5) == "NCCL_" && (contains(line, " set by environment to ") || contains(line, " set to ")) &&
+         line.find(' ') > 5 && line.substr(5, line.find(' ') - 5).find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                                   std::string_view::npos;
+}
+
 bool has_nccl_lines(std::string_view text, bool version_counts) {
   for (auto line : split_lines(text)) {
     if (is_table_row(line)) continue;
+    if (bare_nccl_message(line)) return true;
     for (std::string_view tag : {"NCCL INFO", "NCCL WARN", "NCCL TRACE"}) {
       const auto p = line.find(tag);
       if (p == std::string_view::npos) continue;
       std::string_view before = trim_blanks(line.substr(0, p));
-      if (before.empty()) return true;
+      if (before.empty() || is_location_token(before)) return true;
       // "... [5]" or "... [5] misc/socket.cc:46" before the tag
       for (int k = 0; k < 2 && !before.empty(); ++k) {
         const auto sp = before.find_last_of(" \t");
@@ -105,6 +133,7 @@ std::string_view to_string(InputKind k) {
     case InputKind::measurement_table: return "measurement_table";
     case InputKind::python_profile: return "python_profile";
     case InputKind::system_tools: return "system_tools";
+    case InputKind::report_text: return "report_text";
   }
   return "unknown";
 }
@@ -258,6 +287,10 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   if (looks_like_python_profile(text)) {
     d.kinds.push_back(InputKind::python_profile);
     how.push_back("a Python (cProfile) profile");
+  }
+  if (looks_like_report_text(text)) {
+    d.kinds.push_back(InputKind::report_text);
+    how.push_back("prose about the job");
   }
   if (auto tools = detect_system_tools(text); !tools.empty()) {
     d.kinds.push_back(InputKind::system_tools);

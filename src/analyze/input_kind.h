@@ -28,6 +28,7 @@ enum class InputKind {
   measurement_table,///< a timing / scaling / variant table or a pair list
   python_profile,   ///< cProfile / pstats output
   system_tools,     ///< lspci, nvidia-smi -q / nvlink / topo -p2p / -L, kernel log, p2pBandwidthLatencyTest, ibstat
+  report_text,      ///< prose about the job (an issue's text): its claims (a hang, what makes it work, a container…)
 };
 std::string_view to_string(InputKind k);
 
@@ -60,7 +61,8 @@ inline constexpr std::size_t kDetectionHeadBytes = 64 * 1024;
 ///     lines, watchdog messages (analyze::has_watchdog_messages);
 ///   * the readers' own tests: looks_like_training_log, looks_like_command (not in nccl-tests texts, whose command
 ///     lines the nccl-tests reader reads), looks_like_environment, looks_like_measurement_table (not in texts already
-///     read as nccl-tests, topology or NCCL logs), looks_like_python_profile, detect_system_tools.
+///     read as nccl-tests, topology or NCCL logs), looks_like_python_profile, detect_system_tools,
+///     looks_like_report_text (prose).
 /// Throws nothing.
 InputDetection detect_input(std::string_view text, std::string_view name, bool complete);
 

@@ -388,6 +388,34 @@ constexpr Wrapper kWrappers[] = {
     {"chrt", {"-p"}, 1},
 };
 
+// Whether the words of `seg` from `from` on read as an English sentence rather than a program's arguments: two or
+// more common English words unquoted ("works fine only with those linked through SYS"), or a word that ends a
+// sentence ("hanging.", "fine!", "this?"). A program name at the start of a sentence is no command.
+bool prose_words(const std::vector<Word>& seg, std::size_t from) {
+  static constexpr std::string_view kEnglish[] = {
+      "the", "a", "an", "and", "or", "but", "with", "only", "those", "these", "this", "that", "it", "is", "are", "was",
+      "were", "will", "would", "fine", "works", "work", "worked", "working", "result", "in", "of", "to", "for",
+      "when", "if", "i", "we", "my", "our", "through", "hangs", "hang", "hanging", "hung", "does", "did", "not",
+      "then", "than", "so", "as", "rest", "also", "be", "been", "have", "has", "after", "before", "which", "because",
+      "gives", "gave", "fails", "failed", "runs", "ran", "using", "used", "still", "why", "how", "what"};
+  int english = 0;
+  for (std::size_t k = from; k < seg.size(); ++k) {
+    if (seg[k].quoted || seg[k].op) continue;
+    const std::string& w = seg[k].text;
+    if (w.size() >= 2 && (w.back() == '.' || w.back() == '!' || w.back() == '?' || w.back() == ',')) {
+      const std::string_view stem = std::string_view(w).substr(0, w.size() - 1);
+      if (std::all_of(stem.begin(), stem.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })) {
+        if (w.back() != ',') return true;
+        ++english;
+        continue;
+      }
+    }
+    const std::string l = lower(w);
+    if (std::find(std::begin(kEnglish), std::end(kEnglish), l) != std::end(kEnglish)) ++english;
+  }
+  return english >= 2;
+}
+
 // Where the launcher of `seg` starts after prompts, VAR=value prefixes and wrappers; collects the prefixes.
 struct CommandStart {
   std::size_t launcher = 0;
@@ -1054,6 +1082,7 @@ bool read_segment(const std::vector<Word>& seg, Reading& r, const std::string& s
   if (!cs) return false;
   const std::size_t i = cs->launcher;
   const Kind kind = i < seg.size() ? kind_of_word(seg, i) : Kind::none;
+  if (i < seg.size() && !cs->is_export && prose_words(seg, i + 1)) return false;  // a sentence that starts with a name
   // An unknown program is a command only when VAR=value prefixes say so ("NCCL_DEBUG=INFO ./train.sh");
   // "export A=1 B=2" holds settings and no command.
   const bool command = i < seg.size() && !cs->is_export &&
@@ -1148,7 +1177,18 @@ bool has_launcher(const std::vector<Word>& seg, int depth = 0);
 struct EnvLine {
   enum class What { blank, settings, other } what = What::blank;
   std::vector<std::pair<std::string, std::string>> settings;
+  std::vector<std::pair<std::string, std::string>> commented;  // "#export NAME=value": not in force
 };
+
+// A value the shell computes when the script runs ("$(scontrol show hostnames …)", "`hostname`", "$master_addr",
+// "${SLURM_NNODES}"): not known from the text.
+bool computed_value(std::string_view v) {
+  if (v.find("$(") != std::string_view::npos || v.find('`') != std::string_view::npos) return true;
+  if (v.empty() || v.front() != '$') return false;
+  std::string_view n = v.substr(1);
+  if (!n.empty() && n.front() == '{' && n.back() == '}') n = n.substr(1, n.size() - 2);
+  return !n.empty() && std::all_of(n.begin(), n.end(), [](char c) { return is_name_char(c); });
+}
 
 std::string unquote(std::string_view v) {
   v = trim_blanks(v);
@@ -1180,7 +1220,15 @@ EnvLine env_line(std::string_view raw, std::optional<std::string>& pending_k8s_n
     }
   }
   pending_k8s_name.reset();
-  if (starts_with(l, "#") || starts_with(l, "//")) return e;  // a comment
+  if (starts_with(l, "#") || starts_with(l, "//")) {
+    // A comment; "#export NCCL_X=1" is a setting switched off, worth a note.
+    std::string_view c = l.substr(starts_with(l, "#") ? 1 : 2);
+    while (!c.empty() && (c.front() == '#' || c.front() == ' ' || c.front() == '\t')) c.remove_prefix(1);
+    if (starts_with(c, "export ")) c = trim_blanks(c.substr(7));
+    if (const auto eq = assignment_eq(c); eq != std::string_view::npos && c.find(' ') == std::string_view::npos)
+      e.commented.emplace_back(std::string(c.substr(0, eq)), unquote(c.substr(eq + 1)));
+    return e;
+  }
   if (starts_with(l, "```") || l == "..." || l == "…") return e;  // markdown fence, elision
   const auto words = shell_words(l).words;
   std::size_t i = 0;
@@ -1239,6 +1287,7 @@ bool has_launcher(const std::vector<Word>& seg, int depth) {
   if (!cs || cs->launcher >= seg.size() || depth > 3) return false;
   const Kind k = kind_of_word(seg, cs->launcher);
   if (k == Kind::none) return false;
+  if (prose_words(seg, cs->launcher + 1)) return false;
   if (k == Kind::shell) {
     for (const auto& inner : segments(shell_words(seg[cs->launcher + 2].text).words))
       if (has_launcher(inner, depth + 1)) return true;
@@ -1255,16 +1304,26 @@ bool has_launcher(const std::vector<Word>& seg, int depth) {
 }  // namespace
 
 bool looks_like_environment(std::string_view text) {
-  bool known = false;
+  std::size_t known = 0, setting_lines = 0, other = 0;
   std::optional<std::string> k8s;
   std::size_t lines = 0;
   for (auto l : split_lines(text)) {
     if (++lines > 20000) break;
     const EnvLine e = env_line(l, k8s);
-    if (e.what == EnvLine::What::other) return false;
-    for (const auto& [n, v] : e.settings) known |= well_known_name(n);
+    if (e.what == EnvLine::What::other) {
+      ++other;
+      continue;
+    }
+    if (e.what != EnvLine::What::settings) continue;
+    ++setting_lines;
+    bool k = false;
+    for (const auto& [n, v] : e.settings) k = k || well_known_name(n);
+    known += k ? 1 : 0;
   }
-  return known;
+  if (known == 0) return false;
+  // A launch script's exports are read with its commands (read_commands), not twice.
+  if (other > 0 && looks_like_command(text)) return false;
+  return known >= 3 || setting_lines * 2 >= setting_lines + other;
 }
 
 bool looks_like_command(std::string_view text) {
@@ -1289,7 +1348,14 @@ Reading read_environment(std::string_view text, const std::string& source) {
         if (!t.empty()) r.notes.push_back(fmt::format("line {}: not a NAME=value setting, skipped", i + 1));
         continue;
       }
+      for (const auto& [n, v] : e.commented)
+        r.notes.push_back(fmt::format("line {}: {}={} is commented out: not in force, not read", i + 1, n, v));
       for (const auto& [n, v] : e.settings) {
+        if (computed_value(v)) {
+          r.notes.push_back(fmt::format("line {}: {}={} is computed by the shell when the script runs; its value is "
+                                        "not in the text, not read", i + 1, n, excerpt(v, 60)));
+          continue;
+        }
         if (!seen.insert({n, v}).second) continue;  // the same setting twice (a dump pasted twice)
         add_setting(r, n, v, "environment", source, i + 1, lines[i]);
       }

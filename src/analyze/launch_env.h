@@ -44,25 +44,34 @@
 
 namespace scalescope::analyze {
 
-/// Whether `text` is mostly NAME=value settings (at least one NCCL_*, CUDA_*, TORCH_*, OMP_*, UCX_*, FI_* … name,
-/// and no line that is neither a setting, a prompt, a comment nor blank).
+/// Whether `text` holds environment settings by its content: at least one line setting a well-known name (NCCL_*,
+/// CUDA_*, TORCH_*, OMP_*, UCX_*, FI_*, MASTER_ADDR …), and either three or more such lines or settings on at least
+/// half of the lines that are not blank, comments or prompts — so a Slurm batch script whose `export` lines stand
+/// among `module load`, `echo` and `x=$(…)` lines is one. False when the text also holds a launch command: a launch
+/// script's exports are read with its commands (read_commands).
 bool looks_like_environment(std::string_view text);
 
-/// Whether `text` holds a launch command (one of the launchers above, or python running a .py file).
+/// Whether `text` holds a launch command (one of the launchers above, or python running a .py file) on a line that
+/// is shaped like a command: the launcher first (after prompts, VAR=value prefixes and wrappers) and arguments after
+/// it, not English ("all_reduce_perf works fine only with …", "python train.py hangs." are sentences, not commands).
 bool looks_like_command(std::string_view text);
 
-/// Reads an environment dump: one Setting (origin "environment") per NAME=value, the same pair once; a line that is
-/// no setting, prompt, comment or blank is skipped with a note. Never throws.
+/// Reads an environment dump or the setting lines of a script: one Setting (origin "environment") per NAME=value,
+/// the same pair once; a line that is no setting, prompt, comment or blank is skipped with a note. Commented-out
+/// settings ("#export NCCL_SHM_DISABLE=1") are not in force: noted, not read. Values the shell computes when the
+/// script runs ("$(scontrol …)", "`hostname`", "$master_addr") are not in the text: noted, not read. Never throws.
 diagnose::Reading read_environment(std::string_view text, const std::string& source);
 
 /// Reads every launch command of `text` (continued lines joined; line numbers and excerpts those of the first line),
-/// and the settings of `export` lines between them (a launch script). Never throws.
+/// and the settings of `export` lines between them (a launch script). A line that reads as an English sentence
+/// (see looks_like_command) gives no Launch. Never throws.
 diagnose::Reading read_commands(std::string_view text, const std::string& source);
 
 /// Reads one command line (already joined): its VAR=value prefixes, the launcher and the program with its flags.
 /// `line` is its 1-based line number for provenance. Used by read_commands and by the readers of NCCL logs and
 /// nccl-tests outputs, which often start with the command that produced them ("# NCCL_DEBUG=INFO
-/// CUDA_VISIBLE_DEVICES=1,2 ./build/all_reduce_perf -b 8 -e 128M -g 2"). Empty when it is no command.
+/// CUDA_VISIBLE_DEVICES=1,2 ./build/all_reduce_perf -b 8 -e 128M -g 2"). Empty when it is no command (also when the
+/// words after the program read as an English sentence).
 diagnose::Reading read_command_line(std::string_view command, const std::string& source, std::size_t line);
 
 /// The parameter count of a well-known model named `name` ("gpt2" → 124e6, "bert-base-uncased" → 110e6,

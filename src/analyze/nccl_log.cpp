@@ -270,8 +270,10 @@ class Parser {
       if (tags[k].pos < floor) continue;
       Header h = parse_header(raw, tags[k].pos, floor);
       // A tag without NCCL's "[dev]" prefix is NCCL's only at the start of a line (a log whose prefixes were
-      // stripped); elsewhere it is quoted in a message or in prose.
-      if (!h.has_device && (k > 0 || !trim_blanks(raw.substr(0, tags[k].pos)).empty())) continue;
+      // stripped), alone or after the source location NCCL prints before WARN ("include/shm.h:28 NCCL WARN …");
+      // elsewhere it is quoted in a message or in prose.
+      const bool bare_with_location = k == 0 && h.location && trim_blanks(raw.substr(0, h.start)).empty();
+      if (!h.has_device && !bare_with_location && (k > 0 || !trim_blanks(raw.substr(0, tags[k].pos)).empty())) continue;
       pieces.push_back({tags[k], h});
       floor = tags[k].end;
     }
@@ -322,6 +324,24 @@ class Parser {
     if (auto p = line.find("Channel "); p != std::string_view::npos && contains(line, " via ")) {
       if (add_connection(n, NcclOrigin{}, line.substr(p))) {
         note(fmt::format("line {}: a connection line whose NCCL prefix is damaged (host and pid unknown)", n));
+        return;
+      }
+    }
+    // A connection quoted without its "Channel NN :" ("9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA").
+    if (!line.empty() && is_digit(line.front()) && contains(line, " -> ") && contains(line, " via ")) {
+      if (add_connection(n, NcclOrigin{}, "Channel 00 : " + std::string(line))) {
+        note(fmt::format("line {}: a connection quoted without its channel and NCCL prefix (channel, host and pid "
+                         "unknown)",
+                         n));
+        return;
+      }
+    }
+    // A setting quoted without its prefix ("NCCL_P2P_LEVEL set by environment to LOC").
+    if (starts_with(line, "NCCL_") && (contains(line, " set by environment to ") || contains(line, " set to "))) {
+      const std::size_t before = log_.settings.size();
+      add_setting(n, NcclOrigin{}, line);
+      if (log_.settings.size() > before) {
+        note(fmt::format("line {}: an NCCL setting quoted without its NCCL prefix", n));
         return;
       }
     }

@@ -179,6 +179,14 @@ diagnose::Reading read_nccl_tests_preamble(std::string_view text, const std::str
     }
     return r;
   }
+  // A run that printed its device list and then neither a result nor an error: it hung, was stopped, or the paste
+  // was cut there.
+  bool failed = false;
+  for (const auto& f : r.facts.all()) failed |= std::holds_alternative<diagnose::NcclFailure>(f.value);
+  if (!has_rows && !failed && !devices.back().name.empty())
+    r.facts.add(diagnose::Stall{fmt::format("nccl-tests printed its device list ({} rank(s)) and no result row after it",
+                                            devices.size())},
+                at(source, devices.back().line, devices.back().text));
   std::set<std::pair<std::string, long long>> processes;
   std::vector<std::string> hosts;
   long long max_rank = -1;

@@ -162,7 +162,7 @@ Quantity quantity_of_header(std::string_view header) {
   } else if (any({"throughput", "samples/s", "tokens/s", "img/s", "images/s", "speed"}) ||
              has_word(w, {"fps", "qps", "rate"}) || uq == "throughput") {
     name = "throughput";
-  } else if (has_word(w, {"epoch", "epochs"}) && time_words) {
+  } else if ((has_word(w, {"epoch", "epochs"}) && time_words) || uq == "epoch time") {
     name = "epoch time";
   } else if (uq == "step time" ||
              (has_word(w, {"step", "iteration", "iter", "batch", "it", "steps"}) && time_words)) {

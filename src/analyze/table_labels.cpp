@@ -88,8 +88,11 @@ std::optional<std::pair<std::string, std::string>> setting_toggle(const std::str
 }
 
 std::string mode_of(std::string_view w) {
-  if (w == "ddp" || w == "distributeddataparallel" || w == "nn.parallel.distributeddataparallel") return "DDP";
-  if (w == "dp" || w == "dataparallel" || w == "data-parallel" || w == "nn.dataparallel") return "DP";
+  if (w == "ddp" || w == "distributeddataparallel" || w == "nn.parallel.distributeddataparallel" || w == "distributeddp" ||
+      w == "torch.nn.parallel.distributeddataparallel" || w == "distributed-data-parallel")
+    return "DDP";
+  if (w == "dp" || w == "dataparallel" || w == "data-parallel" || w == "nn.dataparallel" || w == "torch.nn.dataparallel")
+    return "DP";
   if (w == "fsdp" || w == "fsdp2") return "FSDP";
   if (w == "deepspeed") return "DeepSpeed";
   if (w == "horovod" || w == "hvd") return "Horovod";
@@ -201,6 +204,16 @@ void replace_ci(std::string& s, std::string_view from, std::string_view to) {
   }
 }
 
+// "two" → "2": counts written as words ("DataParallel (two GPUs)").
+std::optional<std::string> number_word(std::string_view w) {
+  static const std::pair<std::string_view, std::string_view> k[] = {
+      {"one", "1"}, {"two", "2"}, {"three", "3"}, {"four", "4"}, {"five", "5"}, {"six", "6"}, {"seven", "7"},
+      {"eight", "8"}, {"nine", "9"}, {"ten", "10"}, {"twelve", "12"}, {"sixteen", "16"}, {"dual", "2"}};
+  for (auto [a, b] : k)
+    if (w == a) return std::string(b);
+  return std::nullopt;
+}
+
 bool is_one_of(std::string_view w, std::initializer_list<std::string_view> set) {
   return std::find(set.begin(), set.end(), w) != set.end();
 }
@@ -305,6 +318,9 @@ LabelReading read_label(std::string_view label) {
   static const std::regex repeat_n(R"((#|run|repeat|rep|trial|try)-?(\d{1,4}))");
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (t[i].used) continue;
+    // A count written as a word before what it counts ("two GPUs", "four nodes") reads as its digits.
+    if (auto nw = number_word(t[i].l); nw && i + 1 < t.size() && (gpu_word(t[i + 1].l) || node_word(t[i + 1].l)))
+      t[i].l = t[i].o = *nw;
     const std::string w = t[i].l, o = t[i].o;
     auto use = [&](std::size_t k) {
       for (std::size_t j = i; j < i + k && j < t.size(); ++j) t[j].used = true;
@@ -385,7 +401,8 @@ LabelReading read_label(std::string_view label) {
       continue;
     }
     if (is_one_of(w, {"multi-node", "multinode", "multi-gpu", "multigpu", "intra-node", "inter-node", "internode",
-                      "intranode", "baseline", "default", "reference", "ref", "base", "vanilla", "original", "stock"})) {
+                      "intranode", "baseline", "default", "reference", "ref", "base", "vanilla", "original", "stock",
+                      "actual", "measured", "observed", "obtained", "achieved"})) {
       r.understood = true;
       use(1);
       continue;
@@ -403,16 +420,21 @@ LabelReading read_label(std::string_view label) {
     if (auto c = compound_toggle(w)) { set(c->first, c->second); use(1); continue; }
     if (auto f = feature_of(w); !f.empty()) {
       std::string pol = "on";
+      bool bare = true;  // named without a polarity: a network named bare is also the network
       if (i > 0 && !t[i - 1].used && negation(t[i - 1].l)) {
         pol = "off";
         t[i - 1].used = true;
+        bare = false;
       } else if (i > 0 && !t[i - 1].used && (t[i - 1].l == "with" || t[i - 1].l == "enabled")) {
         t[i - 1].used = true;
+        bare = false;
       } else if (auto p = polarity_after(nl(i)); !p.empty()) {
         pol = p;
         t[i + 1].used = true;
+        bare = false;
       }
       set(f, pol);
+      if (bare && (f == "ib" || f == "roce")) set("network", f == "ib" ? "IB" : "RoCE");
       use(1);
       continue;
     }
@@ -524,6 +546,15 @@ std::string config_value(const std::string& key, std::string_view cell) {
   }
   if (key == "mode") {
     if (auto md = mode_of(lower(c)); !md.empty()) return md;
+    return c;
+  }
+  if (key == "network") {
+    // "IB", "InfiniBand", "RoCE", "RoCEv2", "NET/Socket", "TCP", "EFA", "Ethernet" as one spelling each.
+    std::string l = lower(c);
+    if (starts_with(l, "net/")) l = l.substr(4);
+    if (l == "ib" || l == "infiniband" || l == "ibext") return "IB";
+    if (l == "roce" || l == "rocev2") return "RoCE";
+    if (auto n = network_of(l); !n.empty()) return n;
     return c;
   }
   if (key == "gpu") {

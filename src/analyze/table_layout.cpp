@@ -335,8 +335,10 @@ bool data_like(const std::vector<std::string>& cells, Splitter how) {
 // Non-pipe lines [b, e) → tables: the splitter (tab, comma, two or more blanks, one blank between numbers) that
 // gives the most rows of one width with numbers; a header line of that width above them. Without a header only
 // two-column lists ("label  value", pairs) are read. Failing those, "label: value" lines whose labels name a
-// condition ("2 GPUs: 55.1 s").
-void text_pieces(const std::vector<Line>& lines, std::size_t b, std::size_t e, std::vector<Piece>& out) {
+// condition ("2 GPUs: 55.1 s", "DataParallel(two GPUs): 24s/epoch 86.1@15epochs" — the first figure after the colon is
+// the value; what follows it is left out with a note).
+void text_pieces(const std::vector<Line>& lines, std::size_t b, std::size_t e, std::vector<Piece>& out,
+                 std::vector<std::string>& notes) {
   struct TLine {
     std::size_t idx;
     std::string text, comment;
@@ -394,9 +396,11 @@ void text_pieces(const std::vector<Line>& lines, std::size_t b, std::size_t e, s
   }
   // "label: value" lists.
   std::vector<Row> run;
+  std::vector<std::string> run_notes;
   std::size_t run_first = 0, run_last = 0;
   auto close_run = [&] {
     if (run.size() >= 2) {
+      for (auto& n : run_notes) notes.push_back(std::move(n));
       Piece p;
       p.table.form = Form::colon;
       p.table.rows = run;
@@ -406,21 +410,43 @@ void text_pieces(const std::vector<Line>& lines, std::size_t b, std::size_t e, s
       out.push_back(std::move(p));
     }
     run.clear();
+    run_notes.clear();
   };
   for (const auto& l : tl) {
-    const auto colon = l.text.rfind(':');
     bool ok = false;
-    if (colon != std::string::npos && colon > 0 && colon + 1 < l.text.size()) {
+    // Each colon from the last: the label before it must name a condition, a figure must follow it.
+    for (std::size_t colon = l.text.rfind(':'); !ok && colon != std::string::npos && colon > 0; colon = l.text.rfind(':', colon - 1)) {
+      if (colon + 1 >= l.text.size()) continue;
       const std::string label(trim_blanks(std::string_view(l.text).substr(0, colon)));
-      const std::string value(trim_blanks(std::string_view(l.text).substr(colon + 1)));
-      if (label.size() <= 60 && parse_value(value)) {
-        const auto r = read_label(label);
-        ok = r.dims.count("gpus") || r.dims.count("nodes") || r.dims.count("mode") || r.dims.count("gpus_per_node");
-        if (ok) {
-          if (run.empty()) run_first = l.idx;
-          run_last = l.idx;
-          run.push_back(Row{lines[l.idx].no, lines[l.idx].text, {label, value}, l.comment});
+      std::string value(trim_blanks(std::string_view(l.text).substr(colon + 1)));
+      if (label.empty() || label.size() > 60) continue;
+      std::string rest;
+      if (!parse_value(value)) {
+        // "27s/epoch 88.1@15epochs", "24 s/epoch (acc 86.1)": the first figure (with its unit), the rest left out.
+        const auto sp1 = value.find_first_of(" \t");
+        if (sp1 == std::string::npos) continue;
+        const auto sp2 = value.find_first_of(" \t", value.find_first_not_of(" \t", sp1));
+        const std::string one = value.substr(0, sp1);
+        const std::string two = sp2 == std::string::npos ? value : value.substr(0, sp2);
+        if (sp2 != std::string::npos && parse_value(two) && parse_value(two)->unit && !parse_value(one)->unit) {
+          rest = std::string(trim_blanks(std::string_view(value).substr(sp2)));
+          value = two;
+        } else if (parse_value(one)) {
+          rest = std::string(trim_blanks(std::string_view(value).substr(sp1)));
+          value = one;
+        } else {
+          continue;
         }
+      }
+      const auto r = read_label(label);
+      ok = r.dims.count("gpus") || r.dims.count("nodes") || r.dims.count("mode") || r.dims.count("gpus_per_node");
+      if (ok) {
+        if (run.empty()) run_first = l.idx;
+        run_last = l.idx;
+        run.push_back(Row{lines[l.idx].no, lines[l.idx].text, {label, value}, l.comment});
+        if (!rest.empty())
+          run_notes.push_back("line " + std::to_string(lines[l.idx].no) + ": '" + excerpt(rest, 60) +
+                              "' after the figure is not read (one figure per row)");
       }
     }
     if (!ok) close_run();
@@ -448,7 +474,7 @@ std::vector<RawTable> find_tables(const std::vector<Line>& lines, std::vector<st
            (contains(lines[j].text, "|") == pipe || (rule_line(lines[j].text) && !contains(lines[j].text, "|"))))
       ++j;
     if (pipe) pipe_pieces(lines, i, j, pieces);
-    else text_pieces(lines, i, j, pieces);
+    else text_pieces(lines, i, j, pieces, notes);
     i = j;
   }
   // A table cut by blank or rule lines ("=====" under the header, blank lines between groups) is one table: a

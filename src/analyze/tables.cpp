@@ -24,7 +24,9 @@ constexpr std::size_t kMaxLines = 200000;
 constexpr std::size_t kMaxColumns = 64;
 constexpr std::size_t kDetectLines = 20000;  // detection looks at the head of a long file only
 
-enum class Role { label, value };
+// A column's role: a label (conditions), a value (measurements), or reference figures that are no measurement
+// ("Expected (IB)", "Target", "Theoretical", "Spec", "Ideal"): not read.
+enum class Role { label, value, reference };
 
 struct Column {
   Role role = Role::label;
@@ -73,9 +75,19 @@ Shares shares(const RawTable& t, std::size_t c) {
   return s;
 }
 
-// The unit most of a column's cells print, if any.
+// The family of a unit: "time" (s, ms, us), "rate" (GB/s, samples/s …), "%" or "ratio".
+std::string unit_family(const Unit& u) {
+  if (u.ratio) return "ratio";
+  if (u.unit == "%") return "%";
+  if (u.unit == "s" || u.unit == "ms" || u.unit == "us") return "time";
+  return "rate";
+}
+
+// The unit most of a column's cells print, if any; none when the cells mix families ("~50ms" above "~25 GB/s": each
+// cell's own unit names its quantity).
 std::optional<Unit> cells_unit(const RawTable& t, std::size_t c) {
   std::map<std::string, std::pair<int, Unit>> n;
+  std::set<std::string> families;
   int valued = 0;
   for (const auto& r : t.rows)
     if (auto v = parse_value(cell(r, c))) {
@@ -84,13 +96,28 @@ std::optional<Unit> cells_unit(const RawTable& t, std::size_t c) {
         auto& e = n[v->unit->unit + "|" + v->unit->quantity];
         ++e.first;
         e.second = *v->unit;
+        families.insert(unit_family(*v->unit));
       }
     }
+  if (families.size() > 1) return std::nullopt;
   const std::pair<int, Unit>* best = nullptr;
   for (const auto& [k, e] : n)
     if (!best || e.first > best->first) best = &e;
   if (!best || best->first * 2 < valued) return std::nullopt;
   return best->second;
+}
+
+// Whether a header or label names reference figures rather than a measurement: "Expected (IB)", "Target",
+// "Theoretical peak", "Spec", "Ideal", "Nominal".
+bool reference_words(std::string_view text) {
+  for (const auto& w : words_of(clean_cell(text))) {
+    const std::string l = lower(w);
+    if (l == "expected" || l == "expectation" || l == "target" || l == "targets" || l == "theoretical" ||
+        l == "theory" || l == "spec" || l == "specs" || l == "specification" || l == "ideal" || l == "nominal" ||
+        l == "advertised" || l == "datasheet")
+      return true;
+  }
+  return false;
 }
 
 // A header as a dims key: lower case, without parenthesised parts, blanks collapsed.
@@ -117,8 +144,23 @@ std::vector<Column> columns_of(const RawTable& t, std::size_t ncols) {
       continue;
     }
     col.header = cell(*t.header, c);
+    if (c > 0 && reference_words(col.header)) {
+      col.role = Role::reference;
+      continue;
+    }
     if (auto key = config_key_of_header(col.header)) {
       col.key = *key;
+      // A "Network" / "Net" column is a model's name in a model table, the network in one of IB, RoCE, sockets.
+      if (col.key == "model" && (plain_header(col.header) == "network" || plain_header(col.header) == "net")) {
+        std::size_t nets = 0, cells = 0;
+        for (const auto& r : t.rows) {
+          if (is_blank_cell(cell(r, c))) continue;
+          ++cells;
+          const std::string v = config_value("network", cell(r, c));
+          nets += (v == "IB" || v == "RoCE" || v == "Socket" || v == "EFA" || v == "Ethernet") ? 1 : 0;
+        }
+        if (cells > 0 && nets * 2 >= cells) col.key = "network";
+      }
       const bool counts = col.key == "gpus" || col.key == "nodes" || col.key == "gpus_per_node" || col.key == "repeat";
       if (counts && s.leading < 0.5) col.key = "";
       if (col.key == "gpu" && s.ints >= 0.5) col.key = "gpus";
@@ -259,6 +301,19 @@ struct Emitter {
     if (v->unit && !v->unit->quantity.empty() &&
         (!q.known || (q.quantity == "run time" && (v->unit->quantity == "step time" || v->unit->quantity == "epoch time"))))
       m.quantity = v->unit->quantity;
+    // A time cell under a rate's name (or the reverse) is what its unit says: "~370ms" in a row "Bus Bandwidth" or
+    // under a column whose other cells print GB/s.
+    if (v->unit && !v->unit->quantity.empty() && q.known && !v->unit->ratio && v->unit->unit != "%") {
+      const std::string cell_family = unit_family(*v->unit);
+      const bool q_time = q.quantity.find("time") != std::string::npos || q.quantity == "latency";
+      const bool q_rate = higher_is_better(q.quantity, "") && q.quantity != "speedup" && q.quantity != "efficiency" &&
+                          q.quantity != "GPU utilization";
+      if ((cell_family == "time" && q_rate) || (cell_family == "rate" && q_time)) {
+        m.quantity = v->unit->quantity;
+        note_once("family:" + column, r.line,
+                  fmt::format("{} prints {}: read as {}, not as {}", quote(c), v->unit->unit, m.quantity, q.quantity));
+      }
+    }
     if (m.quantity.empty() || (!q.known && !(v->unit && !v->unit->quantity.empty()))) {
       if (pair_table && m.unit.empty()) {
         m.quantity = "bandwidth";
@@ -326,6 +381,10 @@ void read_table(const RawTable& t, const std::vector<Line>& lines, Emitter& e) {
   ncols = std::min(ncols, kMaxColumns);
   if (ncols < 2) return;
   const auto cols = columns_of(t, ncols);
+  for (const auto& c : cols)
+    if (c.role == Role::reference)
+      e.note(t.header ? t.header->line : 0,
+             fmt::format("column {} holds expected or reference figures, not measurements: not read", quote(c.header)));
   if (std::none_of(cols.begin(), cols.end(), [](const Column& c) { return c.role == Role::value; })) return;
   Dims title;
   for (auto idx : t.title_lines) fill(title, title_dims(lines[idx]));
@@ -374,6 +433,11 @@ void read_table(const RawTable& t, const std::vector<Line>& lines, Emitter& e) {
     if (!r.comment.empty()) x.dims.emplace("note", r.comment);
     x.label = fmt::format("{}", fmt::join(labels, " | "));
     const std::string first = labels.empty() ? "" : labels.front();
+    if (!labels.empty() && reference_words(first) && (flip ? !quantity_of_header(first).known : true)) {
+      e.note(r.line, fmt::format("row {} holds expected or reference figures, not measurements: not read", quote(x.label)));
+      x.skip = true;
+      continue;
+    }
     if ((!flip && !labels.empty() && derived_label(x.label)) ||
         (flip && !quantity_of_header(first).known && derived_label(first))) {
       e.note(r.line, fmt::format("row {} is derived from the others; not read as a measurement", quote(x.label)));
@@ -416,6 +480,18 @@ void read_table(const RawTable& t, const std::vector<Line>& lines, Emitter& e) {
       }
     }
   }
+  // A network named bare ("IB", "RoCE") gives both its toggle and "network". When no row of the table names another
+  // network (Socket, EFA …), the toggle alone tells the rows apart ("IB" against "no IB"): "network" is dropped.
+  bool other_network = false;
+  for (const auto& f : e.facts)
+    if (const auto* m = std::get_if<diagnose::Measurement>(&f.value))
+      if (auto it = m->dims.find("network"); it != m->dims.end() && it->second != "IB" && it->second != "RoCE")
+        other_network = true;
+  if (!other_network)
+    for (auto& f : e.facts)
+      if (auto* m = std::get_if<diagnose::Measurement>(&f.value))
+        if (auto it = m->dims.find("network"); it != m->dims.end() && (it->second == "IB" || it->second == "RoCE"))
+          m->dims.erase(it);
 }
 
 void read_lines(const std::vector<Line>& lines, const std::string& source, diagnose::Reading& out) {

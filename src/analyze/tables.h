@@ -2,10 +2,11 @@
 // Reads the timing and scaling tables people post: markdown tables (also inside code fences, quote markers or HTML
 // copied from a document: tags and entities are removed, line numbers kept), pipe tables without markdown, CSV
 // (quoted cells), TSV, space-aligned columns, "label  value" lists and pair lists ("host-a,host-b   49.36"),
-// "label: value" lists whose labels name a GPU or node count or a mode ("2 GPUs: 55.1 s") — per GPU count or per
-// variant (DDP vs DP, with or without NVLink, RoCE on or off, NCCL versions, topology files, settings), with times,
-// throughputs or bandwidths. HTML <table> markup is not rebuilt into rows. Headerless tables other than pipe tables
-// are read only with two columns (a label and a value).
+// "label: value" lists whose labels name a GPU or node count or a mode ("2 GPUs: 55.1 s", "DataParallel(two GPUs):
+// 24s/epoch 86.1@15epochs" — the first figure after the colon, with its unit, is the value; fields after it are left
+// out with a note) — per GPU count or per variant (DDP vs DP, with or without NVLink, RoCE on or off, NCCL versions,
+// topology files, settings), with times, throughputs or bandwidths. HTML <table> markup is not rebuilt into rows.
+// Headerless tables other than pipe tables are read only with two columns (a label and a value).
 //
 // Every data cell becomes one diagnose::Measurement:
 //   quantity  from the column header, normalised: "step time" (step / iteration / batch time or duration, s/it),
@@ -23,19 +24,24 @@
 //   unit      "s", "ms", "us", "GB/s", "Gb/s", "samples/s", "img/s", "tokens/s", "sequences/s", "it/s", "%",
 //             "<word>/s" for other rates, "" when neither header nor cell says and for ratios ("2.63 x"). Minutes
 //             and hours are converted to "s", MB/s, MiB/s, GiB/s and TB/s to "GB/s", Mb/s to "Gb/s"; "41k" and
-//             "1.2M" are multiplied out.
+//             "1.2M" are multiplied out. A header that is only a unit names the quantity as that unit does ("s/epoch"
+//             → "epoch time"). A cell's own unit wins over a name of the other family: a time ("~370ms") under a
+//             bandwidth's or throughput's name (row or column) is read as the time its unit says, a rate under a
+//             time's name as that rate (noted); a column whose cells mix time and rate units names no quantity of
+//             its own, so each cell's unit (or, in a table whose variants are columns, the row label) names it.
 //   higher_is_better  true for throughputs (also per GPU), bandwidths, busbw/algbw, speedups, efficiencies, GPU utilisation,
 //             other "/s" rates, pair lists; false for times, latencies, idle shares and quantities the reader does
 //             not know (noted).
 //   dims      what the row's label cells, the column's header and the title say, normalised so that one condition
 //             is spelled the same in every row:
-//               "gpus" → "2" ("2:DDP", "2 GPUs", "1GPU", "8-gpu", "8x", "8xH100", "8 x A100", "x8", a GPU-count
-//               column: GPUs, world size, ranks …), "nodes" → "2" ("2 nodes", "2-node", "1M/8G", a node-count
+//               "gpus" → "2" ("2:DDP", "2 GPUs", "two GPUs", "1GPU", "8-gpu", "8x", "8xH100", "8 x A100", "x8", a
+//               GPU-count column: GPUs, world size, ranks …), "nodes" → "2" ("2 nodes", "2-node", "1M/8G", a node-count
 //               column), "gpus_per_node" → "8" ("2x8", "2x4A40", "2 nodes x 8", "8 GPUs/node", a GPUs-per-node
 //               column; "gpus" is then nodes × gpus_per_node); "gpu" → the product in upper case ("H100", "A40",
 //               "RTX 3090", "2080 Ti", "MI300X"; form factors such as SXM5/PCIe after it are dropped);
-//               "mode" → "DDP" | "DP" | "FSDP" | "DeepSpeed" | "Horovod" | "single" ("single GPU", and one-GPU rows
-//               of a table whose other rows name a mode); "zero_stage" → "2" ("ZeRO-2", "zero stage 2");
+//               "mode" → "DDP" | "DP" | "FSDP" | "DeepSpeed" | "Horovod" | "single" ("DistributedDataParallel",
+//               "DistributedDP", "DataParallel", "single GPU", and one-GPU rows of a table whose other rows name a
+//               mode); "zero_stage" → "2" ("ZeRO-2", "zero stage 2");
 //               feature toggles → "on" | "off": "nvlink" (NVLink, NV), "p2p", "shm", "ib" (also InfiniBand), "roce",
 //               "rdma", "gdr" (GDRDMA, GPUDirect), "sharp", "nvls", "collnet", "pxn", "cumem", "hyperthreading" (HT,
 //               SMT; "HTOff"); "off" after "no", "non", "not", "w/o", "without", "disable(d)", before "off" /
@@ -44,7 +50,11 @@
 //               "nccl_version" → "2.19.3" (an "NCCL Version" column, "nccl 2.19.3"; likewise "cuda_version",
 //               "torch_version", "driver_version"; "version" for a bare x.y.z); "topology" → "topo1" (a topology
 //               column, "topoN", "*.xml", NCCL_TOPO_FILE's file name); "link" → "NV12" | "PIX" | "PXB" | "PHB" |
-//               "NODE" | "SYS" | "PCIe" | "NVSwitch"; "network" → "Socket" | "EFA" | "Ethernet"; "precision" →
+//               "NODE" | "SYS" | "PCIe" | "NVSwitch"; "network" → "Socket" | "EFA" | "Ethernet" | "IB" | "RoCE" (a
+//               network in a label or header, "Actual (Socket)", or the cells of a "Network" / "Net" column; IB and
+//               RoCE named bare — no "no", "w/o", "on", "enabled" … — give it beside their toggle, and keep it only
+//               when another row of the table names another network, so that "IB" against "no IB" differ in the
+//               toggle alone); "precision" →
 //               "fp16" | "bf16" | "fp32" | "tf32" | "fp8" | "mixed" (AMP, "mixed precision");
 //               "setting:NAME" → value for other NAME=value labels ("NCCL_ALGO=Ring"), and for algorithm / protocol
 //               columns ("setting:NCCL_ALGO", "setting:NCCL_PROTO");
@@ -64,7 +74,8 @@
 //               "label" → the row label as printed when no word of it was understood; "variant" → the words
 //               nothing explained when others were ("LambdaOD Texas 80GB v2" of
 //               "LambdaOD_Texas_8xH100_80GB_SXM5_v2"), so that rows differing in one understood dimension still
-//               compare; words such as "baseline", "default", "multi-node" are understood and add nothing.
+//               compare; words such as "baseline", "default", "multi-node", "actual", "measured" are understood and
+//               add nothing.
 //             A title — the nearest short line above the table and the nearest heading within 12 lines above it
 //             (markdown "#", an HTML <h1>…<h6>) — adds what it names (gpus, nodes, mode, precision, gpu, toggles,
 //             versions …) to rows that do not say otherwise; its GPU and node counts are left out of rows that count
@@ -74,7 +85,9 @@
 //             header); table  "table N" (1-based, counting tables that gave measurements) when the text holds
 //             several, else "".
 // Cells that are not numbers ("internal error", "N/A", "segfault") are no measurement and are noted; empty and dash
-// cells are skipped silently. Rows derived from the others — labels with reduction, improvement, speedup, slowdown,
+// cells are skipped silently. Columns headed, and rows labelled, with a word of reference figures — expected, target,
+// theoretical, spec, ideal, nominal, advertised, datasheet ("Expected (IB)", "Theoretical peak", "Ideal speedup") —
+// hold no measurement: they are not read (noted). Rows derived from the others — labels with reduction, improvement, speedup, slowdown,
 // ratio, difference, delta, gain, saving, relative, faster/slower, total, sum, average/avg/mean/median, std,
 // "vs", versus, change — are left out with a note. Values may carry "~", "≈", "about", thousands separators, units
 // ("~365 GB/s", "1,234 img/s", "22.4s", "1.38s/it"), clock times ("1:42" as m:ss, "1:02:03", noted), durations

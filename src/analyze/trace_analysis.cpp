@@ -198,6 +198,7 @@ struct RankData {
   std::vector<Step> steps;
   std::optional<std::int64_t> base_time_ns;
   std::int64_t offset_ns = 0;  // added to local times for the common axis
+  std::vector<std::pair<std::string, Iv>> ddp_events;  // DDP's own CPU ranges (see RankAnalysis::ddp_ranges)
 
   /// names[i], or `missing` for an index beyond them (names[0] is "": no name).
   std::string name_at(std::uint32_t i, const char* missing) const { return i < names.size() ? names[i] : missing; }
@@ -303,6 +304,9 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
         }
         if (name == "aten::item" || name == "aten::_local_scalar_dense") item_ranges[e.tid].emplace_back(e.ts_ns, end);
         if (contains_icase(name, "dataloader")) dataloader.emplace_back(e.ts_ns, end);
+        if (starts_with(name, "DistributedDataParallel.") || name.find("ddp.reducer::") != std::string_view::npos ||
+            starts_with(name, "_DDPSink"))
+          if (d.ddp_events.size() < 1000000) d.ddp_events.push_back({std::string(name), {e.ts_ns, end}});
         if (starts_with(name, "ProfilerStep#")) {
           Step s;
           s.name = std::string(name);
@@ -348,6 +352,74 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
     --it;
     return ts < it->end ? it->number : -1;
   };
+
+  // CPU ranks (gloo, MPI): no GPU activity, but CPU collectives or operators. See RankAnalysis::cpu_ranks.
+  if (!out.has_gpu && !t.cpu_work.empty()) {
+    std::uint32_t main_tid = 0;
+    std::int64_t most = -1;
+    for (const auto& [tid, v] : t.cpu_work) {
+      std::int64_t total = 0;
+      for (const auto& [b, e] : v) total += e - b;
+      if (total > most) most = total, main_tid = tid;
+    }
+    std::vector<Iv> comm_ranges, c10d_ranges;
+    std::vector<std::pair<std::int64_t, std::string>> comm_names, c10d_names;
+    std::vector<std::int64_t> optimizer_ends;
+    for (const auto& e : t.events) {
+      if (e.kind != EventKind::cpu_op && e.kind != EventKind::user_annotation) continue;
+      const std::string_view name = t.names[e.name];
+      if (is_cpu_collective_name(name)) {
+        comm_ranges.emplace_back(e.ts_ns, e.ts_ns + e.dur_ns);
+        comm_names.emplace_back(e.ts_ns, std::string(name.substr(name.find(':') + 1)));
+      } else if (starts_with(name, "c10d::") && e.tid == main_tid) {
+        c10d_ranges.emplace_back(e.ts_ns, e.ts_ns + e.dur_ns);
+        c10d_names.emplace_back(e.ts_ns, std::string(name.substr(6)));
+      } else if (starts_with(name, "Optimizer.step#") && e.tid == main_tid) {
+        optimizer_ends.push_back(e.ts_ns + e.dur_ns);
+      }
+    }
+    if (comm_ranges.empty()) comm_ranges = std::move(c10d_ranges), comm_names = std::move(c10d_names);
+    if (!comm_ranges.empty()) {
+      out.has_gpu = out.cpu_ranks = true;
+      out.device = 0;
+      out.device_name = "CPU";
+      if (!out.steps_from_annotations && optimizer_ends.size() >= 2) {
+        std::sort(optimizer_ends.begin(), optimizer_ends.end());
+        d.steps.clear();
+        for (std::size_t i = 1; i < optimizer_ends.size(); ++i)
+          d.steps.push_back(Step{fmt::format("ProfilerStep#{}", i), static_cast<std::int64_t>(i), optimizer_ends[i - 1],
+                                 optimizer_ends[i]});
+        out.steps_from_annotations = true;
+        std::erase(out.warnings, std::string("no ProfilerStep#N annotations: the whole trace is analysed as one step"));
+        out.warnings.push_back("CPU ranks: steps are the intervals between the ends of consecutive optimizer steps");
+      }
+      const auto main_name = static_cast<std::uint32_t>(t.names.size());
+      t.names.push_back("CPU operators of the main thread");
+      const Ivs work = subtract(Ivs(t.cpu_work[main_tid].begin(), t.cpu_work[main_tid].end()), d.dataloader);
+      for (const auto& [b, e] : work) d.gpu.push_back(GpuOp{b, e, main_name, 0, 0, GpuClass::compute});
+      out.compute_stream = 0;
+      for (std::size_t i = 0; i < comm_ranges.size(); ++i) {
+        const auto name = static_cast<std::uint32_t>(t.names.size());
+        t.names.push_back(comm_names[i].second);
+        d.gpu.push_back(GpuOp{comm_ranges[i].first, comm_ranges[i].second, name, 0, 1, GpuClass::comm});
+        CommOp c;
+        c.stream = 1;
+        c.start = comm_ranges[i].first;
+        c.end = comm_ranges[i].second;
+        c.kind = collective_from_name(comm_names[i].second);
+        c.kind_name = c.kind ? std::string(comm::to_string(*c.kind)) : comm_names[i].second;
+        c.pg = "cpu";
+        {
+          auto it = std::upper_bound(d.steps.begin(), d.steps.end(), c.start,
+                                     [](std::int64_t x, const Step& s) { return x < s.begin; });
+          c.step = (it != d.steps.begin() && c.start < std::prev(it)->end && out.steps_from_annotations) ? std::prev(it)->number : -1;
+        }
+        c.ranks = out.world_size;
+        d.comms.push_back(std::move(c));
+      }
+      std::sort(d.comms.begin(), d.comms.end(), [](const CommOp& a, const CommOp& b) { return a.start < b.start; });
+    }
+  }
 
   // World size and PG sizes for busbw when a collective does not carry its group size.
   std::map<std::string, std::int64_t> pg_size;
@@ -449,7 +521,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
   // Step windows on the GPU side (StepWindows::gpu_launches). Collectives keep the step of their launch (above),
   // which is what matching across ranks needs.
   out.step_windows = out.steps_from_annotations ? "ProfilerStep#N CPU ranges" : "whole trace";
-  if (windows == StepWindows::gpu_launches && out.steps_from_annotations && out.has_gpu) {
+  if (windows == StepWindows::gpu_launches && out.steps_from_annotations && out.has_gpu && !out.cpu_ranks) {
     std::vector<Iv> spans;
     std::string missing;
     for (const Step& s : d.steps) {
@@ -990,6 +1062,19 @@ void finish_rank(RankData& d) {
   std::sort(out.host_syncs.begin(), out.host_syncs.end(), [](const auto& a, const auto& b) {
     return a.gpu_idle_ms != b.gpu_idle_ms ? a.gpu_idle_ms > b.gpu_idle_ms : a.count > b.count;
   });
+  // DDP's host ranges that start inside a step.
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> ddp;  // name → (calls, ns)
+  for (const auto& [name, iv] : d.ddp_events)
+    for (const auto& s : d.steps)
+      if (iv.first >= s.begin && iv.first < s.end) {
+        auto& [calls, ns] = ddp[name];
+        ++calls;
+        ns = sat_add(ns, iv.second - iv.first);
+        break;
+      }
+  for (const auto& [name, v] : ddp)
+    out.ddp_ranges.push_back({name, static_cast<double>(v.first) / n, ms(v.second) / n});
+  std::sort(out.ddp_ranges.begin(), out.ddp_ranges.end(), [](const auto& a, const auto& b) { return a.ms_per_step > b.ms_per_step; });
   std::sort(gaps.begin(), gaps.end());
   out.launch_gaps.count = static_cast<std::int64_t>(gaps.size());
   out.launch_gaps.total_ms = ms(total.gap_ns);
@@ -1545,6 +1630,7 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
        {"device_name", r.device_name},
        {"compute_stream", r.compute_stream},
        {"has_gpu", r.has_gpu},
+       {"cpu_ranks", r.cpu_ranks},
        {"steps_from_annotations", r.steps_from_annotations},
        {"step_windows", r.step_windows},
        {"steps", r.steps},
@@ -1559,6 +1645,9 @@ void to_json(nlohmann::json& j, const RankAnalysis& r) {
     for (const char* k : {"gpu_busy_ms", "gpu_idle_ms", "compute_ms", "comm_ms", "memcpy_ms", "overlap_ms",
                           "exposed_comm_ms", "straggler_wait_ms", "data_wait_ms", "host_sync_ms", "other_ms"})
       j["mean"][k] = nullptr;
+  auto& dr = j["ddp_ranges"] = nlohmann::json::array();
+  for (const auto& c : r.ddp_ranges)
+    dr.push_back({{"name", utf8(c.name)}, {"calls_per_step", c.calls_per_step}, {"ms_per_step", c.ms_per_step}});
   auto& hs = j["host_syncs"] = nlohmann::json::array();
   for (const auto& g : r.host_syncs)
     hs.push_back({{"label", g.label}, {"count", g.count}, {"blocked_ms", g.blocked_ms}, {"gpu_idle_ms", g.gpu_idle_ms}});

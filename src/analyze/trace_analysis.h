@@ -242,6 +242,13 @@ struct CommInterference {
   double slowdown_per_overlap() const { return overlap_ms > 0 ? slowdown_ms / overlap_ms : 0; }
 };
 
+/// CPU ranges of one name on one rank inside the analysed steps.
+struct CpuRange {
+  std::string name;
+  double calls_per_step = 0;
+  double ms_per_step = 0;   ///< Σ durations / steps (nested calls of one name counted once each)
+};
+
 /// One rank's trace, analysed.
 struct RankAnalysis {
   std::string source;             ///< file path
@@ -253,7 +260,14 @@ struct RankAnalysis {
   std::string device_name;        ///< deviceProperties name of the device analysed ("" when absent)
   int device = -1;                ///< the device analysed (most kernel time), -1 when none
   int compute_stream = -1;        ///< the stream with the most compute-kernel time
-  bool has_gpu = false;           ///< the trace has GPU activity
+  bool has_gpu = false;           ///< the trace has GPU activity, or is a CPU rank's (cpu_ranks)
+  /// A rank without GPU activity whose collectives run on the CPU (gloo, MPI, UCC): its main thread's operators
+  /// stand for compute kernels, the backend's collective ranges ("gloo:all_reduce" on its worker threads; else the
+  /// c10d::* calls) for communication kernels, so every figure keeps its meaning with "GPU" read as "the rank's
+  /// main thread"; steps are ProfilerStep#N, else the intervals between the ends of consecutive optimizer steps
+  /// (Optimizer.step#…). Clocks without baseTimeNanoseconds (the legacy export is relative to each profiler's
+  /// start) are aligned by the ends of matched collectives.
+  bool cpu_ranks = false;
   bool steps_from_annotations = false;  ///< ProfilerStep#N found; else one step = the whole trace
   /// The step windows used: "GPU work launched in each step", "ProfilerStep#N CPU ranges" or "whole trace".
   std::string step_windows;
@@ -264,6 +278,10 @@ struct RankAnalysis {
   LaunchGapSummary launch_gaps;
   std::vector<CollectiveGroup> collectives;  ///< by total time, largest first
   std::vector<KernelGroup> kernels;          ///< by total time, largest first (every name)
+  /// DDP's own host-side ranges inside the steps (record_function names "DistributedDataParallel.forward",
+  /// "torch.distributed.ddp.reducer::search_unused_parameters" — present only with find_unused_parameters=True —,
+  /// "…reducer::…", "_DDPSink"): where DDP's host time goes, by name, largest first.
+  std::vector<CpuRange> ddp_ranges;
   /// Compute slowed beside communication; nullopt without communication kernels in the analysed steps.
   std::optional<CommInterference> interference;
   double clock_offset_us = 0;     ///< added to this rank's timestamps to put it on the common axis

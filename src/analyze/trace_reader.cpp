@@ -618,10 +618,29 @@ bool is_kept_api_call(std::string_view n) {
 }
 
 // CPU ops and annotations the analysis needs: steps, item()/scalar reads (host syncs), collectives, data loading.
+}  // namespace
+
+bool is_cpu_collective_name(std::string_view n) {
+  return n.substr(0, 5) == "gloo:" || n.substr(0, 4) == "mpi:" || n.substr(0, 4) == "ucc:";
+}
+
+namespace {
+
 bool is_kept_cpu_name(std::string_view n) {
   return starts_with(n, "ProfilerStep#") || n == "aten::item" || n == "aten::_local_scalar_dense" ||
-         n == "record_param_comms" || starts_with(n, "nccl:") || starts_with(n, "c10d::") ||
-         starts_with(n, "gloo:") || contains_icase(n, "dataloader");
+         n == "record_param_comms" || starts_with(n, "nccl:") || is_cpu_collective_name(n) ||
+         starts_with(n, "c10d::") || contains_icase(n, "dataloader") || starts_with(n, "Optimizer.step#") ||
+         // DDP's own ranges (trace_analysis.h, RankAnalysis::ddp_ranges)
+         starts_with(n, "DistributedDataParallel.") || n.find("ddp.reducer::") != std::string_view::npos ||
+         starts_with(n, "_DDPSink");
+}
+
+/// Whether a CPU operator's time is the thread's own work: not a record_function range that only encloses
+/// operators ("ProfilerStep#3", "Optimizer.step#SGD.step", "enumerate(DataLoader)#…", "DistributedDataParallel.
+/// forward", "## forward ##"), and not a collective (its time is communication, or a wait for it).
+bool counts_as_cpu_work(std::string_view n) {
+  return n.find('#') == std::string_view::npos && !starts_with(n, "DistributedDataParallel.") &&
+         !starts_with(n, "c10d::") && !starts_with(n, "nccl:") && !is_cpu_collective_name(n) && n != "record_param_comms";
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1127,11 +1146,18 @@ class TraceReader {
     }
     if (f.ph != "X") return;
     const std::string_view name = f.has_name ? f.name : std::string_view();
-    // A step annotation written without "cat" (hand-made or converted traces) is still a step.
+    // A step annotation written without "cat" (hand-made or converted traces) is still a step; any other event
+    // without "cat" is an operator or record_function range of the legacy autograd profiler's export (PyTorch
+    // built without Kineto, e.g. Debian's 1.13: pid "CPU functions", no categories).
     const EventKind kind = f.has_cat ? kind_of_category(f.cat)
                            : starts_with(name, "ProfilerStep#") ? EventKind::user_annotation
-                                                                : EventKind::other;
+                                                                : EventKind::cpu_op;
     if (kind == EventKind::other) return;
+    if (kind == EventKind::cpu_op && f.ts && f.dur && *f.dur > 0 && !f.bad_dur && counts_as_cpu_work(name) &&
+        *f.ts > -(std::int64_t{1} << 60) && *f.ts < (std::int64_t{1} << 62) && *f.dur < (std::int64_t{1} << 60)) {
+      const std::uint32_t tid = f.has_tid ? intern_id(f.tid_is_str, f.tid_num.value_or(0), f.tid_str) : intern_id(true, 0, "");
+      add_cpu_work(tid, *f.ts, *f.ts + *f.dur);
+    }
     const bool has_coll = !f.coll_name.empty();
     bool keep = false;
     switch (kind) {
@@ -1239,6 +1265,14 @@ class TraceReader {
     return id;
   }
 
+  /// Adds [begin, end) to the thread's CPU work, merging with the last interval when they touch (operators nest
+  /// and mostly come in order; finish() sorts and merges the rest).
+  void add_cpu_work(std::uint32_t tid, std::int64_t begin, std::int64_t end) {
+    auto& v = trace_.cpu_work[tid];
+    if (!v.empty() && begin >= v.back().first && begin <= v.back().second) v.back().second = std::max(v.back().second, end);
+    else v.emplace_back(begin, end);
+  }
+
   std::uint32_t intern_id(bool is_str, std::int64_t num, std::string_view str) {
     if (!is_str) {
       if (auto it = num_ids_.find(num); it != num_ids_.end()) return it->second;
@@ -1255,6 +1289,14 @@ class TraceReader {
   }
 
   void finish() {
+    for (auto& [tid, v] : trace_.cpu_work) {
+      std::sort(v.begin(), v.end());
+      std::vector<std::pair<std::int64_t, std::int64_t>> merged;
+      for (const auto& iv : v)
+        if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
+        else merged.push_back(iv);
+      v = std::move(merged);
+    }
     // A duration over a day is no measurement: no profiler window lasts that long (its buffers fill in minutes).
     // One kernel of 11 days in a 40 ms trace made the GPU "100 % busy" and invented overlap findings. Shorter long
     // events stay, however they compare with the rest: an NCCL kernel that waited 30 minutes for a late rank is

@@ -139,6 +139,10 @@ struct Trace {
   std::vector<TraceId> ids;                  ///< interned pids and tids
   std::vector<CollectiveArgs> collectives;   ///< NCCL metadata referenced by TraceEvent::collective
   std::vector<TraceEvent> events;            ///< kept events, in file order
+  /// Per CPU thread (tid index), the union of its operators' intervals [begin, end) in ns, sorted and disjoint:
+  /// every cpu_op event (kept or not) except record_function ranges that only enclose operators and collectives
+  /// (see trace_analysis.h, CPU ranks). What a CPU rank computes when it has no GPU.
+  std::map<std::uint32_t, std::vector<std::pair<std::int64_t, std::int64_t>>> cpu_work;
   /// Metadata events: process labels ("GPU 0", "CPU") and names, thread names, by pid/tid index.
   std::map<std::uint32_t, std::string> process_labels;
   std::map<std::uint32_t, std::string> process_names;
@@ -153,6 +157,10 @@ struct Trace {
   /// The name of event `e`.
   std::string_view name_of(const TraceEvent& e) const { return names[e.name]; }
 };
+
+/// A collective run by a CPU backend, as the profiler names it: "gloo:all_reduce", "mpi:…", "ucc:…" (the
+/// backend's own range, on its worker thread, for as long as the transfer runs).
+bool is_cpu_collective_name(std::string_view name);
 
 /// Options of the reader.
 struct TraceReadOptions {

@@ -39,11 +39,14 @@ bool socket_network(const Context& ctx) {
   return false;
 }
 
-// Settings that show the job was set up for RDMA between nodes.
+// Settings that show the job was set up for RDMA between nodes: IB/RoCE choices, and NCCL_IB_DISABLE=0 or
+// NCCL_IB_CUDA_SUPPORT set on purpose (their values are NCCL's defaults, but nobody sets them without wanting IB).
 std::vector<const Context::SettingView*> rdma_settings(const Context& ctx) {
   std::vector<const Context::SettingView*> out;
-  for (const char* n : {"NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_IB_SL", "NCCL_NET_GDR_LEVEL", "NCCL_IB_QPS_PER_CONNECTION"})
+  for (const char* n : {"NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_TC", "NCCL_IB_SL", "NCCL_NET_GDR_LEVEL",
+                        "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_CUDA_SUPPORT", "NCCL_IB_TIMEOUT"})
     if (const auto* s = ctx.setting(n)) out.push_back(s);
+  if (const auto* s = ctx.setting("NCCL_IB_DISABLE"); s && s->judgement.effect == SettingEffect::default_value) out.push_back(s);
   return out;
 }
 
@@ -117,7 +120,7 @@ std::optional<Assessment> assess_nccl_env_override(const Context& ctx) {
       if (time && (c.worse.m->unit == "s" || c.worse.m->unit == "ms")) {
         const double extra = seconds_of(*c.worse.m) - seconds_of(*c.better.m);
         a.cost.seconds = extra;
-        a.cost.per = c.quantity == "step time" ? "step" : c.quantity == "epoch time" ? "epoch" : "run";
+        a.cost.per = per_of(c.quantity);
         a.cost.share = extra / seconds_of(*c.worse.m);
         a.cost.text = fmt::format("{} per {} ({} of the slow variant's time), from the measured A/B", duration(extra),
                                   a.cost.per, percent(*a.cost.share));
@@ -173,6 +176,17 @@ std::optional<Assessment> assess_net_socket_fallback(const Context& ctx) {
       for (const auto& d : n.fact.devices) devs += (devs.empty() ? "" : ", ") + d;
       a.evidence.push_back(line("NCCL chose its socket network" + (devs.empty() ? "" : " (" + devs + ")"), n.where));
     }
+  // Measured bandwidth at socket speed beside the socket network (a table of busbw over "Socket").
+  std::optional<EvidenceLine> socket_speed;
+  for (const auto& m : ctx.facts.of<Measurement>())
+    if ((m.fact.quantity == "busbw" || m.fact.quantity == "bandwidth" || m.fact.quantity == "algbw") && m.fact.unit == "GB/s" &&
+        m.fact.value < 12 && m.fact.higher_is_better) {
+      const auto net = m.fact.dims.find("network");
+      if ((net != m.fact.dims.end() && net->second == "Socket") || chose_socket || socket_connections > 0)
+        socket_speed = line(fmt::format("{} {}: the speed of TCP sockets, not of an RDMA port (12–48 GB/s)", row_name(m.fact),
+                                        figure(m.fact)),
+                            m.where);
+    }
   if (!chose_socket && socket_connections == 0 && !ctx.has<NetNoDevice>()) {
     // Only a very low multi-node plateau hints at sockets.
     for (const auto& p : ctx.plateaus)
@@ -202,7 +216,21 @@ std::optional<Assessment> assess_net_socket_fallback(const Context& ctx) {
   }
   for (const auto* s : rdma)
     a.evidence.push_back(line(s->name + "=" + s->value + ": the job was set up for RDMA", s->where));
-  if (ctx.has<NetNoDevice>() && !rdma.empty()) raise(score, 0.1);
+  // Set up for RDMA, and NCCL found no device or chose sockets anyway: the devices are not visible where it runs.
+  if (!rdma.empty() && ctx.span != Span::single_node && (ctx.has<NetNoDevice>() || chose_socket)) score = std::max(score, 0.7);
+  if (socket_speed) {
+    a.evidence.push_back(*socket_speed);
+    score = std::max(score, ctx.span == Span::single_node ? score : 0.6);
+  }
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "container" && score > 0) {
+      a.evidence.push_back(line("the job runs in a container (" + c.fact.detail + "): the RDMA devices (/dev/infiniband) and "
+                                "verbs libraries must be passed into it",
+                                c.where));
+      a.fix = "pass the RDMA devices into the container (--device /dev/infiniband, --cap-add IPC_LOCK, the rdma-core / "
+              "libibverbs packages in the image); " + a.fix;
+      break;
+    }
   // An interface filter that did not match what NCCL used.
   if (const auto* ifn = ctx.setting("NCCL_SOCKET_IFNAME"))
     for (const auto& n : ctx.facts.of<NetworkChosen>())
@@ -271,6 +299,20 @@ std::optional<Assessment> assess_container_ipc_shm(const Context& ctx) {
     a.needs.push_back({"the container's /dev/shm and IPC flags", "df -h /dev/shm; docker inspect <container> | grep -e ShmSize -e IpcMode",
                        "a small /dev/shm or a private IPC namespace"});
   }
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "container" && c.fact.detail.find("--ipc=host") != std::string::npos) {
+      a.against.push_back(line("the container runs with --ipc=host: it shares the host's IPC namespace and /dev/shm", c.where));
+      score *= 0.5;
+      break;
+    }
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "container" && c.fact.detail.find("--ipc=host") == std::string::npos && score > 0 &&
+        std::none_of(a.evidence.begin(), a.evidence.end(), [](const EvidenceLine& e) { return e.says.find("container") != std::string::npos; })) {
+      a.evidence.push_back(line("the job runs in a container (" + c.fact.detail + ")", c.where));
+      raise(score, 0.05);
+      break;
+    }
+  if (score < kContributingScore && score > 0 && a.evidence.empty()) return std::nullopt;
   a.score = score;
   a.summary = "the container's /dev/shm is too small (or its IPC namespace is private) for NCCL's shared-memory buffers";
   a.cost.text = "the job fails or hangs at NCCL init: it cannot run at all";

@@ -25,7 +25,8 @@ std::string pair_text(const LinkClass& l) { return l.a + "–" + l.b + " " + l.t
 std::optional<Assessment> assess_nvlink_degraded(const Context& ctx) {
   Assessment a = start("nvlink-degraded");
   double score = 0;
-  // Per GPU: links up against links listed (nvidia-smi nvlink -s).
+  // Per GPU: links the listing shows inactive (nvidia-smi nvlink -s "<inactive>"). Links missing from a listing are
+  // not counted as down: a paste cut short ("Link 0: 25 GB/s ……") lists fewer links than the GPU has.
   std::map<std::string, std::pair<int, int>> up_of;  // gpu → (active, listed)
   std::map<std::string, const Provenance*> first;
   for (const auto& n : ctx.facts.of<NvlinkState>()) {
@@ -34,14 +35,11 @@ std::optional<Assessment> assess_nvlink_degraded(const Context& ctx) {
     up += n.fact.active ? 1 : 0;
     if (!n.fact.active || !first.count(n.fact.gpu)) first[n.fact.gpu] = &n.where;
   }
-  int most_up = 0;
-  for (const auto& [g, c] : up_of) most_up = std::max(most_up, c.first);
   for (const auto& [g, c] : up_of) {
-    const int expected = ctx.gpu && ctx.gpu->nvlink_links > 0 && ctx.gpu->form == topo::GpuForm::sxm ? ctx.gpu->nvlink_links : most_up;
-    if (c.first < expected && expected > 0) {
-      a.evidence.push_back(line(fmt::format("{}: {} of {} NVLinks active ({} listed)", g, c.first, expected, c.second), *first[g]));
-      score = std::max(score, c.first < most_up ? 0.8 : 0.65);
-    }
+    if (c.first >= c.second) continue;
+    const int links = ctx.gpu && ctx.gpu->nvlink_links > 0 ? std::max(ctx.gpu->nvlink_links, c.second) : c.second;
+    a.evidence.push_back(line(fmt::format("{}: {} of its {} NVLinks inactive", g, c.second - c.first, links), *first[g]));
+    score = std::max(score, 0.8);
   }
   // NV# counts: on NVSwitch boards every pair has the same count; fewer on some pairs means links down.
   const auto pairs = ctx.job_pairs();
@@ -195,6 +193,13 @@ std::optional<Assessment> host_path(const Context& ctx, bool sys) {
     a.summary = "the job's GPUs sit on different CPU sockets: peer traffic is staged through host memory across the "
                 "CPU interconnect";
   }
+  // A hang is not what a slow path does: the path sets a ceiling, it does not stop the job.
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "hang") {
+      a.against.push_back(line("the job hangs — a path through the host is slower, it does not stop the job", c.where));
+      score *= 0.5;
+      break;
+    }
   // Measured bandwidth at the switch-path level speaks against the path being the limit.
   for (const auto& p : ctx.plateaus)
     if (ctx.span != Span::multi_node && sw.gbps > 0 && p.fact.gbps >= 0.8 * sw.gbps) {
@@ -256,6 +261,56 @@ std::optional<Assessment> assess_p2p_blocked_acs_iommu(const Context& ctx) {
                                   *bw_where[pair]));
       score = std::max(score, redirecting ? 0.85 : 0.6);
     }
+  // A job that hangs where NCCL would use PCIe peer-to-peer, and works with P2P off: the signature of peer traffic
+  // that ACS redirection or the IOMMU swallows (NCCL's troubleshooting guide names ACS first for such hangs).
+  std::optional<EvidenceLine> hang;
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "hang" && !hang) hang = line("the poster: it hangs" + (c.fact.detail.empty() ? "" : " (" + c.fact.detail + ")"), c.where);
+  for (const auto& st : ctx.facts.of<Stall>())
+    if (!hang) hang = line(st.fact.what + " (hung, stopped, or cut there)", st.where);
+  bool pcie_p2p_path = false;
+  std::optional<EvidenceLine> path_line;
+  for (const auto& p : ctx.job_pairs())
+    if (p.fact.nvlinks == 0 && (p.fact.token == "PIX" || p.fact.token == "PXB" || p.fact.token == "PHB" || p.fact.token == "NODE")) {
+      pcie_p2p_path = true;
+      if (!path_line) path_line = line(p.fact.a + "–" + p.fact.b + " " + p.fact.token + ": peer-to-peer over PCIe, no NVLink", p.where);
+    }
+  if (!pcie_p2p_path && ctx.links.empty() && ctx.gpu && ctx.gpu->nvlink_links == 0 && ctx.gpu->bridge_links == 0 && ctx.gpu->pcie_p2p) {
+    pcie_p2p_path = true;  // no matrix: GPUs without NVLink that allow PCIe P2P talk over PCIe P2P
+    path_line = line(std::string(ctx.gpu->model) + ": no NVLink, and the driver allows peer-to-peer over PCIe: NCCL uses P2P "
+                     "over PCIe between them",
+                     ctx.gpu_evidence ? ctx.gpu_evidence->where : Provenance{});
+  }
+  std::optional<EvidenceLine> p2p_off_works, works_on_sys;
+  for (const auto& c : ctx.facts.of<Claim>()) {
+    const bool p2p_setting = c.fact.detail.find("NCCL_P2P_DISABLE=1") != std::string::npos ||
+                             c.fact.detail.find("NCCL_P2P_LEVEL") != std::string::npos ||
+                             c.fact.detail.find("P2P") != std::string::npos;
+    if ((c.fact.kind == "works-with" || c.fact.kind == "slow-with") && p2p_setting && !p2p_off_works)
+      p2p_off_works = line("the poster: it works with " + c.fact.detail + " — peer-to-peer is what fails", c.where);
+    if ((c.fact.kind == "works-on-path" && c.fact.detail.find("SYS") != std::string::npos) ||
+        (c.fact.kind == "fails-on-path" && c.fact.detail.find("SYS") != std::string::npos && c.fact.detail.find("other") != std::string::npos))
+      works_on_sys = line("the poster: it works only across sockets (SYS), where NCCL does not use P2P by default", c.where);
+  }
+  if (hang && (pcie_p2p_path || p2p_off_works)) {
+    a.evidence.push_back(*hang);
+    if (path_line) a.evidence.push_back(*path_line);
+    double sc = pcie_p2p_path ? 0.45 : 0.35;
+    if (p2p_off_works) {
+      a.evidence.push_back(*p2p_off_works);
+      raise(sc, 0.25);
+    }
+    if (works_on_sys) {
+      a.evidence.push_back(*works_on_sys);
+      raise(sc, 0.1);
+    }
+    score = std::max(score, sc);
+    a.needs.push_back({"the ACS and IOMMU state of the PCIe path between the GPUs",
+                       "sudo lspci -vvv | grep -e '^[0-9a-f]' -e ACSCtl; dmesg | grep -i -e DMAR -e IOMMU",
+                       "ACS redirection or IOMMU translation (fix the platform) against a driver or NCCL bug"});
+    a.needs.push_back({"peer-to-peer copies between the GPUs", "p2pBandwidthLatencyTest (CUDA samples)",
+                       "P2P that hangs, corrupts or runs far slower than staging through the host"});
+  }
   if (score == 0) {
     if (a.against.empty()) return std::nullopt;
     a.ruled_out = true;
@@ -390,13 +445,36 @@ std::optional<Assessment> assess_gdr_unavailable(const Context& ctx) {
       a.evidence.push_back(line("GPU Direct RDMA disabled for HCA " + g.fact.hca, g.where));
   }
   if (disabled > 0) score = enabled == 0 ? 0.85 : 0.6;
-  bool ib_used = false, ib_gdr = false;
+  bool ib_used = false, ib_gdr = false, ib_no_gdr = false;
   for (const auto& t : ctx.facts.of<TransportUse>()) {
     if (t.fact.kind != "net" || t.fact.transport.find("Socket") != std::string::npos) continue;
     ib_used = true;
-    if (t.fact.gdrdma) ib_gdr = true;
+    (t.fact.gdrdma ? ib_gdr : ib_no_gdr) = true;
   }
-  if (ib_used && !ib_gdr) {
+  if (ib_gdr && ib_no_gdr) {
+    // Some connections with GPUDirect RDMA and some without: one node (or one direction) lacks it.
+    std::set<std::string> with, without;
+    for (const auto& t : ctx.facts.of<TransportUse>()) {
+      if (t.fact.kind != "net" || t.fact.transport.find("Socket") != std::string::npos) continue;
+      const std::string who = t.fact.host ? "on " + *t.fact.host
+                                          : fmt::format("rank {}'s {} side", t.fact.direction == "receive" ? t.fact.example_to : t.fact.example_from,
+                                                        t.fact.direction.empty() ? "network" : t.fact.direction);
+      if (t.fact.gdrdma) with.insert(who);
+      else if (without.insert(who).second && a.evidence.size() < 6)
+        a.evidence.push_back(line(fmt::format("{} connection(s) over {} {} without /GDRDMA", t.fact.connections, t.fact.transport, who), t.where));
+    }
+    for (const auto& t : ctx.facts.of<TransportUse>())
+      if (t.fact.gdrdma) {
+        a.evidence.push_back(line("while " + t.fact.transport + " connections elsewhere use /GDRDMA: GPUDirect RDMA works on one "
+                                  "node or side and not on the other",
+                                  t.where));
+        break;
+      }
+    score = std::max(score, 0.65);
+    a.needs.push_back({"the peer-memory module and PCIe placement on the node without GPUDirect RDMA",
+                       "on that node: lsmod | grep -e nvidia_peermem -e nv_peer_mem; nvidia-smi topo -m",
+                       "a missing module against a NIC too far from the GPU (NCCL_NET_GDR_LEVEL)"});
+  } else if (ib_used && !ib_gdr) {
     for (const auto& t : ctx.facts.of<TransportUse>())
       if (t.fact.kind == "net" && t.fact.transport.find("Socket") == std::string::npos && !t.fact.gdrdma) {
         a.evidence.push_back(line(fmt::format("{} connections over {} without /GDRDMA", t.fact.connections, t.fact.transport), t.where));
@@ -404,7 +482,7 @@ std::optional<Assessment> assess_gdr_unavailable(const Context& ctx) {
       }
     score = std::max(score, 0.7);
   }
-  if (ib_gdr) {
+  if (ib_gdr && !ib_no_gdr) {
     for (const auto& t : ctx.facts.of<TransportUse>())
       if (t.fact.gdrdma) {
         a.against.push_back(line(t.fact.transport + " connections use /GDRDMA", t.where));

@@ -22,8 +22,10 @@ inline std::string duration(double s) {
   return fmt::format("{:.2f} s", s);
 }
 
-/// "77 %".
-inline std::string percent(double share) { return fmt::format("{:.0f} %", share * 100); }
+/// "77 %"; shares under 10 % with one decimal ("0.3 %"), so that a small cost does not read as none.
+inline std::string percent(double share) {
+  return std::abs(share) < 0.1 && share != 0 ? fmt::format("{:.1f} %", share * 100) : fmt::format("{:.0f} %", share * 100);
+}
 
 /// A measured figure of a table row with its unit: "2.51 s", "~365 GB/s".
 inline std::string figure(const Measurement& m) {
@@ -44,6 +46,11 @@ inline double seconds_of(const Measurement& m) {
   if (m.unit == "min") return m.value * 60;
   if (m.unit == "h") return m.value * 3600;
   return m.value;
+}
+
+/// What a time of this quantity is per: "step", "epoch", else "run".
+inline std::string per_of(const std::string& quantity) {
+  return quantity == "step time" ? "step" : quantity == "epoch time" ? "epoch" : "run";
 }
 
 /// Adds `v` to a score and keeps it in [0, 1].

@@ -73,7 +73,7 @@ CommPicture comm_picture(const Context& ctx) {
         const double measured = seconds_of(row);
         const double ideal = s->how.find("weak") != std::string::npos ? seconds_of(base) : seconds_of(base) / s->gpus;
         p.cost.seconds = measured - ideal;
-        p.cost.per = row.quantity == "step time" ? "step" : row.quantity == "epoch time" ? "epoch" : "run";
+        p.cost.per = per_of(row.quantity);
         p.cost.share = (measured - ideal) / measured;
         p.cost.text = fmt::format("{} per {} beyond the ideal {} ({} of the measured {})", duration(measured - ideal), p.cost.per,
                                   duration(ideal), percent(*p.cost.share), duration(measured));
@@ -131,7 +131,7 @@ CommPicture comm_picture(const Context& ctx) {
     p.strength = std::max(p.strength, 0.45);
     if (!p.cost.seconds) {
       p.cost.seconds = step - busy;
-      p.cost.per = k.fast_step.m->quantity == "step time" ? "step" : "run";
+      p.cost.per = per_of(k.fast_step.m->quantity);
       p.cost.share = idle;
       p.cost.text = fmt::format("{} of the {} {} beyond GPU busy time in the faster variant", duration(step - busy),
                                 duration(step), p.cost.per);
@@ -277,7 +277,8 @@ std::optional<Assessment> assess_ddp_unused_parameters(const Context& ctx) {
       a.evidence.push_back(line("PyTorch's reducer: find_unused_parameters=True, but no parameter was unused — an extra "
                                 "autograd-graph traversal every iteration for nothing",
                                 m.where));
-      score = std::max(score, 0.8);
+      // Named by PyTorch itself, but its cost unmeasured: medium until a trace or an A/B shows the time.
+      score = std::max(score, 0.65);
     } else if (m.fact.id == "ddp-unused-parameters") {
       a.evidence.push_back(line("parameters that receive no gradient in some iterations", m.where));
       score = std::max(score, 0.6);
@@ -285,17 +286,34 @@ std::optional<Assessment> assess_ddp_unused_parameters(const Context& ctx) {
   }
   for (const auto& d : ctx.facts.of<DdpConfig>())
     if (d.fact.find_unused_parameters && *d.fact.find_unused_parameters) {
-      a.evidence.push_back(line("DDP constructed with find_unused_parameters=True", d.where));
-      score = std::max(score, 0.6);
+      if (std::none_of(a.evidence.begin(), a.evidence.end(), [&](const EvidenceLine& e) {
+            return e.where.source == d.where.source && e.where.line == d.where.line;
+          }))
+        a.evidence.push_back(line("DDP constructed with find_unused_parameters=True", d.where));
+      score = std::max(score, 0.55);
     } else if (d.fact.find_unused_parameters && !*d.fact.find_unused_parameters) {
       a.against.push_back(line("find_unused_parameters=False", d.where));
     }
+  // DDP's search for unused parameters is a range of its own in profiler traces (PyTorch 2.x): it runs only with
+  // find_unused_parameters=True, and its duration is the traversal's cost.
   for (const auto& c : ctx.facts.of<CpuOpTime>())
-    if (contains(c.fact.name, "prepare_for_backward") || contains(c.fact.name, "find_unused")) {
-      a.evidence.push_back(line(fmt::format("{}: {} per step on the host", c.fact.name, duration(c.fact.ms_per_step / 1e3)), c.where));
-      score = std::max(score, 0.5);
+    if (contains(c.fact.name, "search_unused_parameters") || contains(c.fact.name, "find_unused") ||
+        contains(c.fact.name, "prepare_for_backward")) {
+      double step_s = 0;
+      for (const auto& p : ctx.facts.of<StepPhases>())
+        if (p.where.source == c.where.source && p.fact.step_s) step_s = *p.fact.step_s;
+      a.evidence.push_back(line(fmt::format("{}: {:.1f} call(s) and {} per step on the host{} — the traversal "
+                                            "find_unused_parameters=True makes DDP do",
+                                            c.fact.name, c.fact.calls_per_step, duration(c.fact.ms_per_step / 1e3),
+                                            step_s > 0 ? " (" + percent(c.fact.ms_per_step / 1e3 / step_s) + " of the profiled step)" : ""),
+                                c.where));
+      score = std::max(score, 0.75);
       a.cost.seconds = c.fact.ms_per_step / 1e3;
       a.cost.per = "step";
+      if (step_s > 0) a.cost.share = c.fact.ms_per_step / 1e3 / step_s;
+      a.cost.text = fmt::format("{} per step of host time in DDP's search for unused parameters{}; it also delays the "
+                                "buckets' readiness, so their all-reduces start later",
+                                duration(c.fact.ms_per_step / 1e3), a.cost.share ? " (" + percent(*a.cost.share) + ")" : "");
     }
   if (score > 0)
     for (const auto& l : ctx.facts.of<Launch>())
@@ -381,10 +399,10 @@ std::optional<Assessment> assess_dataparallel_not_ddp(const Context& ctx) {
       a.evidence.push_back(line(fmt::format("{} {} against {} {} with DDP: DataParallel is {:.2f}× slower", row_name(*c.worse.m),
                                             figure(*c.worse.m), row_name(*c.better.m), figure(*c.better.m), c.ratio),
                                 *c.worse.where));
-      score = std::max(score, 0.4);
+      score = std::max(score, c.ratio >= 1.2 ? 0.5 : 0.4);
       if (!a.cost.seconds && !c.worse.m->higher_is_better) {
         a.cost.seconds = seconds_of(*c.worse.m) - seconds_of(*c.better.m);
-        a.cost.per = c.quantity == "step time" ? "step" : "run";
+        a.cost.per = per_of(c.quantity);
         a.cost.text = fmt::format("{} per {} against DDP in the same table", duration(*a.cost.seconds), a.cost.per);
       }
     } else if (c.dim == "mode" && c.worse_value == "DDP" && c.better_value == "DP" && c.beyond_noise) {
@@ -444,11 +462,12 @@ std::optional<Assessment> assess_host_sync(const Context& ctx) {
 std::optional<Assessment> assess_input_bound(const Context& ctx) {
   Assessment a = start("input-bound");
   double score = 0;
+  std::vector<EvidenceLine> little_wait;  // said only when something else points at the input
   for (const auto& s : ctx.facts.of<StepPhases>())
     if (s.fact.data_wait_s && s.fact.step_s && *s.fact.step_s > 0) {
       const double share = *s.fact.data_wait_s / *s.fact.step_s;
       if (share < 0.1) {
-        a.against.push_back(line(fmt::format("data wait {} of the step", percent(share)), s.where));
+        little_wait.push_back(line(fmt::format("data wait {} of the step", percent(share)), s.where));
         continue;
       }
       const double sc = share >= 0.5 ? 0.85 : share >= 0.25 ? 0.6 : 0.35;
@@ -481,6 +500,7 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
                                            r.fact.file.empty() ? "" : r.fact.file + ":", r.fact.function, r.fact.calls,
                                            duration(r.fact.cumtime_s / r.fact.calls)),
                                r.where));
+  if (score > 0 || !a.against.empty()) a.against.insert(a.against.end(), little_wait.begin(), little_wait.end());
   if (score == 0) {
     if (a.against.empty()) return std::nullopt;
     a.ruled_out = true;
@@ -516,12 +536,14 @@ std::optional<Assessment> assess_launch_bound(const Context& ctx) {
     std::string says = fmt::format("the GPU idles between kernels {} of a {} step ({})", duration(*s.fact.launch_gap_s),
                                    duration(*s.fact.step_s), percent(share));
     const auto real_step = s.fact.step_unprofiled_s ? s.fact.step_unprofiled_s : unprofiled;
+    double gaps = *s.fact.launch_gap_s;  // the part of the gaps the job would have without the profiler
     if (s.fact.profiled) {
       if (real_step && *real_step < *s.fact.step_s) {
         // The profiler adds host time to every launch; the difference between the steps is its overhead, and the gaps
         // it leaves are at most what remains.
         const double inflated = *s.fact.step_s - *real_step;
         const double real = std::max(0.0, *s.fact.launch_gap_s - inflated);
+        gaps = real;
         says += fmt::format("; without the profiler the step is {} ({} shorter), so at most {} of the gaps are the job's own",
                             duration(*real_step), duration(inflated), duration(real));
         if (unprofiled_line) a.evidence.push_back(*unprofiled_line);
@@ -547,10 +569,13 @@ std::optional<Assessment> assess_launch_bound(const Context& ctx) {
     a.evidence.push_back(line(says, s.where));
     if (sc > score) {
       score = sc;
-      a.cost.seconds = *s.fact.launch_gap_s;
+      a.cost.seconds = gaps;
       a.cost.per = "step";
-      a.cost.share = share;
-      a.cost.text = fmt::format("up to {} of idle between kernels per step", duration(*s.fact.launch_gap_s));
+      const double step = real_step && *real_step < *s.fact.step_s ? *real_step : *s.fact.step_s;
+      a.cost.share = std::min(1.0, gaps / step);
+      a.cost.text = fmt::format("up to {} of idle between kernels per step ({} of the {} step{})", duration(gaps),
+                                percent(*a.cost.share), duration(step),
+                                real_step && *real_step < *s.fact.step_s ? ", the profiler's own overhead taken out" : "");
     }
   }
   for (const auto& g : ctx.facts.of<LaunchGaps>())

@@ -124,12 +124,28 @@ Context::Context(const FactSet& f) : facts(f) {
     }
   }
   if (hosts.size() >= 2) multi.push_back(line(fmt::format("{} hosts named ({} …)", hosts.size(), hosts.front()), Provenance{}));
+  for (const auto& c : facts.of<Claim>())
+    if (c.fact.kind == "nodes") {
+      int n = 0;
+      try {
+        n = std::stoi(c.fact.detail);
+      } catch (...) {
+        n = c.fact.detail.find("multi") != std::string::npos ? 2 : 0;
+      }
+      if (n >= 2) multi.push_back(line("the poster says the job runs on " + (c.fact.detail.find("multi") != std::string::npos
+                                                                                  ? std::string("several nodes")
+                                                                                  : c.fact.detail + " nodes"),
+                                       c.where));
+      else if (n == 1) single.push_back(line("the poster says the job runs on one node", c.where));
+    }
   bool sockets_between_local = false;
   if (auto* p = setting("NCCL_P2P_DISABLE"); p && p->judgement.turns_off == "p2p")
     if (auto* s = setting("NCCL_SHM_DISABLE"); s && s->judgement.turns_off == "shm") sockets_between_local = true;
   for (const auto& t : facts.of<TransportUse>())
-    if (t.fact.kind == "net" && t.fact.connections > 0 && !sockets_between_local)
+    if (t.fact.kind == "net" && t.fact.connections > 0 && !sockets_between_local) {
       multi.push_back(line(fmt::format("NCCL connects ranks over the network ({})", t.fact.transport), t.where));
+      break;
+    }
   if (ranks && *ranks > max_gpus_per_node(gpu) && gpu_evidence)
     multi.push_back(line(fmt::format("{} ranks{}: more GPUs than one node of this kind holds ({})", *ranks,
                                      gpu ? " of " + std::string(gpu->model) : "", max_gpus_per_node(gpu)),

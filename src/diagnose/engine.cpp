@@ -30,10 +30,11 @@ struct Judgement {
 
 // Network rail configurations a multi-node plateau is consistent with: k ports of a standard rate per node whose
 // practical busbw (topo::nic_busbw_gbps) lies within −12 % / +8 % of the plateau.
-std::vector<std::string> consistent_rails(double plateau) {
+std::vector<std::string> consistent_rails(double plateau, int min_rails) {
   std::vector<std::string> out;
   for (double rate : {100.0, 200.0, 400.0, 800.0})
     for (int k : {1, 2, 4, 8}) {
+      if (k < min_rails) continue;
       const double expected = topo::expected_network_busbw(k, rate).gbps;
       if (expected > 0 && plateau >= 0.88 * expected && plateau <= 1.08 * expected)
         out.push_back(fmt::format("{} × {:.0f} Gb/s ({})", k, rate, gbps(expected)));
@@ -94,7 +95,19 @@ std::vector<Judgement> judgements(const Context& ctx) {
                          c.basis.empty() ? gbps(c.gbps) : c.basis, ratio >= 0.8 ? 0.7 : 0});
         }
       } else {
-        const auto rails = consistent_rails(f.gbps);
+        // Nodes of SXM GPUs (HGX/DGX boards) carry one NIC per GPU or per two GPUs: fewer than 4 rails on them is not
+        // what such a node has, so a plateau that only 1 or 2 ports explain is not judged healthy.
+        const bool sxm = ctx.gpu && (ctx.gpu->form == topo::GpuForm::sxm || ctx.gpu->form == topo::GpuForm::superchip);
+        const int min_rails = sxm ? std::min(4, ctx.ranks_per_node.value_or(8)) : 1;
+        auto rails = consistent_rails(f.gbps, min_rails);
+        if (f.saturated && rails.empty() && !consistent_rails(f.gbps, 1).empty()) {
+          out.push_back({false, line(fmt::format("multi-node {} plateau {}: only {} per node would carry that, fewer NICs than "
+                                                 "nodes of {} usually have (one per GPU or per two GPUs)",
+                                                 f.collective, gbps(f.gbps), consistent_rails(f.gbps, 1).front(), ctx.gpu->model),
+                                     p.where),
+                         "", 0});
+          continue;
+        }
         if (f.saturated && !rails.empty()) {
           std::string list;
           for (const auto& r : rails) list += (list.empty() ? "" : ", ") + r;
@@ -175,6 +188,27 @@ std::vector<Judgement> judgements(const Context& ctx) {
                      0.5});
     }
   }
+
+  // One rank whose GPU is busy almost the whole step: nothing lost to the host, data or launches.
+  for (const auto& s : ctx.facts.of<StepPhases>())
+    if (s.fact.world_size.value_or(1) == 1 && s.fact.gpu_busy_s && s.fact.step_s && *s.fact.step_s > 0 &&
+        s.fact.rank.value_or(0) == 0) {
+      const double busy = *s.fact.gpu_busy_s / *s.fact.step_s;
+      if (busy >= 0.9)
+        out.push_back({true, line(fmt::format("the GPU is busy {} of the {} step ({}): no time lost to the host, data "
+                                              "loading or kernel launches",
+                                              percent(busy), duration(*s.fact.step_s), s.fact.basis),
+                                  s.where),
+                       "the GPU's own compute: the step is as fast as its kernels" +
+                           (ctx.gpu && ctx.gpu->dense_bf16_tflops > 0
+                                ? fmt::format(" (the {} does {:.0f} TFLOP/s of dense 16-bit math at most; compare the "
+                                              "model's FLOPs per step)",
+                                              ctx.gpu->model, ctx.gpu->dense_bf16_tflops)
+                                : std::string()),
+                       0.55});
+      else if (busy < 0.6)
+        out.push_back({false, line(fmt::format("the GPU is idle {} of the step", percent(1 - busy)), s.where), "", 0});
+    }
 
   // Scaling measured by scalescope or a baseline trace.
   for (const auto& s : ctx.facts.of<ScalingPoint>())

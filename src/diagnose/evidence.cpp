@@ -7,6 +7,7 @@
 #include "analyze/nccl_tests_parser.h"
 #include "analyze/nccl_tests_preamble.h"
 #include "analyze/python_profile.h"
+#include "analyze/report_text.h"
 #include "analyze/sweep_analysis.h"
 #include "analyze/system_tools.h"
 #include "analyze/tables.h"
@@ -61,6 +62,7 @@ Reading facts_of_text(const analyze::InputFile& input) {
         case InputKind::measurement_table: take(r, analyze::read_measurement_tables(text, path)); break;
         case InputKind::python_profile: take(r, analyze::read_python_profile(text, path)); break;
         case InputKind::system_tools: take(r, analyze::read_system_tools(text, path)); break;
+        case InputKind::report_text: take(r, analyze::read_report_text(text, path)); break;
       }
     } catch (const std::exception& e) {
       r.notes.push_back(std::string(analyze::to_string(kind)) + ": " + e.what());

@@ -83,7 +83,7 @@ void fields(json& j, const Setting& f) { put(j, "name", f.name, "value", f.value
 void fields(json& j, const NcclVersion& f) { put(j, "version", f.version); }
 void fields(json& j, const TransportUse& f) {
   put(j, "transport", f.transport, "transport_kind", f.kind, "gdrdma", f.gdrdma, "connections", f.connections,
-      "example_from", f.example_from, "example_to", f.example_to);
+      "example_from", f.example_from, "example_to", f.example_to, "host", f.host, "direction", f.direction);
 }
 void fields(json& j, const NetworkChosen& f) { put(j, "network", f.network, "devices", f.devices); }
 void fields(json& j, const NetNoDevice& f) { put(j, "provider", f.provider); }
@@ -124,11 +124,13 @@ void fields(json& j, const WatchdogSummary& f) {
       "reporting_ranks", f.reporting_ranks, "verdict", f.verdict);
 }
 void fields(json& j, const TrainingEnded& f) { put(j, "framework", f.framework); }
+void fields(json& j, const Stall& f) { put(j, "what", f.what); }
 void fields(json& j, const ProcessFailure& f) { put(j, "what", f.what); }
 void fields(json& j, const ProfileRow& f) {
   put(j, "function", f.function, "file", f.file, "file_line", f.file_line, "calls", f.calls, "primitive_calls",
       f.primitive_calls, "tottime_s", f.tottime_s, "cumtime_s", f.cumtime_s);
 }
+void fields(json& j, const Claim& f) { put(j, "claim", f.kind, "detail", f.detail); }
 void fields(json& j, const BusbwPlateau& f) {
   put(j, "collective", f.collective, "gbps", f.gbps, "from_bytes", f.from_bytes, "to_bytes", f.to_bytes, "sizes",
       f.sizes, "saturated", f.saturated, "peak_gbps", f.peak_gbps, "ranks", f.ranks, "latency_us", f.latency_us,

@@ -208,6 +208,8 @@ struct TransportUse {
   bool gdrdma = false;              ///< "/GDRDMA" on these connections
   std::size_t connections = 0;
   int example_from = 0, example_to = 0;
+  std::optional<std::string> host;  ///< the host that printed these lines, when the prefix names it
+  std::string direction;            ///< "send" / "receive" for network connections, "" otherwise
 };
 
 /// The network NCCL chose ("Using network IB", "Using network Socket", "NET/OFI …") with the devices it listed.
@@ -359,6 +361,14 @@ struct TrainingEnded {
   std::string framework;
 };
 
+/// Output that stops after start-up without a result or an error: an nccl-tests run that printed its device list
+/// and nothing more, a training log whose last line is init. What the text shows; whether it hung or was cut is for the
+/// engine to weigh with the other facts.
+struct Stall {
+  static constexpr const char* kKind = "stall";
+  std::string what;
+};
+
 /// A process or job that died, and how ("Aborted (core dumped)", "srun: error", "exit code 1", a Python
 /// exception type).
 struct ProcessFailure {
@@ -374,6 +384,25 @@ struct ProfileRow {
   std::optional<int> file_line;
   std::uint64_t calls = 0, primitive_calls = 0;
   double tottime_s = 0, cumtime_s = 0;
+};
+
+/// What the poster says in their own words (an issue's text, a report pasted beside the logs), one claim per
+/// statement, with the sentence as provenance. Weaker than a measured or logged fact: the engine uses claims to choose
+/// between causes the other facts allow, never alone for a figure. `kind`:
+///   "hang"           the job hangs / deadlocks / makes no progress (detail: where, when known: "first all-reduce")
+///   "works-with"     it works (or the problem goes away) with a setting or change (detail: "NCCL_P2P_DISABLE=1",
+///                    "--ipc=host", "DDP instead of DataParallel")
+///   "slow-with"      it works but slowly with a setting (detail as above)
+///   "fails-with"     it fails or hangs only with a setting or change (detail as above)
+///   "works-on-path"  it works between GPUs joined by a path class (detail: "SYS", "NVLink", "PIX" …)
+///   "fails-on-path"  it hangs or fails between GPUs joined by a path class (detail as above; "others than SYS")
+///   "container"      it runs in a container (detail: "docker", "kubernetes", and the flags stated: "--ipc=host")
+///   "nodes"          how many nodes (detail: "2"), or "multi-node"
+///   "slow"           it is slower than expected (detail: the figures stated, e.g. "4-5x slower", "1.2 GB/s")
+struct Claim {
+  static constexpr const char* kKind = "claim";
+  std::string kind;
+  std::string detail;
 };
 
 // ───────────────────────────── measurements ─────────────────────────────
@@ -478,7 +507,7 @@ using FactValue =
                  AcsControl, IommuMode, P2pStatus, P2pMeasurement, XidEvent, GpuClocks, NicSeen, HypervisorSeen,
                  Setting, NcclVersion, TransportUse, NetworkChosen, NetNoDevice, GdrState, NcclWarning, NcclFailure,
                  GraphSearch, P2pSupport, WorldShape, Launch, ModelSeen, BatchSize, FrameworkMessage, DdpConfig,
-                 WatchdogTimeout, WatchdogSummary, TrainingEnded, ProcessFailure, ProfileRow, BusbwPlateau,
+                 WatchdogTimeout, WatchdogSummary, TrainingEnded, Stall, ProcessFailure, ProfileRow, Claim, BusbwPlateau,
                  Measurement, StepPhases, ScalingPoint, Straggler, HostSync, LaunchGaps, CpuOpTime>;
 
 /// One fact and where it was read.

@@ -1,5 +1,7 @@
 #include "diagnose/from_readers.h"
 
+#include "diagnose/from_capture.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -51,11 +53,11 @@ Reading facts_from_nccl_log(const analyze::NcclLog& log) {
     if (versions.insert(v.version).second) r.facts.add(NcclVersion{v.version}, nccl_at(log, v.line));
   for (const auto& s : log.settings)
     r.facts.add(Setting{s.name, s.value, s.by_environment ? "nccl: set by environment" : "nccl: set"}, nccl_at(log, s.line));
-  // Transports: one fact per (transport, GDR), counting its connection lines.
-  std::map<std::pair<std::string, bool>, std::size_t> first_index;
+  // Transports: one fact per (transport, GDR, host, direction), counting its connection lines.
+  std::map<std::tuple<std::string, bool, std::string, std::string>, std::size_t> first_index;
   std::vector<std::pair<TransportUse, std::size_t>> transports;
   for (const auto& c : log.connections) {
-    auto key = std::make_pair(c.transport, c.gdrdma);
+    auto key = std::make_tuple(c.transport, c.gdrdma, c.origin.host.value_or(""), c.direction.value_or(""));
     auto it = first_index.find(key);
     if (it == first_index.end()) {
       TransportUse t;
@@ -64,6 +66,8 @@ Reading facts_from_nccl_log(const analyze::NcclLog& log) {
       t.gdrdma = c.gdrdma;
       t.example_from = c.from_rank;
       t.example_to = c.to_rank;
+      t.host = c.origin.host;
+      t.direction = c.direction.value_or("");
       first_index[key] = transports.size();
       transports.push_back({t, c.line});
       it = first_index.find(key);
@@ -316,7 +320,7 @@ Reading facts_from_traces(const analyze::TraceAnalysis& a) {
   Reading r;
   auto rank_facts = [&](const analyze::RankAnalysis& rk, bool baseline) {
     const Provenance where{rk.source, 0, fmt::format("{} rank {} ({} step(s))", baseline ? "baseline" : "trace", rk.rank, rk.steps.size())};
-    if (!rk.device_name.empty()) r.facts.add(GpuSeen{rk.device_name, rk.device >= 0 ? std::optional<int>(rk.device) : std::nullopt,
+    if (!rk.device_name.empty() && !rk.cpu_ranks) r.facts.add(GpuSeen{rk.device_name, rk.device >= 0 ? std::optional<int>(rk.device) : std::nullopt,
                                                      std::nullopt, std::nullopt, rk.rank},
                                              where);
     if (!rk.nccl_version.empty()) r.facts.add(NcclVersion{rk.nccl_version}, where);
@@ -331,16 +335,19 @@ Reading facts_from_traces(const analyze::TraceAnalysis& a) {
     s.exposed_comm_s = m.exposed_comm_ms / 1e3;
     s.data_wait_s = m.data_wait_ms / 1e3;
     s.host_sync_s = m.host_sync_ms / 1e3;
-    s.launch_gap_s = m.launch_gap_idle_ms / 1e3;
+    // A CPU rank's gaps between operators are the interpreter's time, not kernel launches.
+    if (!rk.cpu_ranks) s.launch_gap_s = m.launch_gap_idle_ms / 1e3;
     s.other_s = m.other_ms / 1e3;
     s.gpu_busy_s = m.gpu_busy_ms / 1e3;
     s.profiled = true;
-    s.basis = fmt::format("{}profiler trace of rank {}, mean of {} step(s)", baseline ? "1-rank baseline " : "", rk.rank, rk.steps.size());
+    s.basis = fmt::format("{}profiler trace of {}rank {}, mean of {} step(s)", baseline ? "1-rank baseline " : "",
+                          rk.cpu_ranks ? "CPU " : "", rk.rank, rk.steps.size());
     r.facts.add(std::move(s), where);
     const double steps = std::max<double>(1, static_cast<double>(rk.steps.size()));
+    for (const auto& c : rk.ddp_ranges) r.facts.add(CpuOpTime{c.name, c.ms_per_step, c.calls_per_step}, where);
     for (const auto& h : rk.host_syncs)
       r.facts.add(HostSync{h.label, h.count / steps, h.gpu_idle_ms / steps, h.blocked_ms / steps}, where);
-    if (rk.launch_gaps.count > 0) {
+    if (rk.launch_gaps.count > 0 && !rk.cpu_ranks) {
       LaunchGaps g;
       g.per_step = rk.launch_gaps.count / steps;
       g.idle_ms_per_step = m.launch_gap_idle_ms;
@@ -481,7 +488,11 @@ Reading facts_from_scalescope_json(const nlohmann::json& j, const std::string& s
   Reading r;
   try {
     const std::string schema = j.value("schema", "");
-    if (schema == "scalescope.train/1") {
+    if (schema == "scalescope.capture/1") {
+      return facts_from_capture(j, source);
+    } else if (schema == "scalescope.job/1") {
+      return facts_from_job(j, source);
+    } else if (schema == "scalescope.train/1") {
       train_facts(r, j, source, std::nullopt);
     } else if (schema == "scalescope.doctor/1") {
       const std::string mode = j.value("scaling", "weak");

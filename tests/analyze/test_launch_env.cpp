@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -302,6 +303,34 @@ TEST(LaunchCommand, ProseAndOtherCommandsAreNoLaunch) {
   EXPECT_FALSE(analyze::looks_like_command("FORCE_TORCHRUN=1 llamafactory-cli train x.yaml"));
 }
 
+// A sentence that starts with a program's name is no command; commands with arguments still are.
+TEST(LaunchCommand, SentencesThatStartWithAProgramAreNoCommand) {
+  const std::string prose[] = {
+      "all_reduce_perf works fine only with those linked through SYS. The rest will result in hanging.",
+      "python train.py hangs after the first epoch.",
+      "torchrun is what we use for launching the job",
+      "./build/all_reduce_perf gives 12 GB/s on the PIX pair, which is low.",
+  };
+  for (const auto& line : prose) {
+    SCOPED_TRACE(line);
+    EXPECT_FALSE(analyze::looks_like_command(line));
+    EXPECT_TRUE(of<diagnose::Launch>(cmds(line + "\n")).empty());
+    EXPECT_TRUE(analyze::read_command_line(line, "report.md", 1).facts.empty());
+  }
+  const std::string commands[] = {
+      "./build/all_reduce_perf -b 8 -e 256M -f 2 -g 4",
+      "python train.py --lr 0.1 --epochs 10",
+      "torchrun --nproc_per_node 8 train.py --output_dir /tmp/out",
+      "mpirun -np 2 python -c 'import torch; print(\"it works with the first GPU\")'",
+      "NCCL_DEBUG=INFO all_reduce_perf -g 2",
+  };
+  for (const auto& line : commands) {
+    SCOPED_TRACE(line);
+    EXPECT_TRUE(analyze::looks_like_command(line));
+    EXPECT_FALSE(of<diagnose::Launch>(cmds(line + "\n")).empty());
+  }
+}
+
 TEST(LaunchCommand, ALaunchScriptWithExports) {
   const auto r = cmds(
       "#!/bin/bash\n"
@@ -398,6 +427,50 @@ TEST(Environment, LooksLikeAnEnvironment) {
   EXPECT_FALSE(analyze::looks_like_environment("FOO=1\nBAR=2\n"));  // no well-known name
   EXPECT_FALSE(analyze::looks_like_environment("I set NCCL_DEBUG=INFO and it still hangs"));
   EXPECT_FALSE(analyze::looks_like_environment(""));
+}
+
+// A batch script: exports among module loads, echos and computed variables. Decided by its content; only the setting
+// lines are read; commented-out exports and values the shell computes are noted, not read.
+TEST(Environment, ABatchScriptsSettingLines) {
+  const std::string script =
+      "#!/bin/bash\n"
+      "#SBATCH --nodes=2\n"
+      "module load cuda/12.1\n"
+      "module load nccl/2.18\n"
+      "export NCCL_DEBUG=INFO\n"
+      "#export NCCL_P2P_DISABLE=1\n"
+      "export NCCL_IB_HCA=mlx5_0,mlx5_1\n"
+      "export NCCL_SOCKET_IFNAME=ib0\n"
+      "export OMP_NUM_THREADS=8\n"
+      "echo \"starting on $(hostname)\"\n"
+      "head_node=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+      "export MASTER_ADDR=$head_node\n"
+      "export MASTER_PORT=29500\n";
+  EXPECT_TRUE(analyze::looks_like_environment(script));
+  EXPECT_FALSE(analyze::looks_like_command(script));
+  const auto r = env(script);
+  EXPECT_EQ(of<diagnose::Setting>(r).size(), 5u);
+  EXPECT_EQ(setting(r, "NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(setting(r, "NCCL_IB_HCA"), "mlx5_0,mlx5_1");
+  EXPECT_EQ(setting(r, "MASTER_PORT"), "29500");
+  EXPECT_EQ(setting(r, "NCCL_P2P_DISABLE"), "<absent>");  // commented out: not in force
+  EXPECT_EQ(setting(r, "MASTER_ADDR"), "<absent>");       // computed when the script runs
+  EXPECT_EQ(setting(r, "head_node"), "<absent>");
+  auto noted = [&](const std::string& part) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.find(part) != std::string::npos; });
+  };
+  EXPECT_TRUE(noted("line 6: NCCL_P2P_DISABLE=1 is commented out"));
+  EXPECT_TRUE(noted("line 12: MASTER_ADDR=$head_node is computed by the shell"));
+  EXPECT_TRUE(noted("line 3: not a NAME=value setting"));
+  for (const auto& s : of<diagnose::Setting>(r))
+    if (s.fact.name == "NCCL_SOCKET_IFNAME") {
+      EXPECT_EQ(s.where.line, 8u);
+    }
+  // Few settings among many other lines, or settings of a launch script, are no environment dump.
+  EXPECT_FALSE(analyze::looks_like_environment("module load cuda\nmodule load nccl\nexport NCCL_DEBUG=INFO\ncd /work\nls\n"));
+  EXPECT_TRUE(analyze::looks_like_environment("module load cuda\nexport NCCL_DEBUG=INFO\nexport NCCL_IB_DISABLE=0\n"));
+  EXPECT_FALSE(analyze::looks_like_environment(script + "srun torchrun --nproc_per_node 8 train.py\n"));
+  EXPECT_FALSE(analyze::looks_like_environment("We set NCCL_DEBUG=INFO.\nThen NCCL_IB_DISABLE=1 and it hangs.\nWhy?\n"));
 }
 
 TEST(Environment, DamagedDumpsNeverThrow) {

@@ -298,6 +298,96 @@ TEST(Tables, ColonListUnderATitle) {
   EXPECT_EQ(w[0].fact.ranks.value_or(0), 16);
 }
 
+// "label: value" lines whose labels count GPUs in words and name the mode, with more fields after the figure.
+TEST(Tables, ColonListWithWordCountsAndTrailingFields) {
+  const std::string text =
+      "1 GPU: 31s/epoch 91.2@20epochs\n"
+      "DataParallel(two GPUs): 26s/epoch 90.8@20epochs\n"
+      "DistributedDP(two GPUs): 17s/epoch 91.0@20epochs\n"
+      "DDP (four GPUs): 9.5 s/epoch (acc 90.9)\n";
+  EXPECT_TRUE(looks_like_measurement_table(text));
+  const Reading r = read(text);
+  ASSERT_EQ(measurements(r).size(), 4u) << notes_of(r);
+  for (const auto& m : measurements(r)) {
+    EXPECT_EQ(m.quantity, "epoch time") << m.row;  // so that the engine speaks of time per epoch
+    EXPECT_EQ(m.unit, "s");
+    EXPECT_FALSE(m.higher_is_better);
+  }
+  EXPECT_EQ(by_row(r, "1 GPU", "epoch time").dims, (Dims{{"gpus", "1"}, {"mode", "single"}}));
+  EXPECT_EQ(by_row(r, "DataParallel(two GPUs)", "epoch time").dims, (Dims{{"gpus", "2"}, {"mode", "DP"}}));
+  EXPECT_EQ(by_row(r, "DistributedDP(two GPUs)", "epoch time").dims, (Dims{{"gpus", "2"}, {"mode", "DDP"}}));
+  EXPECT_DOUBLE_EQ(by_row(r, "DistributedDP(two GPUs)", "epoch time").value, 17);
+  EXPECT_DOUBLE_EQ(by_row(r, "DDP (four GPUs)", "epoch time").value, 9.5);
+  EXPECT_EQ(by_row(r, "DDP (four GPUs)", "epoch time").dims, (Dims{{"gpus", "4"}, {"mode", "DDP"}}));
+  EXPECT_TRUE(has_note(r, "line 1: '91.2@20epochs' after the figure is not read")) << notes_of(r);
+  // A header that is only a per-epoch unit names the quantity too.
+  const Reading h = read("| setup | s/epoch |\n|---|---|\n| single GPU | 27 |\n| DataParallel (2 GPUs) | 24 |\n");
+  ASSERT_EQ(measurements(h).size(), 2u) << notes_of(h);
+  EXPECT_EQ(one(h, "epoch time", {{"mode", "DP"}}).unit, "s");
+}
+
+// A cell's time unit makes it a time whatever its row or column is called; reference columns are no measurements;
+// a network named in a header or label is the "network" dim.
+TEST(Tables, TimeCellsReferenceColumnsAndNetworks) {
+  {
+    const Reading r = read(
+        "| Metric | Target (RoCE) | Measured (Socket) |\n"
+        "|---|---|---|\n"
+        "| all_reduce 4GB | ~120ms | ~830 ms |\n"
+        "| Bus Bandwidth | ~45 GB/s | ~6.5 GB/s |\n");
+    ASSERT_EQ(measurements(r).size(), 2u) << notes_of(r);
+    const auto t = one(r, "communication time", {{"network", "Socket"}});
+    EXPECT_DOUBLE_EQ(t.value, 830);
+    EXPECT_EQ(t.unit, "ms");
+    EXPECT_FALSE(t.higher_is_better);
+    const auto b = one(r, "busbw", {{"network", "Socket"}});
+    EXPECT_DOUBLE_EQ(b.value, 6.5);
+    EXPECT_TRUE(b.higher_is_better);
+    EXPECT_EQ(b.dims, (Dims{{"network", "Socket"}}));  // "Measured" adds nothing
+    EXPECT_TRUE(has_note(r, "column 'Target (RoCE)' holds expected or reference figures")) << notes_of(r);
+  }
+  {
+    const Reading r = read(
+        "| setup | bandwidth |\n"
+        "|---|---|\n"
+        "| IB | 24 GB/s |\n"
+        "| Socket | 3.1 GB/s |\n"
+        "| Socket, 1GB all_reduce | 350 ms |\n"
+        "| Expected (spec sheet) | 25 GB/s |\n");
+    ASSERT_EQ(measurements(r).size(), 3u) << notes_of(r);
+    EXPECT_EQ(one(r, "bandwidth", {{"network", "IB"}}).value, 24);
+    EXPECT_EQ(one(r, "bandwidth", {{"network", "Socket"}}).value, 3.1);
+    const auto ms = by_row(r, "Socket, 1GB all_reduce", "run time");
+    EXPECT_EQ(ms.unit, "ms");
+    EXPECT_FALSE(ms.higher_is_better);
+    EXPECT_TRUE(has_note(r, "'350 ms' prints ms: read as run time, not as bandwidth")) << notes_of(r);
+    EXPECT_TRUE(has_note(r, "row 'Expected (spec sheet)' holds expected or reference figures")) << notes_of(r);
+  }
+  {
+    const Reading r = read(
+        "| GPUs | busbw (GB/s) | Theoretical (GB/s) | Ideal speedup |\n"
+        "|---|---|---|---|\n"
+        "| 2 | 180 | 240 | 2 |\n"
+        "| 4 | 170 | 240 | 4 |\n");
+    ASSERT_EQ(measurements(r).size(), 2u) << notes_of(r);
+    for (const auto& m : measurements(r)) EXPECT_EQ(m.quantity, "busbw");
+    EXPECT_TRUE(has_note(r, "column 'Theoretical (GB/s)'")) << notes_of(r);
+    EXPECT_TRUE(has_note(r, "column 'Ideal speedup'")) << notes_of(r);
+  }
+  {
+    // IB against no IB: the toggle tells the rows apart, no "network" beside it.
+    const Reading r = read("| variant | step time (s) |\n|---|---|\n| IB | 1.1 |\n| no IB | 2.9 |\n");
+    ASSERT_EQ(measurements(r).size(), 2u) << notes_of(r);
+    EXPECT_EQ(by_row(r, "IB", "step time").dims, (Dims{{"ib", "on"}}));
+    EXPECT_EQ(by_row(r, "no IB", "step time").dims, (Dims{{"ib", "off"}}));
+    // RoCE against sockets: the network tells them apart.
+    const Reading n = read("| net | busbw (GB/s) |\n|---|---|\n| RoCE | 21.5 |\n| Socket | 2.2 |\n");
+    ASSERT_EQ(measurements(n).size(), 2u) << notes_of(n);
+    EXPECT_EQ(by_row(n, "RoCE", "busbw").dims.at("network"), "RoCE");
+    EXPECT_EQ(by_row(n, "Socket", "busbw").dims.at("network"), "Socket");
+  }
+}
+
 // Variants as columns, quantities as rows.
 TEST(Tables, VariantsAsColumns) {
   const Reading r = read(

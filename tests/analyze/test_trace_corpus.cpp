@@ -265,7 +265,10 @@ TEST(TraceCorpus, CpuOnlyAndSampledRanks) {
   const TraceAnalysis cpu = analyze_trace_files({(corpus() / "hta/hta_cpu_only_gloo_rank34_ws300.json.gz").string()}, {});
   ASSERT_EQ(cpu.ranks.size(), 1u);
   EXPECT_EQ(cpu.ranks[0].rank, 34);
-  EXPECT_FALSE(cpu.ranks[0].has_gpu);
+  // No GPU: a CPU rank, its gloo collectives (on their worker threads) taken for communication.
+  EXPECT_TRUE(cpu.ranks[0].cpu_ranks);
+  EXPECT_TRUE(cpu.ranks[0].has_gpu);
+  EXPECT_GT(cpu.ranks[0].mean.comm_ms, 100.0);
   EXPECT_EQ(cpu.ranks[0].backend, "gloo");
   EXPECT_EQ(cpu.world_size, 300);
   ASSERT_EQ(cpu.ranks[0].steps.size(), 1u);

@@ -189,6 +189,50 @@ TEST(TraceCauses, TheSameRankSlowestEveryStepIsAStraggler) {
   EXPECT_NE(d.primary->summary.find("rank 1"), std::string::npos) << describe(d);
 }
 
+// ---- real PyTorch jobs (tests/fixtures/pytorch-jobs: traces and logs from the lent H200) ----
+
+struct JobCase {
+  const char* folder;
+  const char* cause;
+};
+
+class PytorchJob : public ::testing::TestWithParam<JobCase> {};
+
+TEST_P(PytorchJob, TraceAndLogNameTheJobsInefficiencyFirst) {
+  const auto dir = fs::path(SCALESCOPE_SOURCE_DIR) / "tests" / "fixtures" / "pytorch-jobs" / GetParam().folder;
+  const auto d = diagnose::diagnose(gather_evidence({(dir / "trace.json.gz").string(), (dir / "train.log").string()}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, GetParam().cause) << describe(d);
+}
+
+INSTANTIATE_TEST_SUITE_P(Jobs, PytorchJob,
+                         ::testing::Values(JobCase{"healthy", "no-defect"}, JobCase{"host_sync", "host-sync"},
+                                           JobCase{"input_bound", "input-bound"}, JobCase{"launch_bound", "launch-bound"},
+                                           JobCase{"find_unused", "ddp-unused-parameters"}),
+                         [](const auto& info) { return std::string(info.param.folder); });
+
+TEST(PytorchJob, FindUnusedParametersIsReadFromTheTraceAlone) {
+  // Without the log's warning: DDP's own "search_unused_parameters" range in the trace names it, with its cost.
+  const auto dir = fs::path(SCALESCOPE_SOURCE_DIR) / "tests" / "fixtures" / "pytorch-jobs" / "find_unused";
+  const auto d = diagnose::diagnose(gather_evidence({(dir / "trace.json.gz").string()}).facts);
+  bool named = d.primary && d.primary->cause == "ddp-unused-parameters";
+  for (const auto& c : d.contributing) named |= c.cause == "ddp-unused-parameters";
+  ASSERT_TRUE(named) << describe(d);
+  const auto& a = d.primary && d.primary->cause == "ddp-unused-parameters"
+                      ? *d.primary
+                      : *std::find_if(d.contributing.begin(), d.contributing.end(),
+                                      [](const Assessment& x) { return x.cause == "ddp-unused-parameters"; });
+  ASSERT_TRUE(a.cost.seconds) << describe(d);
+  EXPECT_GT(*a.cost.seconds, 0);
+}
+
+TEST(PytorchJob, TheProfilersOverheadIsNotCalledLaunchBoundInAHealthyJob) {
+  const auto dir = fs::path(SCALESCOPE_SOURCE_DIR) / "tests" / "fixtures" / "pytorch-jobs" / "healthy";
+  const auto d = diagnose::diagnose(gather_evidence({(dir / "trace.json.gz").string()}).facts);
+  if (d.primary) EXPECT_NE(d.primary->cause, "launch-bound") << describe(d);
+  for (const auto& c : d.contributing) EXPECT_NE(c.cause, "launch-bound") << describe(d);
+}
+
 // ---- judgements ----
 
 namespace {

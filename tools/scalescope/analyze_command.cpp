@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "diagnose/catalogue.h"
 #include "diagnose/engine.h"
 #include "diagnose/evidence.h"
+#include "diagnose/from_capture.h"
 #include "diagnose/from_readers.h"
 #include "report/nccl_tests_table.h"
 #include "report/topo_report.h"
@@ -84,15 +86,6 @@ TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, 
 
 namespace {
 
-struct AnalyzeFlags {
-  std::vector<std::string> files;
-  std::string out;
-  std::string baseline;  // a 1-rank profiler trace of the same job
-  bool strong = false;
-  std::string timeline;  // merged Perfetto timeline of the traces
-  std::string step_windows = "gpu";  // analyze::StepWindows
-  bool causes = false;  // print the cause catalogue and stop
-};
 
 /// The cause catalogue as `analyze --causes` prints it: every id with what supports it, what rules it out, how its
 /// cost is estimated, the fix, the confirming command and the source.
@@ -124,7 +117,8 @@ std::string kinds_text(const analyze::InputDetection& d) {
       {analyze::InputKind::nccl_tests_header, "nccl-tests output without results"},
       {analyze::InputKind::training_log, "training log"}, {analyze::InputKind::launch_command, "launch command"},
       {analyze::InputKind::environment, "environment"}, {analyze::InputKind::measurement_table, "table of measurements"},
-      {analyze::InputKind::python_profile, "Python profile"}, {analyze::InputKind::system_tools, "system tools"}};
+      {analyze::InputKind::python_profile, "Python profile"}, {analyze::InputKind::system_tools, "system tools"},
+      {analyze::InputKind::report_text, "prose about the job"}};
   std::string s;
   for (auto k : d.kinds) s += (s.empty() ? "" : "; ") + std::string(names.at(k));
   if (d.schema) s += " " + *d.schema;
@@ -258,6 +252,24 @@ std::pair<std::string, nlohmann::json> summarize_scalescope_json(const std::stri
                                                         p.is_object() && p.contains("busbw_gbps") ? num(p["busbw_gbps"]) : "-");
     }
     if (line.empty()) line = "comm: no sweep in the report";
+  } else if (schema == "scalescope.capture/1") {
+    const auto steps = diagnose::unprofiled_step_ms(j);
+    std::vector<double> sorted = steps;
+    std::sort(sorted.begin(), sorted.end());
+    line = fmt::format("capture of rank {} (of {}): {} optimizer steps", j.contains("rank") ? num(j["rank"]) : "?",
+                       j.contains("world_size") ? num(j["world_size"]) : "?", j.contains("steps") ? num(j["steps"]) : "?");
+    if (!sorted.empty()) line += fmt::format(", median {:.3f} ms over {} outside the profiler window", sorted[sorted.size() / 2], sorted.size());
+    if (j.contains("window") && j["window"].is_object() && j["window"].contains("trace") && j["window"]["trace"].is_string())
+      line += ", trace " + j["window"]["trace"].get<std::string>();
+    if (j.contains("ddp") && j["ddp"].is_object())
+      line += fmt::format("; DDP: bucket cap {} MB, find_unused_parameters {}", j["ddp"].contains("bucket_cap_mb") ? num(j["ddp"]["bucket_cap_mb"]) : "-",
+                          j["ddp"].value("find_unused_parameters", false) ? "True" : "False");
+    if (!j.value("ended", false)) line += " (the process did not reach its exit handler: the record is its last periodic write)";
+  } else if (schema == "scalescope.job/1") {
+    std::string cmd;
+    if (j.contains("command") && j["command"].is_array())
+      for (const auto& a : j["command"]) if (a.is_string()) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
+    line = fmt::format("job: {} — {} after {} s", cmd, j.value("ended", std::string("?")), j.contains("wall_s") ? num(j["wall_s"]) : "?");
   } else if (schema == "scalescope.topo/1") {
     std::size_t findings = j.contains("findings") && j["findings"].is_array() ? j["findings"].size() : 0;
     line = fmt::format("topo: {} finding(s)", findings);
@@ -275,6 +287,7 @@ struct FileResult {
   std::string terminal;
   std::vector<std::pair<std::string, std::string>> errors;  // cause, remedy
   std::size_t facts = 0;  // facts the file gave the diagnosis
+  std::string skipped;    // a file of a directory that no reader recognises: why
 };
 
 /// Prints each (cause, remedy) on stderr as scalescope reports errors and returns them as JSON
@@ -293,22 +306,53 @@ void record_error(FileResult& r, const std::string& what, const core::Error& e) 
   r.errors.push_back({what.empty() ? e.what() : what + ": " + e.what(), e.remedy()});
 }
 
-int run(const AnalyzeFlags& f) {
+}  // namespace
+
+int run_analyze(const AnalyzeFlags& f) {
   if (f.causes) {
     std::fputs(render_catalogue().c_str(), stdout);
     return 0;
   }
   if (f.files.empty())
     throw core::UsageError("analyze needs the files to read", "pass them: scalescope analyze FILE… (or --causes for the catalogue)");
-  std::vector<std::string> inputs = f.files;
+  // A directory stands for the files in it (a job directory of `scalescope profile`): those no reader recognises
+  // are listed as skipped, not as errors.
+  std::vector<std::string> files;
+  std::set<std::string> from_directory;
+  for (const auto& path : f.files) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) {
+      files.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (auto it = std::filesystem::recursive_directory_iterator(path, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it.depth() > 3) it.disable_recursion_pending();
+      std::error_code fe;
+      const std::string name = it->path().filename().string();
+      if (it->is_regular_file(fe) && name.size() > 0 && name[0] != '.' && !name.ends_with(".tmp")) found.push_back(it->path().string());
+    }
+    if (ec)
+      throw core::Error(fmt::format("cannot list the directory '{}': {}", path, ec.message()), "check that it exists and is readable");
+    if (found.empty())
+      throw core::Error(fmt::format("the directory '{}' holds no files", path),
+                        "pass the job directory scalescope profile --keep wrote, or the files themselves");
+    std::sort(found.begin(), found.end());
+    for (auto& p : found) {
+      from_directory.insert(p);
+      files.push_back(std::move(p));
+    }
+  }
+  std::vector<std::string> inputs = files;
   if (!f.baseline.empty()) inputs.push_back(f.baseline);
   // One file given twice (or by two spellings) would count as two processes or ranks, its lines twice.
-  for (std::size_t i = 0; i < f.files.size(); ++i)
-    for (std::size_t j = i + 1; j < f.files.size(); ++j) {
+  for (std::size_t i = 0; i < files.size(); ++i)
+    for (std::size_t j = i + 1; j < files.size(); ++j) {
       std::error_code ec;
-      if (f.files[i] == f.files[j] || std::filesystem::equivalent(f.files[i], f.files[j], ec))
+      if (files[i] == files[j] || std::filesystem::equivalent(files[i], files[j], ec))
         throw core::UsageError(fmt::format("'{}' and '{}' are the same file: it would count twice (two processes, "
-                                           "two ranks)", f.files[i], f.files[j]),
+                                           "two ranks)", files[i], files[j]),
                                "give each file once");
     }
   core::check_output_is_not_input(f.out, "--out", inputs);
@@ -330,7 +374,7 @@ int run(const AnalyzeFlags& f) {
   std::vector<analyze::NcclLog> nccl_logs;
   std::vector<analyze::WatchdogLog> watchdog_logs;
   std::vector<std::size_t> trace_files;
-  for (const auto& path : f.files) {
+  for (const auto& path : files) {
     FileResult r;
     r.path = path;
     analyze::InputFile input;
@@ -353,6 +397,11 @@ int run(const AnalyzeFlags& f) {
       if (!r.detection.has(analyze::InputKind::kineto_trace)) r.terminal += facts_line(reading.facts);
       for (const auto& note : reading.notes) r.terminal += "  note: " + analyze::excerpt(note, 300) + "\n";
       facts.append(std::move(reading.facts));
+    }
+    if (r.detection.kinds.empty() && from_directory.count(path)) {
+      r.skipped = r.detection.reason;
+      results.push_back(std::move(r));
+      continue;
     }
     if (r.detection.kinds.empty()) {
       std::error_code size_error;
@@ -433,6 +482,7 @@ int run(const AnalyzeFlags& f) {
           case analyze::InputKind::measurement_table:
           case analyze::InputKind::python_profile:
           case analyze::InputKind::system_tools:
+          case analyze::InputKind::report_text:
             break;  // read for the diagnosis only: the facts line above says what they gave
         }
       } catch (const core::Error& e) {
@@ -497,8 +547,13 @@ int run(const AnalyzeFlags& f) {
   }
 
   int status = 0;
-  nlohmann::json files = nlohmann::json::array();
+  nlohmann::json files_json = nlohmann::json::array();
   for (auto& r : results) {
+    if (!r.skipped.empty()) {
+      std::printf("== %s (skipped: not a kind analyze reads)\n", r.path.c_str());
+      files_json.push_back({{"file", analyze::to_valid_utf8(r.path)}, {"status", "skipped"}, {"detection", analyze::to_valid_utf8(r.skipped)}});
+      continue;
+    }
     std::printf("== %s%s\n", r.path.c_str(), r.detection.kinds.empty() ? "" : (" (" + kinds_text(r.detection) + ")").c_str());
     std::fputs(r.terminal.c_str(), stdout);
     nlohmann::json kinds = nlohmann::json::array();
@@ -510,7 +565,7 @@ int run(const AnalyzeFlags& f) {
     r.json["errors"] = print_errors(r.errors);
     r.json["status"] = r.errors.empty() ? "ok" : "error";
     r.json["facts"] = r.facts;
-    files.push_back(std::move(r.json));
+    files_json.push_back(std::move(r.json));
     std::fflush(stderr);
   }
   std::fputs(combined_text.c_str(), stdout);
@@ -525,15 +580,13 @@ int run(const AnalyzeFlags& f) {
     combined["timeline_errors"] = print_errors(timeline_errors);
   }
   if (!f.out.empty()) {
-    nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files}, {"combined", combined},
+    nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files_json}, {"combined", combined},
                           {"diagnosis", diagnosis}, {"facts", nlohmann::json(facts)["facts"]}};
     out_file.write(out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     say_written(f.out);
   }
   return status;
 }
-
-}  // namespace
 
 Action add_analyze_command(CLI::App& app) {
   auto flags = std::make_shared<AnalyzeFlags>();
@@ -559,7 +612,7 @@ Action add_analyze_command(CLI::App& app) {
                   "write the ranks' traces merged into one Chrome-trace JSON (compute and communication on separate "
                   "tracks; opens in Perfetto)")
       ->check(output_file_check());
-  return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };
+  return [cmd, flags] { return cmd->parsed() ? run_analyze(*flags) : -1; };
 }
 
 }  // namespace scalescope::cli

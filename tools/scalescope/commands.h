@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,21 @@ Action add_doctor_command(CLI::App& app);
 Action add_comm_command(CLI::App& app);
 Action add_topo_command(CLI::App& app);
 Action add_analyze_command(CLI::App& app);
+
+/// What `scalescope analyze` is asked: its flags. `profile` analyses its job directory through the same run.
+struct AnalyzeFlags {
+  std::vector<std::string> files;    ///< files, or directories standing for the files in them
+  std::string out;
+  std::string baseline;              ///< a 1-rank profiler trace of the same job
+  bool strong = false;
+  std::string timeline;              ///< merged Perfetto timeline of the traces
+  std::string step_windows = "gpu";  ///< analyze::StepWindows
+  bool causes = false;               ///< print the cause catalogue and stop
+};
+
+/// Runs `scalescope analyze` (terminal report, --out JSON, --timeline); returns its exit status (1 when a file
+/// failed). Throws core::UsageError / core::Error for bad arguments or outputs, as the command does.
+int run_analyze(const AnalyzeFlags& flags);
 
 /// "wrote PATH" (and `note`) on stderr, after what stdout holds so far, so that the two do not interleave mid-line
 /// when both go to one file.
