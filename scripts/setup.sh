@@ -58,6 +58,7 @@ packages=(
   libhwloc-dev                        # scalescope topo: NUMA nodes, CPU sets, PCI tree
   libsimdjson-dev zlib1g-dev          # scalescope analyze: Kineto traces (.json, .json.gz)
   fortunes                            # the default training text: /usr/share/games/fortunes
+  python3-torch                       # scalescope profile's tests: genuine DDP jobs on CPU ranks (gloo)
 )
 
 missing=()

@@ -18,6 +18,12 @@ Action add_doctor_command(CLI::App& app);
 Action add_comm_command(CLI::App& app);
 Action add_topo_command(CLI::App& app);
 Action add_analyze_command(CLI::App& app);
+Action add_profile_command(CLI::App& app);
+
+/// The job's command of `scalescope profile … -- COMMAND…`: main() takes everything after the first `--` that follows
+/// `profile` off the command line before parsing, and hands it here.
+void set_profile_command_tail(std::vector<std::string> tail);
+const std::vector<std::string>& profile_command_tail();
 
 /// What `scalescope analyze` is asked: its flags. `profile` analyses its job directory through the same run.
 struct AnalyzeFlags {

@@ -64,9 +64,22 @@ int run_command_line(int argc, char** argv) {
                                                   scalescope::cli::add_doctor_command(app),
                                                   scalescope::cli::add_comm_command(app),
                                                   scalescope::cli::add_topo_command(app),
-                                                  scalescope::cli::add_analyze_command(app)};
+                                                  scalescope::cli::add_analyze_command(app),
+                                                  scalescope::cli::add_profile_command(app)};
   try {
-    app.parse(argc, argv);
+    // `profile … -- COMMAND…`: the job's command is not scalescope's to parse.
+    int parsed_argc = argc;
+    bool after_profile = false;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "profile") after_profile = true;
+      if (a == "--" && after_profile) {
+        scalescope::cli::set_profile_command_tail(std::vector<std::string>(argv + i + 1, argv + argc));
+        parsed_argc = i;
+        break;
+      }
+    }
+    app.parse(parsed_argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

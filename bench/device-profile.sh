@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One call on a GPU machine (issue #27): builds the scalescope CLI (CPU-only: profile needs no CUDA of its own),
+# then (1) the overhead of `scalescope profile` outside its profiled window: bench/profile_job.py (DDP, NCCL, one
+# rank per GPU) run plain and under profile, alternating, REPS times each, its own step time over steps 50–300;
+# (2) planted causes, each job profiled unmodified: none, host-sync, find-unused, slow-loader; the primary cause of
+# each diagnosis. Logs and reports under $OUT; the table last.
+#
+#   bench/device-profile.sh        # from the repository root; NPROC=2 for two GPUs; REPS=3
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+source bench/device-env.sh
+NPROC=${NPROC:-1}
+REPS=${REPS:-3}
+SECONDS=0
+{ date -u; nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())';
+  git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+if ! { cmake -S . -B build-device-cpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSCALESCOPE_CUDA=OFF &&
+       cmake --build build-device-cpu -j "$(nproc)" --target scalescope; } > "$OUT/build.log" 2>&1; then
+  tail -40 "$OUT/build.log"; exit 1
+fi
+echo "build: ${SECONDS}s"
+EXE=build-device-cpu/tools/scalescope
+RUN="torchrun --standalone --nproc_per_node $NPROC bench/profile_job.py"
+step_of() { grep -o 'step_time [0-9.]*' "$1" | tail -1 | awk '{print $2}'; }
+for r in $(seq 1 "$REPS"); do
+  $RUN > "$OUT/plain.$r.log" 2>&1
+  $EXE profile --keep "$OUT/overhead.$r" -- $RUN > "$OUT/profiled.$r.log" 2>&1
+  echo "rep $r: plain $(step_of "$OUT/plain.$r.log") ms, profiled $(step_of "$OUT/profiled.$r.log") ms (${SECONDS}s)"
+done
+for plant in none host-sync find-unused slow-loader; do
+  steps=300; [ "$plant" = slow-loader ] && steps=80
+  $EXE profile --keep "$OUT/job.$plant" --out "$OUT/report.$plant.json" -- $RUN --plant "$plant" --steps $steps --time-from 20 \
+    > "$OUT/plant.$plant.log" 2>&1
+  echo "plant $plant: exit $? (${SECONDS}s)"
+done
+python3 - "$OUT" "$REPS" <<'PY'
+import json, re, statistics, sys
+out, reps = sys.argv[1], int(sys.argv[2])
+def step(path):
+    m = re.findall(r"step_time ([0-9.]+)", open(path).read())
+    return float(m[-1]) if m else None
+plain = [step(f"{out}/plain.{r}.log") for r in range(1, reps + 1)]
+prof = [step(f"{out}/profiled.{r}.log") for r in range(1, reps + 1)]
+print("\n| run | plain ms/step | under profile ms/step |\n|---|---|---|")
+for r, (a, b) in enumerate(zip(plain, prof), 1):
+    print(f"| {r} | {a} | {b} |")
+if all(plain) and all(prof):
+    mp, mq = statistics.median(plain), statistics.median(prof)
+    print(f"| median | {mp:.3f} | {mq:.3f} ({100 * (mq / mp - 1):+.2f} %) |")
+print("\n| plant | primary | confidence | step (job's own) |\n|---|---|---|---|")
+for plant in ["none", "host-sync", "find-unused", "slow-loader"]:
+    try:
+        d = json.load(open(f"{out}/report.{plant}.json"))["diagnosis"]
+        p = d["primary"]
+        print(f"| {plant} | {p['cause'] if p else None} | {p['confidence'] if p else ''} | {step(f'{out}/plant.{plant}.log')} |")
+    except Exception as e:
+        print(f"| {plant} | no report ({e}) | | |")
+PY

@@ -1,0 +1,171 @@
+#include "profile/job_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "comm/launcher.h"
+#include "core/error.h"
+
+namespace scalescope::profile {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void write_all(int fd, const char* data, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return;  // a closed terminal must not stop the job's log
+    }
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+struct Pipe {
+  int fd[2] = {-1, -1};
+  Pipe() {
+    if (::pipe2(fd, O_CLOEXEC) != 0)
+      throw core::Error(fmt::format("cannot create a pipe for the job's output: {}", std::strerror(errno)),
+                        "the process may be out of file descriptors; raise `ulimit -n`");
+  }
+  ~Pipe() {
+    for (int f : fd)
+      if (f >= 0) ::close(f);
+  }
+  void close_end(int i) {
+    if (fd[i] >= 0) ::close(fd[i]);
+    fd[i] = -1;
+  }
+};
+
+}  // namespace
+
+std::string JobResult::describe() const {
+  if (!start_error.empty()) return "could not be started: " + start_error;
+  std::string s = signal ? fmt::format("ended by signal {} ({})", *signal, ::strsignal(*signal))
+                         : fmt::format("exited with status {}", exit_status);
+  if (timed_out) s += " after the timeout";
+  else if (stop_signal) s += fmt::format(", after scalescope received signal {} ({}) and passed it on", stop_signal, ::strsignal(stop_signal));
+  return s;
+}
+
+JobResult run_job(const JobSpec& spec) {
+  JobResult result;
+  if (spec.argv.empty()) throw core::UsageError("no command to run", "give it after --: scalescope profile -- torchrun …");
+  const int log = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (log < 0)
+    throw core::Error(fmt::format("cannot write the job's log '{}': {}", spec.log_path, std::strerror(errno)),
+                      "choose a job directory (--keep DIR) on a writable file system with free space");
+  Pipe out, err, exec_status;
+  comm::StopSignalScope stop_scope;  // SIGINT/SIGTERM/SIGHUP only set a flag: we pass them on, then analyse
+  const auto start = Clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(log);
+    throw core::Error(fmt::format("cannot start the job: fork failed: {}", std::strerror(errno)),
+                      "the machine may be out of processes or memory");
+  }
+  if (pid == 0) {  // the child: only async-signal-safe calls until exec
+    ::setpgid(0, 0);
+    ::dup2(out.fd[1], STDOUT_FILENO);
+    ::dup2(err.fd[1], STDERR_FILENO);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(s, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (const auto& [k, v] : spec.environment) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : spec.argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    const int e = errno;
+    write_all(exec_status.fd[1], reinterpret_cast<const char*>(&e), sizeof e);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: whichever of the two runs first
+  out.close_end(1);
+  err.close_end(1);
+  exec_status.close_end(1);
+  int exec_errno = 0;
+  if (::read(exec_status.fd[0], &exec_errno, sizeof exec_errno) == static_cast<ssize_t>(sizeof exec_errno))
+    result.start_error = fmt::format("'{}': {}", spec.argv[0], std::strerror(exec_errno));
+
+  std::optional<Clock::time_point> kill_at;  // SIGKILL after the grace period
+  bool open_out = true, open_err = true, exited = false;
+  int status = 0;
+  char buffer[1 << 16];
+  while (!exited || open_out || open_err) {
+    pollfd fds[2];
+    int n = 0;
+    if (open_out) fds[n++] = {out.fd[0], POLLIN, 0};
+    if (open_err) fds[n++] = {err.fd[0], POLLIN, 0};
+    if (n > 0) ::poll(fds, static_cast<nfds_t>(n), 100);
+    else ::usleep(50'000);
+    for (int i = 0; i < n; ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t r = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (r > 0) {
+        write_all(fds[i].fd == out.fd[0] ? STDOUT_FILENO : STDERR_FILENO, buffer, static_cast<std::size_t>(r));
+        write_all(log, buffer, static_cast<std::size_t>(r));
+      } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+        (fds[i].fd == out.fd[0] ? open_out : open_err) = false;
+      }
+    }
+    if (!exited) {
+      const pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) exited = true;
+    }
+    const auto now = Clock::now();
+    if (!exited && !kill_at) {
+      if (const int s = comm::received_stop_signal(); s != 0) {
+        result.stop_signal = s;
+        ::kill(-pid, s);
+        kill_at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.grace_seconds));
+      } else if (spec.timeout_seconds > 0 && now - start > std::chrono::duration<double>(spec.timeout_seconds)) {
+        result.timed_out = true;
+        ::kill(-pid, SIGTERM);
+        kill_at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.grace_seconds));
+      }
+    } else if (!exited && kill_at && now > *kill_at) {
+      ::kill(-pid, SIGKILL);
+      kill_at = now + std::chrono::hours(24);
+    }
+    // The job's leader is gone but a descendant still holds the pipes (a rank left behind): after the grace
+    // period the group is killed, so the runner always returns.
+    if (exited && (open_out || open_err)) {
+      if (!kill_at) kill_at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.grace_seconds));
+      else if (now > *kill_at) {
+        ::kill(-pid, SIGKILL);
+        open_out = open_err = false;
+      }
+    }
+  }
+  ::close(log);
+  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!result.start_error.empty()) result.exit_status = 127;
+  else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+    result.exit_status = 128 + *result.signal;
+  } else {
+    result.exit_status = WEXITSTATUS(status);
+  }
+  if (result.timed_out) result.exit_status = 124;
+  return result;
+}
+
+}  // namespace scalescope::profile

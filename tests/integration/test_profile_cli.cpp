@@ -1,0 +1,158 @@
+// `scalescope profile -- COMMAND` as a user runs it: genuine 2-rank PyTorch DDP jobs on CPU ranks (gloo, Debian's
+// python3-torch) with one planted cause each, run unmodified under torchrun; the job directory, the diagnosis, a
+// later `analyze DIR`; and the runner's contract (exit status, timeout, a command that cannot start). The PyTorch
+// tests skip, with the reason, where /usr/bin/python3 has no torch (scripts/setup.sh installs python3-torch).
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "cli_runner.h"
+
+using scalescope::testing::read_json;
+using scalescope::testing::run_cli;
+using scalescope::testing::scratch_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kJob = std::string(SCALESCOPE_SOURCE_DIR) + "/tests/profile/ddp_job.py";
+
+bool have_torch() {
+  static const bool yes = std::system("/usr/bin/python3 -c 'import torch.distributed' > /dev/null 2>&1") == 0 &&
+                          std::system("command -v torchrun > /dev/null 2>&1") == 0;
+  return yes;
+}
+
+/// A TCP port free now, for the job's rendezvous: torchrun --standalone (1.13) always takes port 29400, so two tests
+/// running at once (ctest -j) would collide.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t n = sizeof a;
+  int port = 29500;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+std::string torchrun(const std::string& plant, int steps = 30) {
+  // --redirects/--tee: Debian's torchrun under Python 3.11 fails in its error handler without them.
+  return "/usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 --master_addr 127.0.0.1 --master_port " +
+         std::to_string(free_port()) + " --redirects 1 --tee 1 " + kJob +
+         " --steps " + std::to_string(steps) + " --plant " + plant;
+}
+
+std::string primary_of(const nlohmann::json& report) {
+  const auto& p = report.at("diagnosis").at("primary");
+  return p.is_null() ? "null" : p.at("cause").get<std::string>();
+}
+
+}  // namespace
+
+TEST(ProfileCli, ExitStatusIsTheJobs) {
+  EXPECT_EQ(run_cli("profile -- /bin/sh -c 'exit 3'").status, 3);
+  const auto ok = run_cli("profile -- /bin/true");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_NE(ok.output.find("diagnosis:"), std::string::npos) << ok.output;
+}
+
+TEST(ProfileCli, ACommandThatCannotStartSaysWhy) {
+  const auto r = run_cli("profile -- /nonexistent/train-job");
+  EXPECT_EQ(r.status, 127) << r.output;
+  EXPECT_NE(r.output.find("could not be started"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("No such file"), std::string::npos) << r.output;
+}
+
+TEST(ProfileCli, NoCommandIsAUsageError) {
+  const auto r = run_cli("profile");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("needs the job's command"), std::string::npos) << r.output;
+}
+
+TEST(ProfileCli, TimeoutStopsTheJobAndKeepsItsDirectory) {
+  const auto dir = scratch_dir("profile_timeout");
+  const auto r = run_cli("profile --timeout 1 --keep " + (dir / "job").string() + " -- /bin/sh -c 'echo started; sleep 30'");
+  EXPECT_EQ(r.status, 124) << r.output;
+  EXPECT_NE(r.output.find("started"), std::string::npos) << r.output;
+  const auto job = read_json(dir / "job" / "job.json");
+  EXPECT_TRUE(job.at("timed_out").get<bool>());
+  EXPECT_NE(job.at("ended").get<std::string>().find("timeout"), std::string::npos);
+  std::ifstream log(dir / "job" / "job.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("started"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCli, KeepRefusesADirectoryWithFiles) {
+  const auto dir = scratch_dir("profile_keep");
+  std::ofstream(dir / "old.txt") << "x";
+  const auto r = run_cli("profile --keep " + dir.string() + " -- /bin/true");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("is not empty"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+// The planted causes: each job is genuine DDP over gloo on 2 CPU ranks; nothing in it knows scalescope.
+TEST(ProfileCli, NamesAStragglerRank) {
+  if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 has no torch (Debian: apt-get install python3-torch)";
+  const auto dir = scratch_dir("profile_straggler");
+  const auto r = run_cli("profile --warmup 5 --steps 8 --keep " + (dir / "job").string() + " --out " + (dir / "r.json").string() +
+                         " -- " + torchrun("straggler"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* f : {"job.json", "job.log", "capture.rank0.json", "capture.rank1.json", "trace.rank0.json.gz", "trace.rank1.json.gz"})
+    EXPECT_TRUE(fs::exists(dir / "job" / f)) << f << "\n" << r.output;
+  const auto report = read_json(dir / "r.json");
+  EXPECT_EQ(primary_of(report), "straggler") << r.output;
+  EXPECT_NE(report.dump().find("rank 1"), std::string::npos) << r.output;
+  // The kept directory reads the same later.
+  const auto again = run_cli("analyze " + (dir / "job").string() + " --out " + (dir / "again.json").string());
+  EXPECT_EQ(again.status, 0) << again.output;
+  EXPECT_EQ(primary_of(read_json(dir / "again.json")), "straggler") << again.output;
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCli, AnEvenJobHasNoStraggler) {  // the control of the straggler test: the same job, nothing planted
+  if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 has no torch (Debian: apt-get install python3-torch)";
+  const auto dir = scratch_dir("profile_even");
+  const auto r = run_cli("profile --warmup 5 --steps 8 --out " + (dir / "r.json").string() + " -- " + torchrun("none"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto report = read_json(dir / "r.json");
+  EXPECT_NE(primary_of(report), "straggler") << r.output;
+  EXPECT_NE(primary_of(report), "input-bound") << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCli, NamesASlowDataLoader) {
+  if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 has no torch (Debian: apt-get install python3-torch)";
+  const auto dir = scratch_dir("profile_loader");
+  const auto r = run_cli("profile --warmup 5 --steps 8 --out " + (dir / "r.json").string() + " -- " + torchrun("slow-loader"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(primary_of(read_json(dir / "r.json")), "input-bound") << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(ProfileCli, NamesFindUnusedParameters) {
+  if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 has no torch (Debian: apt-get install python3-torch)";
+  const auto dir = scratch_dir("profile_unused");
+  const auto r = run_cli("profile --warmup 5 --steps 8 --out " + (dir / "r.json").string() + " -- " + torchrun("find-unused"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto report = read_json(dir / "r.json");
+  bool named = primary_of(report) == "ddp-unused-parameters";
+  for (const auto& c : report.at("diagnosis").at("contributing")) named = named || c.at("cause") == "ddp-unused-parameters";
+  EXPECT_TRUE(named) << r.output;
+  fs::remove_all(dir);
+}

@@ -1,0 +1,180 @@
+// `scalescope profile [OPTIONS] -- COMMAND…`: runs the user's own training job as given, captures what explains
+// its scaling (step times per rank, DDP's configuration, a profiler window, NCCL's logs, the job's output) without
+// a change to its code, and diagnoses it through `analyze`. Logic: src/profile (environment, runner) and the
+// Python shim in python/shim; docs/profile.md says what is captured and how.
+
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "comm/launcher.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "profile/job_env.h"
+#include "profile/job_runner.h"
+#include "workload_options.h"
+
+namespace scalescope::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ProfileFlags {
+  std::vector<std::string> command;  // after --
+  std::string out, keep, timeline;
+  int warmup = 10, steps = 5;
+  double timeout = 0;
+};
+
+std::vector<std::string>& tail_storage() {
+  static std::vector<std::string> tail;
+  return tail;
+}
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+/// The job directory: --keep DIR (created; an existing one must be empty), else a new temporary one.
+std::string make_job_dir(const std::string& keep) {
+  if (!keep.empty()) {
+    std::error_code ec;
+    if (fs::exists(keep, ec)) {
+      if (!fs::is_directory(keep, ec))
+        throw core::UsageError(fmt::format("--keep '{}' exists and is not a directory", keep), "name a new or empty directory");
+      if (!fs::is_empty(keep, ec))
+        throw core::UsageError(fmt::format("--keep '{}' is not empty: the job's files would mix with what is there", keep),
+                               "name a new or empty directory (scalescope analyze DIR reads an old one again)");
+    } else if (!fs::create_directories(keep, ec) || ec) {
+      throw core::Error(fmt::format("cannot create the job directory '{}': {}", keep, ec.message()),
+                        "name a directory on a writable file system");
+    }
+    return fs::absolute(keep).lexically_normal().string();
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/scalescope-profile.XXXXXX";
+  if (!::mkdtemp(tmpl.data()))
+    throw core::Error(fmt::format("cannot create a job directory under {}: {}", tmp && *tmp ? tmp : "/tmp", std::strerror(errno)),
+                      "set TMPDIR to a writable directory, or give --keep DIR");
+  return tmpl;
+}
+
+int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  if (command.empty())
+    throw core::UsageError("profile needs the job's command", "give it after --: scalescope profile -- torchrun --nproc_per_node 2 train.py");
+  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  if (!f.timeline.empty()) core::check_output_path_writable(f.timeline);
+  core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");
+  const std::string job_dir = make_job_dir(f.keep);
+
+  const auto env_now = profile::current_environment();
+  const auto shim = profile::find_shim_dir(comm::self_executable(), env_now);
+  profile::JobSpec spec;
+  spec.argv = command;
+  spec.log_path = job_dir + "/job.log";
+  spec.timeout_seconds = f.timeout;
+  nlohmann::json env_json = nlohmann::json::array();
+  std::vector<std::string> not_captured;
+  if (shim) {
+    for (const auto& c : profile::job_environment(env_now, job_dir, *shim, {f.warmup, f.steps})) {
+      if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
+      env_json.push_back({{"name", c.name}, {"value", c.value}, {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
+    }
+  } else {
+    not_captured.push_back("the Python capture (step times, DDP configuration, profiler window): the shim's directory was "
+                           "not found (set SCALESCOPE_SHIM_DIR to the python/shim directory of scalescope's source or "
+                           "share/scalescope/python of its installation)");
+    for (const auto& c : profile::job_environment(env_now, job_dir, "", {f.warmup, f.steps}))
+      if (c.name.rfind("NCCL_", 0) == 0 || c.name.rfind("TORCH_", 0) == 0) {
+        if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
+        env_json.push_back({{"name", c.name}, {"value", c.value}, {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
+      }
+  }
+  nlohmann::json job = {{"schema", "scalescope.job/1"}, {"command", command}, {"started", now_iso()},
+                        {"environment", env_json}, {"warmup", f.warmup}, {"steps", f.steps},
+                        {"timeout_s", f.timeout}, {"not_captured", not_captured}};
+  core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
+  std::fprintf(stderr, "profile: job directory %s; profiler window: %d steps after %d warm-up steps\n", job_dir.c_str(), f.steps, f.warmup);
+  for (const auto& n : not_captured) std::fprintf(stderr, "profile: not captured: %s\n", n.c_str());
+  std::fflush(stderr);
+
+  const auto result = profile::run_job(spec);
+  job["ended"] = result.describe();
+  job["exit_status"] = result.exit_status;
+  job["timed_out"] = result.timed_out;
+  job["stop_signal"] = result.stop_signal;
+  job["wall_s"] = result.wall_seconds;
+  job["finished"] = now_iso();
+  core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
+  std::fflush(stdout);
+  std::fprintf(stderr, "\nprofile: the job %s after %.1f s; analysing %s\n\n", result.describe().c_str(), result.wall_seconds,
+               job_dir.c_str());
+  std::fflush(stderr);
+
+  AnalyzeFlags a;
+  a.files = {job_dir};
+  a.out = f.out;
+  a.timeline = f.timeline;
+  a.step_windows = "gpu";
+  int analysis = 0;
+  try {
+    analysis = run_analyze(a);
+  } catch (const core::Error& e) {
+    say_error(std::string("analysing the job directory: ") + e.what(), e.remedy());
+    analysis = 1;
+  }
+  if (f.keep.empty()) {
+    std::error_code ec;
+    fs::remove_all(job_dir, ec);
+    std::fprintf(stderr, "profile: the job directory was removed (--keep DIR keeps it for scalescope analyze DIR)\n");
+  } else {
+    std::fprintf(stderr, "profile: the job directory is kept: scalescope analyze %s\n", job_dir.c_str());
+  }
+  if (analysis != 0) std::fprintf(stderr, "profile: the analysis reported errors (above); the exit status is the job's\n");
+  return result.exit_status;
+}
+
+}  // namespace
+
+void set_profile_command_tail(std::vector<std::string> tail) { tail_storage() = std::move(tail); }
+const std::vector<std::string>& profile_command_tail() { return tail_storage(); }
+
+Action add_profile_command(CLI::App& app) {
+  auto flags = std::make_shared<ProfileFlags>();
+  auto* cmd = app.add_subcommand(
+      "profile", "Run your training job as given (scalescope profile -- torchrun … train.py …), capture its step times, "
+                 "DDP configuration, a profiler window and NCCL's logs without changing its code, and diagnose it");
+  cmd->add_option("-o,--out", flags->out, "write the analysis as JSON (schema scalescope.analyze/1, with \"diagnosis\")")
+      ->check(output_file_check());
+  cmd->add_option("--keep", flags->keep, "keep the job directory here (a new or empty directory) for a later scalescope analyze DIR");
+  cmd->add_option("--warmup", flags->warmup, "optimizer steps before the profiled window")->check(CLI::Range(0, 1000000))->capture_default_str();
+  cmd->add_option("--steps", flags->steps, "optimizer steps profiled (torch.profiler); 0: none")->check(CLI::Range(0, 1000))->capture_default_str();
+  cmd->add_option("--timeout", flags->timeout, "stop the job after this many seconds (SIGTERM, then SIGKILL); 0: none")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--timeline", flags->timeline, "write the ranks' traces merged into one Perfetto timeline")->check(output_file_check());
+  // The job's command is what follows `--` (main() takes it off before parsing, so that the job's own flags are never
+  // read as scalescope's). A command given without `--` lands here and is refused with the remedy.
+  cmd->add_option("command", flags->command, "the job's command and its arguments, after --");
+  return [cmd, flags] {
+    if (!cmd->parsed()) return -1;
+    if (!flags->command.empty())
+      throw core::UsageError(fmt::format("'{}': the job's command must follow --", flags->command.front()),
+                             "scalescope profile [OPTIONS] -- torchrun --nproc_per_node 2 train.py …");
+    return run_profile(*flags, profile_command_tail());
+  };
+}
+
+}  // namespace scalescope::cli
