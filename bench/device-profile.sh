@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (issue #27): builds the scalescope CLI (CPU-only: profile needs no CUDA of its own),
 # then (1) the overhead of `scalescope profile` outside its profiled window: bench/profile_job.py (DDP, NCCL, one
-# rank per GPU) run plain and under profile, alternating, REPS times each, its own step time over steps 50–300;
+# rank per GPU) run plain and under profile, alternating, REPS times each, its own step time over steps 50–400;
 # (2) planted causes, each job profiled unmodified: none, host-sync, find-unused, slow-loader; the primary cause of
 # each diagnosis. Logs and reports under $OUT; the table last.
 #
@@ -31,7 +31,7 @@ for r in $(seq 1 "$REPS"); do
   echo "rep $r: plain $(step_of "$OUT/plain.$r.log") ms, profiled $(step_of "$OUT/profiled.$r.log") ms (${SECONDS}s)"
 done
 for plant in none host-sync find-unused slow-loader; do
-  steps=300; [ "$plant" = slow-loader ] && steps=80
+  steps=400; [ "$plant" = slow-loader ] && steps=60
   $EXE profile --keep "$OUT/job.$plant" --out "$OUT/report.$plant.json" -- $RUN --plant "$plant" --steps $steps --time-from 20 \
     > "$OUT/plant.$plant.log" 2>&1
   echo "plant $plant: exit $? (${SECONDS}s)"
