@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (issue #27): builds the scalescope CLI (CPU-only: profile needs no CUDA of its own),
 # then (1) the overhead of `scalescope profile` outside its profiled window: bench/profile_job.py (DDP, NCCL, one
-# rank per GPU) run plain and under profile, alternating, REPS times each, its own step time over steps 50–400;
-# (2) planted causes, each job profiled unmodified: none, host-sync, find-unused, slow-loader; the primary cause of
+# rank per GPU) run plain and under profile, alternating, REPS times each (default 4), its own step time over
+# steps 50–OVERHEAD_STEPS (default 2000); (2) planted causes, each job profiled unmodified: none, host-sync, find-unused, slow-loader; the primary cause of
 # each diagnosis. Logs and reports under $OUT; the table last.
 #
 #   bench/device-profile.sh        # from the repository root; NPROC=2 for two GPUs; REPS=3
@@ -12,7 +12,8 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 source bench/device-env.sh
 NPROC=${NPROC:-1}
-REPS=${REPS:-3}
+REPS=${REPS:-4}
+OVERHEAD_STEPS=${OVERHEAD_STEPS:-2000}
 SECONDS=0
 { date -u; nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())';
   git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
@@ -26,8 +27,8 @@ EXE=build-device-cpu/tools/scalescope
 RUN="torchrun --standalone --nproc_per_node $NPROC bench/profile_job.py"
 step_of() { grep -o 'step_time [0-9.]*' "$1" | tail -1 | awk '{print $2}'; }
 for r in $(seq 1 "$REPS"); do
-  $RUN > "$OUT/plain.$r.log" 2>&1
-  $EXE profile --keep "$OUT/overhead.$r" -- $RUN > "$OUT/profiled.$r.log" 2>&1
+  $RUN --steps "$OVERHEAD_STEPS" > "$OUT/plain.$r.log" 2>&1
+  $EXE profile --keep "$OUT/overhead.$r" -- $RUN --steps "$OVERHEAD_STEPS" > "$OUT/profiled.$r.log" 2>&1
   echo "rep $r: plain $(step_of "$OUT/plain.$r.log") ms, profiled $(step_of "$OUT/profiled.$r.log") ms (${SECONDS}s)"
 done
 for plant in none host-sync find-unused slow-loader; do
@@ -59,3 +60,6 @@ for plant in ["none", "host-sync", "find-unused", "slow-loader"]:
     except Exception as e:
         print(f"| {plant} | no report ({e}) | | |")
 PY
+# Fewer, smaller files back: the reports, the logs and the kept job directories in one archive.
+tar -czf "$OUT/jobs.tgz" -C "$OUT" $(cd "$OUT" && ls -d job.* overhead.* plant.*.log profiled.*.log plain.*.log report.*.json 2>/dev/null) &&
+  rm -rf "$OUT"/job.* "$OUT"/overhead.* "$OUT"/plant.*.log "$OUT"/profiled.*.log "$OUT"/plain.*.log

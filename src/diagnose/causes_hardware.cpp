@@ -492,6 +492,13 @@ std::optional<Assessment> assess_gdr_unavailable(const Context& ctx) {
     score *= 0.6;
   }
   if (score == 0) return std::nullopt;
+  if (ctx.span == Span::single_node && !ib_used) {
+    // NCCL reports each HCA's GDR state at start-up whether or not the job ever uses the network.
+    a.ruled_out = true;
+    a.why_not = "a single-node job: NCCL's network carries no collective traffic, so GPUDirect RDMA does not matter (" +
+                ctx.span_evidence.front().says + ")";
+    return a;
+  }
   if (const auto* s = ctx.setting("NCCL_NET_GDR_LEVEL"); s && s->judgement.turns_off == "gdr") {
     a.evidence.push_back(line(s->name + "=" + s->value + " turns GPUDirect RDMA off", s->where));
     a.fix = "remove " + s->name + "=" + s->value + "; " + a.fix;

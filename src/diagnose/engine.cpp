@@ -268,6 +268,24 @@ Diagnosis diagnose(const FactSet& facts) {
     if (r->ruled_out) d.ruled_out.push_back(std::move(*r));
     else if (r->score > 0) live.push_back(std::move(*r));
   }
+  // One rank: no collective traffic crosses a link, so no cause of slow or failing communication applies (a
+  // single-GPU job's NCCL log still reports its network, GDR state and settings).
+  if (ctx.ranks && *ctx.ranks == 1) {
+    static const std::set<std::string> communication = {
+        "nvlink-degraded", "pcie-host-bridge-path", "cross-socket-path", "p2p-blocked-acs-iommu", "virtualised-topology",
+        "gdr-unavailable", "nccl-env-override", "net-socket-fallback", "container-ipc-shm", "collective-mismatch",
+        "comm-bound-small-model", "bandwidth-bound-gradients", "no-overlap", "straggler", "load-imbalance"};
+    for (auto it = live.begin(); it != live.end();) {
+      if (!communication.count(it->cause)) {
+        ++it;
+        continue;
+      }
+      it->ruled_out = true;
+      it->why_not = "the job has one rank: no collective traffic crosses a link";
+      d.ruled_out.push_back(std::move(*it));
+      it = live.erase(it);
+    }
+  }
   // A cause that explains another (a setting behind a fallback) ranks above it: the effect's evidence is its too.
   for (auto& a : live)
     for (const auto& id : a.explains)

@@ -105,7 +105,7 @@ Reading facts_from_capture(const nlohmann::json& c, const std::string& source) {
     }
     r.facts.add(std::move(f), {source, 0, who + ": DistributedDataParallel as constructed"});
   }
-  if (world && *world > 1 && rank && *rank == 0) {
+  if (world && *world >= 1 && rank && *rank == 0) {
     WorldShape w;
     w.ranks = static_cast<int>(*world);
     w.basis = "scalescope profile (the process group)";

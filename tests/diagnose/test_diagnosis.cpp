@@ -331,3 +331,22 @@ TEST(DiagnosisJson, HasTheIssuesShape) {
   EXPECT_EQ(j["primary"]["evidence"][0]["source"], "f.txt");
   EXPECT_NO_THROW((void)j.dump());
 }
+
+// A one-rank job's NCCL log still reports its network's GDR state and the settings in force; with no collective
+// traffic, none of that is a cause (seen on the lent H200: a 1-GPU DDP job named gdr-unavailable).
+TEST(Judgements, OneRankRulesOutEveryCommunicationCause) {
+  WorldShape w;
+  w.ranks = 1;
+  w.basis = "the process group";
+  const auto d = diagnose::diagnose(facts({fact(w), fact(GdrState{"eth0", false}, 2),
+                                           fact(Setting{"NCCL_NVLS_ENABLE", "0", "environment"}, 3)}));
+  EXPECT_FALSE(d.primary.has_value()) << d.primary->cause;
+  bool gdr = false;
+  for (const auto& r : d.ruled_out) gdr |= r.cause == "gdr-unavailable" && r.why_not.find("one rank") != std::string::npos;
+  EXPECT_TRUE(gdr);
+  // The same log from a two-rank job keeps the cause.
+  w.ranks = 2;
+  const auto two = diagnose::diagnose(facts({fact(w), fact(GdrState{"mlx5_0", false}, 2)}));
+  ASSERT_TRUE(two.primary.has_value());
+  EXPECT_EQ(two.primary->cause, "gdr-unavailable");
+}
