@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (issue #27): builds the scalescope CLI (CPU-only: profile needs no CUDA of its own),
 # then (1) the overhead of `scalescope profile` outside its profiled window: bench/profile_job.py (DDP, NCCL, one
-# rank per GPU) run plain and under profile, alternating, REPS times each (default 4), its own step time over
-# steps 50–OVERHEAD_STEPS (default 2000); (2) planted causes, each job profiled unmodified: none, host-sync, find-unused, slow-loader; the primary cause of
+# rank per GPU) run plain and under profile, alternating, REPS times each (default 3), its own step time over
+# steps 50–OVERHEAD_STEPS (default 800); (2) planted causes, each job profiled unmodified: none, host-sync, find-unused, slow-loader; the primary cause of
 # each diagnosis. Logs and reports under $OUT; the table last.
 #
 #   bench/device-profile.sh        # from the repository root; NPROC=2 for two GPUs; REPS=3
@@ -12,8 +12,9 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 source bench/device-env.sh
 NPROC=${NPROC:-1}
-REPS=${REPS:-4}
-OVERHEAD_STEPS=${OVERHEAD_STEPS:-2000}
+REPS=${REPS:-3}
+OVERHEAD_STEPS=${OVERHEAD_STEPS:-800}
+PLANTS=${PLANTS:-none host-sync find-unused slow-loader}
 SECONDS=0
 { date -u; nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())';
   git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
@@ -31,13 +32,13 @@ for r in $(seq 1 "$REPS"); do
   $EXE profile --keep "$OUT/overhead.$r" -- $RUN --steps "$OVERHEAD_STEPS" > "$OUT/profiled.$r.log" 2>&1
   echo "rep $r: plain $(step_of "$OUT/plain.$r.log") ms, profiled $(step_of "$OUT/profiled.$r.log") ms (${SECONDS}s)"
 done
-for plant in none host-sync find-unused slow-loader; do
-  steps=400; [ "$plant" = slow-loader ] && steps=60
+for plant in $PLANTS; do
+  steps=200; [ "$plant" = slow-loader ] && steps=30
   $EXE profile --keep "$OUT/job.$plant" --out "$OUT/report.$plant.json" -- $RUN --plant "$plant" --steps $steps --time-from 20 \
     > "$OUT/plant.$plant.log" 2>&1
   echo "plant $plant: exit $? (${SECONDS}s)"
 done
-python3 - "$OUT" "$REPS" <<'PY'
+PLANTS="$PLANTS" python3 - "$OUT" "$REPS" <<'PY'
 import json, re, statistics, sys
 out, reps = sys.argv[1], int(sys.argv[2])
 def step(path):
@@ -52,7 +53,8 @@ if all(plain) and all(prof):
     mp, mq = statistics.median(plain), statistics.median(prof)
     print(f"| median | {mp:.3f} | {mq:.3f} ({100 * (mq / mp - 1):+.2f} %) |")
 print("\n| plant | primary | confidence | step (job's own) |\n|---|---|---|---|")
-for plant in ["none", "host-sync", "find-unused", "slow-loader"]:
+import os
+for plant in os.environ["PLANTS"].split():
     try:
         d = json.load(open(f"{out}/report.{plant}.json"))["diagnosis"]
         p = d["primary"]

@@ -6,7 +6,7 @@ It prints its own step time over steps [--time-from, --steps), CUDA-synchronised
 "step_time X ms" — the figure the overhead comparison uses: profile's window (steps 10–15 by default) lies before
 --time-from, so the line measures what profile costs outside the window.
 
-  --plant none         a bf16 MLP with 8 layers of 4096, batch 2048 per rank: GPU-bound
+  --plant none         a bf16 MLP with 8 layers of 4096, batch 8192 per rank: GPU-bound
   --plant host-sync    the same with .item() on the loss and on the gradient norm every step
   --plant find-unused  the same with find_unused_parameters=True and a layer the forward never uses
   --plant slow-loader  the same fed by a DataLoader without workers whose samples take CPU time
@@ -54,7 +54,7 @@ def main():
     p.add_argument("--time-from", type=int, default=50)
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--depth", type=int, default=8)
-    p.add_argument("--batch", type=int, default=2048)
+    p.add_argument("--batch", type=int, default=8192)
     a = p.parse_args()
     gpu = torch.cuda.is_available()
     dist.init_process_group("nccl" if gpu else "gloo")

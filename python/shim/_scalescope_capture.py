@@ -216,7 +216,7 @@ class _Capture:
             elif self.profiler is not None:
                 self.profiler.step()
                 self.window_count += 1
-                if self.window_count >= self.window:
+                if self.window_count >= self.window + 1:  # the warm-up step and the window
                     self._stop_profiler()
             if now - self.last_write > 3.0:
                 self.write()
@@ -248,14 +248,16 @@ class _Capture:
         if self.torch.cuda.is_available():
             activities.append(profiler.ProfilerActivity.CUDA)
         self.window_first = len(self.step_ms)  # the interval that ends at the next step
-        self.profiler = profiler.profile(activities=activities, record_shapes=False, with_stack=False)
+        # A schedule, so that each step is a ProfilerStep#N range; one warm-up step (CUPTI's start-up), then the window,
+        # once. The trace is written when the window ends (on_trace_ready), before stop(): the profiler's own final
+        # synchronisation then falls outside the trace.
+        schedule = profiler.schedule(wait=0, warmup=1, active=self.window, repeat=1)
+        self.profiler = profiler.profile(activities=activities, schedule=schedule, on_trace_ready=self._export,
+                                         record_shapes=False, with_stack=False)
         self.profiler.start()
 
-    def _stop_profiler(self):
-        profiler, self.profiler = self.profiler, None
+    def _export(self, profiler):
         try:
-            profiler.stop()
-            self._read_ddp_logging()
             plain = os.path.join(self.job, f"trace.rank{self.rank}.json")
             profiler.export_chrome_trace(plain)
             with open(plain, "rb") as src, gzip.open(plain + ".gz.tmp", "wb", compresslevel=3) as dst:
@@ -266,6 +268,18 @@ class _Capture:
         except Exception as e:
             note_failure("writing the profiler trace", e)
             self.trace_file = ""
+
+    def _stop_profiler(self):
+        profiler, self.profiler = self.profiler, None
+        try:
+            profiler.stop()  # after a complete window the trace is written already (on_trace_ready)
+            if self.trace_file is None:  # the job ended inside the window: keep what was recorded
+                self._export(profiler)
+            self._read_ddp_logging()
+        except Exception as e:
+            note_failure("stopping the profiler", e)
+            if self.trace_file is None:
+                self.trace_file = ""
         self.export_index = len(self.step_ms)  # the interval that ends at the next step holds the export
         self.write()
 

@@ -353,6 +353,28 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
     return ts < it->end ? it->number : -1;
   };
 
+  // Without ProfilerStep#N (a profiler run without a schedule, the legacy export): a step ends where the optimizer's
+  // step ends, on the thread that runs the optimizer (the Optimizer.step#… range PyTorch records around every step).
+  if (!out.steps_from_annotations) {
+    std::map<std::uint32_t, std::vector<std::int64_t>> ends_by_thread;
+    for (const auto& e : t.events)
+      if ((e.kind == EventKind::cpu_op || e.kind == EventKind::user_annotation) && starts_with(t.names[e.name], "Optimizer.step#"))
+        ends_by_thread[e.tid].push_back(e.ts_ns + e.dur_ns);
+    std::vector<std::int64_t> ends;
+    for (auto& [tid, v] : ends_by_thread)
+      if (v.size() > ends.size()) ends = v;
+    if (ends.size() >= 2) {
+      std::sort(ends.begin(), ends.end());
+      d.steps.clear();
+      for (std::size_t i = 1; i < ends.size(); ++i)
+        d.steps.push_back(Step{fmt::format("ProfilerStep#{}", i), static_cast<std::int64_t>(i), ends[i - 1], ends[i]});
+      out.steps_from_annotations = true;
+      std::erase(out.warnings, std::string("no ProfilerStep#N annotations: the whole trace is analysed as one step"));
+      out.warnings.push_back(fmt::format("no ProfilerStep#N annotations: {} steps taken between the ends of consecutive "
+                                         "optimizer steps (Optimizer.step#…)", d.steps.size()));
+    }
+  }
+
   // CPU ranks (gloo, MPI): no GPU activity, but CPU collectives or operators. See RankAnalysis::cpu_ranks.
   if (!out.has_gpu && !t.cpu_work.empty()) {
     std::uint32_t main_tid = 0;
@@ -364,7 +386,6 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
     }
     std::vector<Iv> comm_ranges, c10d_ranges;
     std::vector<std::pair<std::int64_t, std::string>> comm_names, c10d_names;
-    std::vector<std::int64_t> optimizer_ends;
     for (const auto& e : t.events) {
       if (e.kind != EventKind::cpu_op && e.kind != EventKind::user_annotation) continue;
       const std::string_view name = t.names[e.name];
@@ -374,8 +395,6 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
       } else if (starts_with(name, "c10d::") && e.tid == main_tid) {
         c10d_ranges.emplace_back(e.ts_ns, e.ts_ns + e.dur_ns);
         c10d_names.emplace_back(e.ts_ns, std::string(name.substr(6)));
-      } else if (starts_with(name, "Optimizer.step#") && e.tid == main_tid) {
-        optimizer_ends.push_back(e.ts_ns + e.dur_ns);
       }
     }
     if (comm_ranges.empty()) comm_ranges = std::move(c10d_ranges), comm_names = std::move(c10d_names);
@@ -383,16 +402,6 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
       out.has_gpu = out.cpu_ranks = true;
       out.device = 0;
       out.device_name = "CPU";
-      if (!out.steps_from_annotations && optimizer_ends.size() >= 2) {
-        std::sort(optimizer_ends.begin(), optimizer_ends.end());
-        d.steps.clear();
-        for (std::size_t i = 1; i < optimizer_ends.size(); ++i)
-          d.steps.push_back(Step{fmt::format("ProfilerStep#{}", i), static_cast<std::int64_t>(i), optimizer_ends[i - 1],
-                                 optimizer_ends[i]});
-        out.steps_from_annotations = true;
-        std::erase(out.warnings, std::string("no ProfilerStep#N annotations: the whole trace is analysed as one step"));
-        out.warnings.push_back("CPU ranks: steps are the intervals between the ends of consecutive optimizer steps");
-      }
       const auto main_name = static_cast<std::uint32_t>(t.names.size());
       t.names.push_back("CPU operators of the main thread");
       const Ivs work = subtract(Ivs(t.cpu_work[main_tid].begin(), t.cpu_work[main_tid].end()), d.dataloader);

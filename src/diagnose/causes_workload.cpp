@@ -656,12 +656,32 @@ std::optional<Assessment> assess_straggler(const Context& ctx) {
       for (const auto& p : ctx.facts.of<StepPhases>())
         if (p.where.source == s.where.source && p.fact.step_s) step_ms = *p.fact.step_s * 1e3;
       const double share = step_ms > 0 ? *s.fact.late_ms_per_step / step_ms : 0;
+      // What the late rank does outside communication, against the others: a slow member spends longer there (its
+      // compute, its data, its host); a rank that arrives late without doing more is noise or a host's scheduling.
+      std::optional<double> own_work, others_work;
+      for (const auto& p : ctx.facts.of<StepPhases>()) {
+        if (!p.fact.rank || !p.fact.step_s || !p.fact.exposed_comm_s || !p.fact.profiled) continue;
+        const double work = (*p.fact.step_s - *p.fact.exposed_comm_s) * 1e3;
+        if (fmt::format("rank {}", *p.fact.rank) == s.fact.who) own_work = work;
+        else others_work = others_work ? std::min(*others_work, work) : work;
+      }
+      const bool works_no_longer = own_work && others_work && *own_work - *others_work < 0.5 * *s.fact.late_ms_per_step;
       if (share >= 0.05 || (step_ms == 0 && *s.fact.late_ms_per_step >= 1)) {
         a.evidence.push_back(line(fmt::format("{} arrives {:.2f} ms late to the collectives per step{} ({})", s.fact.who,
                                               *s.fact.late_ms_per_step, step_ms > 0 ? " (" + percent(share) + " of the step)" : "",
                                               s.fact.basis),
                                   s.where));
-        if (0.6 > score) {
+        if (works_no_longer) {
+          a.against.push_back(line(fmt::format("{} spends {:.2f} ms per step outside communication against {:.2f} ms for the "
+                                               "fastest other rank: it does not work longer, so its lateness is the host's "
+                                               "scheduling or noise, not a slow member",
+                                               s.fact.who, *own_work, *others_work),
+                                   s.where));
+          if (0.3 > score) {
+            score = 0.3;
+            a.summary = s.fact.who + " arrives late to the collectives, without doing more work than the others";
+          }
+        } else if (0.6 > score) {
           score = 0.6;
           a.summary = s.fact.who + " is late to every collective: the other ranks wait for it";
           a.cost.seconds = *s.fact.late_ms_per_step / 1e3;

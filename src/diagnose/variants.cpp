@@ -149,9 +149,16 @@ VariantAnalysis analyse_variants(const FactSet& facts) {
     }
 
     // ---- one-condition comparisons ----
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      for (std::size_t j = i + 1; j < rows.size(); ++j) {
-        const Dims ci = conditions(*rows[i].m), cj = conditions(*rows[j].m);
+    // Every pair of rows: a table longer than kMaxComparedRows is a series (trials, samples), not a set of variants,
+    // and its pairs (quadratic in rows) would cost seconds and gigabytes for nothing.
+    std::vector<Dims> cond;
+    cond.reserve(rows.size());
+    for (const auto& r : rows) cond.push_back(conditions(*r.m));
+    const std::size_t compared = rows.size() <= kMaxComparedRows ? rows.size() : 0;
+    for (std::size_t i = 0; i < compared; ++i)
+      for (std::size_t j = i + 1; j < compared; ++j) {
+        const Dims& ci = cond[i];
+        const Dims& cj = cond[j];
         if (ci.empty() && cj.empty()) continue;
         const auto diff = differing(ci, cj);
         if (diff.size() != 1) continue;
@@ -178,13 +185,15 @@ VariantAnalysis analyse_variants(const FactSet& facts) {
 
     // ---- spreads: one condition moving the figure by ≥ 2× ----
     std::set<std::string> keys;
-    for (const auto& r : rows)
-      for (const auto& [k, v] : conditions(*r.m)) keys.insert(k);
+    for (const auto& c : cond)
+      for (const auto& [k, v] : c) keys.insert(k);
+    if (keys.size() > 16) keys.clear();  // a wide table of free-form labels: no variant dimension to read
     for (const auto& k : keys) {
       if (k == "gpus" || k == "nodes") continue;  // scaling, not a variant
       std::map<Dims, std::vector<Row>> by_rest;
-      for (const auto& r : rows) {
-        Dims rest = conditions(*r.m);
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& r = rows[i];
+        Dims rest = cond[i];
         if (!rest.count(k)) continue;
         rest.erase(k);
         by_rest[rest].push_back(r);
@@ -212,16 +221,21 @@ VariantAnalysis analyse_variants(const FactSet& facts) {
 
   // ---- scaling per GPU count (within each group) ----
   for (auto& [key, g] : groups) {
+    // The 1-GPU rows once, with their conditions (a long series of trials must not cost rows × rows map copies).
+    std::vector<std::pair<const Row*, Dims>> singles;
+    for (const auto& b : g.rows)
+      if (const auto nb = gpus_of(b.m->dims); nb && *nb == 1 && singles.size() < kMaxComparedRows)
+        singles.emplace_back(&b, conditions(*b.m));
     for (const auto& r : g.rows) {
       const auto n = gpus_of(r.m->dims);
       if (!n || *n < 2) continue;
       // The 1-GPU row of the same table and quantity whose conditions the row shares (the multi-GPU row may add a
       // mode or a toggle the single GPU cannot have).
       const Row* base = nullptr;
-      for (const auto& b : g.rows) {
-        const auto nb = gpus_of(b.m->dims);
-        if (!nb || *nb != 1) continue;
-        Dims cb = conditions(*b.m), cr = conditions(*r.m);
+      const Dims cr = conditions(*r.m);
+      for (const auto& [bp, bc] : singles) {
+        const Row& b = *bp;
+        Dims cb = bc;
         cb.erase("gpus");
         cb.erase("mode");
         cb.erase("label");
@@ -263,10 +277,15 @@ VariantAnalysis analyse_variants(const FactSet& facts) {
   auto busy = [](const std::string& q) {
     return q == "GPU busy time" || q == "compute time" || q == "GPU time" || q == "GPU processing time";
   };
+  std::vector<const Comparison*> busy_comparisons;
+  for (const auto& d : a.comparisons)
+    if (busy(d.quantity)) busy_comparisons.push_back(&d);
   for (const auto& c : a.comparisons) {
+    if (busy_comparisons.empty()) break;
     if (!c.beyond_noise || !(c.quantity == "step time" || c.quantity == "run time" || c.quantity == "epoch time")) continue;
-    for (const auto& d : a.comparisons) {
-      if (!busy(d.quantity) || d.dim != c.dim || d.worse.where->source != c.worse.where->source) continue;
+    for (const auto* dp : busy_comparisons) {
+      const auto& d = *dp;
+      if (d.dim != c.dim || d.worse.where->source != c.worse.where->source) continue;
       if (d.worse.m->table != c.worse.m->table) continue;
       if (conditions(*d.worse.m) != conditions(*c.worse.m) && conditions(*d.better.m) != conditions(*c.worse.m)) continue;
       if (d.ratio - 1 > kNoise) continue;

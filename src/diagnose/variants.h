@@ -5,6 +5,7 @@
 // figure, which node or GPU is common to the slow pairs of a pair list, and whether the GPU's own busy time
 // stayed the same while the step grew (time spent outside compute). Pure functions over Measurement facts.
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +19,9 @@ namespace scalescope::diagnose {
 /// of a steady GPU job move 1–3 % between runs, a busy CPU machine's up to ±9 % (bench/RESULTS.md, the CPU
 /// doctor's spread); 5 % separates the two without calling a GPU job's jitter a finding.
 inline constexpr double kNoise = 0.05;
+/// Rows of one table and quantity beyond which no pair of rows is compared (a series of trials or samples, not a set
+/// of variants: its pairs would grow with the square of the rows).
+inline constexpr std::size_t kMaxComparedRows = 160;
 
 /// A row of a table: the measurement and where it was read.
 struct Row {

@@ -27,6 +27,9 @@ std::vector<EnvChoice> job_environment(const std::map<std::string, std::string>&
   out.push_back({"SCALESCOPE_JOB_DIR", job_dir, true, "where each rank writes its capture and trace"});
   set_default(out, current, "SCALESCOPE_WARMUP", std::to_string(options.warmup), "optimizer steps before the profiled window");
   set_default(out, current, "SCALESCOPE_STEPS", std::to_string(options.steps), "profiled optimizer steps");
+  set_default(out, current, "TEARDOWN_CUPTI", "1",
+              "CUPTI finalised when the profiler window ends: left on, it slows every later step (10-20 % measured on "
+              "the H200; pytorch/pytorch#146604). Set TEARDOWN_CUPTI=0 for CUDA graphs before CUDA 12.6");
   set_default(out, current, "NCCL_DEBUG", "INFO", "NCCL's own log: versions, transports, network, settings");
   set_default(out, current, "NCCL_DEBUG_SUBSYS", "INIT,ENV,GRAPH,NET", "the parts of NCCL's log the diagnosis reads");
   set_default(out, current, "NCCL_DEBUG_FILE", job_dir + "/nccl.%h.%p.log", "one NCCL log per process");

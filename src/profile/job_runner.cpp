@@ -34,6 +34,20 @@ void write_all(int fd, const char* data, std::size_t n) {
   }
 }
 
+/// Writes to the terminal (or whatever our stdout is); false once it cannot take more (a closed pipe).
+bool write_out(int fd, const char* data, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
 struct Pipe {
   int fd[2] = {-1, -1};
   Pipe() {
@@ -54,7 +68,7 @@ struct Pipe {
 }  // namespace
 
 std::string JobResult::describe() const {
-  if (!start_error.empty()) return "could not be started: " + start_error;
+  if (!start_error.empty()) return "could not be started (" + start_error + ")";
   std::string s = signal ? fmt::format("ended by signal {} ({})", *signal, ::strsignal(*signal))
                          : fmt::format("exited with status {}", exit_status);
   if (timed_out) s += " after the timeout";
@@ -70,6 +84,15 @@ JobResult run_job(const JobSpec& spec) {
     throw core::Error(fmt::format("cannot write the job's log '{}': {}", spec.log_path, std::strerror(errno)),
                       "choose a job directory (--keep DIR) on a writable file system with free space");
   Pipe out, err, exec_status;
+  // A closed reader of our own output (`profile … | head`) must not end profile, nor the job through it: the job's
+  // output still goes to the log.
+  struct sigaction ignore {}, old_pipe {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ignore, &old_pipe);
+  struct RestorePipe {
+    struct sigaction old;
+    ~RestorePipe() { ::sigaction(SIGPIPE, &old, nullptr); }
+  } restore_pipe{old_pipe};
   comm::StopSignalScope stop_scope;  // SIGINT/SIGTERM/SIGHUP only set a flag: we pass them on, then analyse
   const auto start = Clock::now();
   const pid_t pid = ::fork();
@@ -80,6 +103,9 @@ JobResult run_job(const JobSpec& spec) {
   }
   if (pid == 0) {  // the child: only async-signal-safe calls until exec
     ::setpgid(0, 0);
+    // Its own process group is in the background of a terminal: reading the terminal would stop it (SIGTTIN) for
+    // ever, so its input is /dev/null.
+    if (const int null_in = ::open("/dev/null", O_RDONLY); null_in >= 0) ::dup2(null_in, STDIN_FILENO);
     ::dup2(out.fd[1], STDOUT_FILENO);
     ::dup2(err.fd[1], STDERR_FILENO);
     struct sigaction dfl {};
@@ -106,7 +132,8 @@ JobResult run_job(const JobSpec& spec) {
     result.start_error = fmt::format("'{}': {}", spec.argv[0], std::strerror(exec_errno));
 
   std::optional<Clock::time_point> kill_at;  // SIGKILL after the grace period
-  bool open_out = true, open_err = true, exited = false;
+  bool open_out = true, open_err = true, exited = false, terminal_ok = true;
+  int kills = 0;  // SIGKILLs sent to the group
   int status = 0;
   char buffer[1 << 16];
   while (!exited || open_out || open_err) {
@@ -120,37 +147,50 @@ JobResult run_job(const JobSpec& spec) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t r = ::read(fds[i].fd, buffer, sizeof buffer);
       if (r > 0) {
-        write_all(fds[i].fd == out.fd[0] ? STDOUT_FILENO : STDERR_FILENO, buffer, static_cast<std::size_t>(r));
+        if (terminal_ok && !write_out(fds[i].fd == out.fd[0] ? STDOUT_FILENO : STDERR_FILENO, buffer, static_cast<std::size_t>(r)))
+          terminal_ok = false;  // our reader is gone: the log keeps everything
         write_all(log, buffer, static_cast<std::size_t>(r));
       } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
         (fds[i].fd == out.fd[0] ? open_out : open_err) = false;
       }
     }
     if (!exited) {
-      const pid_t w = ::waitpid(pid, &status, WNOHANG);
-      if (w == pid) exited = true;
+      const pid_t w = ::waitpid(pid, &status, WNOHANG | WUNTRACED);
+      if (w == pid && WIFSTOPPED(status)) ::kill(-pid, SIGCONT);  // stopped (SIGSTOP, SIGTSTP): it must run to its end
+      else if (w == pid) exited = true;
     }
     const auto now = Clock::now();
+    const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.grace_seconds));
+    const int stop = comm::received_stop_signal();
     if (!exited && !kill_at) {
-      if (const int s = comm::received_stop_signal(); s != 0) {
-        result.stop_signal = s;
-        ::kill(-pid, s);
-        kill_at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.grace_seconds));
+      if (stop != 0) {
+        result.stop_signal = stop;
+        ::kill(-pid, stop);
+        ::kill(-pid, SIGCONT);
+        kill_at = now + grace;
       } else if (spec.timeout_seconds > 0 && now - start > std::chrono::duration<double>(spec.timeout_seconds)) {
         result.timed_out = true;
         ::kill(-pid, SIGTERM);
-        kill_at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.grace_seconds));
+        ::kill(-pid, SIGCONT);
+        kill_at = now + grace;
       }
-    } else if (!exited && kill_at && now > *kill_at) {
+    } else if (!exited && kill_at && (now > *kill_at || (stop != 0 && result.timed_out && !result.stop_signal))) {
+      // The grace period is over, or a stop signal came after the timeout's SIGTERM: the user insists.
+      if (stop != 0 && !result.stop_signal) result.stop_signal = stop;
       ::kill(-pid, SIGKILL);
-      kill_at = now + std::chrono::hours(24);
+      ++kills;
+      kill_at = now + std::chrono::seconds(2);
     }
-    // The job's leader is gone but a descendant still holds the pipes (a rank left behind): after the grace
-    // period the group is killed, so the runner always returns.
+    // The job's leader is gone but a descendant still holds the pipes (a rank left behind, or one in a session of its
+    // own that the group's signals do not reach): after the grace period the group is killed, and 2 s later the pipes
+    // are let go, so the runner always returns.
     if (exited && (open_out || open_err)) {
-      if (!kill_at) kill_at = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.grace_seconds));
-      else if (now > *kill_at) {
+      if (!kill_at) kill_at = now + grace;
+      else if (now > *kill_at && kills == 0) {
         ::kill(-pid, SIGKILL);
+        ++kills;
+        kill_at = now + std::chrono::seconds(2);
+      } else if (now > *kill_at) {
         open_out = open_err = false;
       }
     }

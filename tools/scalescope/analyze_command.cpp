@@ -2,6 +2,8 @@
 // timeouts, nccl-tests outputs, `nvidia-smi topo -m`, scalescope's own JSON, profiler traces — detects what each
 // file is, and prints what it shows: per file, then across the NCCL logs and watchdog messages of one run.
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -347,14 +349,34 @@ int run_analyze(const AnalyzeFlags& f) {
   std::vector<std::string> inputs = files;
   if (!f.baseline.empty()) inputs.push_back(f.baseline);
   // One file given twice (or by two spellings) would count as two processes or ranks, its lines twice.
-  for (std::size_t i = 0; i < files.size(); ++i)
-    for (std::size_t j = i + 1; j < files.size(); ++j) {
-      std::error_code ec;
-      if (files[i] == files[j] || std::filesystem::equivalent(files[i], files[j], ec))
-        throw core::UsageError(fmt::format("'{}' and '{}' are the same file: it would count twice (two processes, "
-                                           "two ranks)", files[i], files[j]),
-                               "give each file once");
+  // By device and inode (one stat per file, not one per pair): a file given twice, or under two names.
+  {
+    std::map<std::pair<dev_t, ino_t>, std::string> seen;
+    std::vector<std::string> kept;
+    for (const auto& path : files) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0) {  // a missing file is that file's error, below
+        kept.push_back(path);
+        continue;
+      }
+      auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), path);
+      if (fresh || path == it->second) {
+        if (!fresh && !from_directory.count(path))
+          throw core::UsageError(fmt::format("'{}' and '{}' are the same file: it would count twice (two processes, two ranks)", path, path),
+                                 "give each file once");
+        if (fresh) kept.push_back(path);
+        continue;
+      }
+      if (from_directory.count(path)) {  // another name for a file already read (a link inside the directory)
+        std::fprintf(stderr, "analyze: '%s' is the same file as '%s': read once\n", path.c_str(), it->second.c_str());
+        continue;
+      }
+      throw core::UsageError(fmt::format("'{}' and '{}' are the same file: it would count twice (two processes, "
+                                         "two ranks)", it->second, path),
+                             "give each file once");
     }
+    files = std::move(kept);
+  }
   core::check_output_is_not_input(f.out, "--out", inputs);
   core::check_output_is_not_input(f.timeline, "--timeline", inputs);
   core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");

@@ -3,6 +3,7 @@
 // a change to its code, and diagnoses it through `analyze`. Logic: src/profile (environment, runner) and the
 // Python shim in python/shim; docs/profile.md says what is captured and how.
 
+#include <signal.h>
 #include <stdlib.h>
 
 #include <cstdio>
@@ -72,6 +73,8 @@ std::string make_job_dir(const std::string& keep) {
 }
 
 int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
+  // `profile … | head`: a closed reader must not kill profile before the job directory is analysed and cleaned up.
+  ::signal(SIGPIPE, SIG_IGN);
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   if (command.empty())
     throw core::UsageError("profile needs the job's command", "give it after --: scalescope profile -- torchrun --nproc_per_node 2 train.py");
