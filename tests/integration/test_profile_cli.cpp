@@ -156,3 +156,18 @@ TEST(ProfileCli, NamesFindUnusedParameters) {
   EXPECT_TRUE(named) << r.output;
   fs::remove_all(dir);
 }
+
+// Job directories profile left on the lent H200 (tests/fixtures/profile-h200/README.md), read again on the CPU.
+TEST(ProfileCli, H200JobDirectoriesAreDiagnosed) {
+  const fs::path root = fs::path(SCALESCOPE_SOURCE_DIR) / "tests/fixtures/profile-h200";
+  const auto dir = scratch_dir("profile_h200");
+  for (const auto& [plant, cause] : std::vector<std::pair<std::string, std::string>>{
+           {"none", "no-defect"}, {"host-sync", "host-sync"}, {"find-unused", "ddp-unused-parameters"}}) {
+    SCOPED_TRACE(plant);
+    const auto r = run_cli("analyze " + (root / plant).string() + " --out " + (dir / "r.json").string());
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(primary_of(read_json(dir / "r.json")), cause) << r.output;
+  }
+  fs::remove_all(dir);
+}
+
