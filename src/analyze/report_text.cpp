@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
 #include <utility>
@@ -1096,6 +1097,8 @@ struct Reader {
   std::set<std::pair<std::string, std::string>> claims_seen;
   std::set<std::pair<std::string, std::string>> settings_seen;
   std::set<std::string> gpus_seen;
+  std::set<std::string> hypervisors_seen;
+  std::set<double> nics_stated;
   std::vector<diagnose::Fact> hangs;  // emitted at the end (detail-less ones only when no other)
   struct Container {
     std::string runtime;
@@ -1142,6 +1145,68 @@ struct Reader {
     pending.reset();
   }
 
+  // What a sentence says of the platform, as stated facts: a hypervisor ("a VM", "SR-IOV VF pass-through", "KVM"),
+  // the network's line rate ("4xEDR 100Gbps", "2 * HDR", "a 10G network card"), and a code path that only one rank
+  // runs ("validation on just one GPU", "save on rank 0 only") — the shape of a collective the others never issue.
+  void platform(const std::string& text, const std::vector<Tok>& t, const std::function<diagnose::Provenance(std::size_t)>& at_tok,
+                bool imperative) {
+    const std::string low = lower(text);
+    // A reproduction step ("2. Run the validation step on just one GPU") still describes the job's code path.
+    one_rank_path(text, low, at_tok);
+    if (imperative) return;
+    static const std::vector<std::pair<std::string_view, std::string_view>> hypervisors = {
+        {"virtual machine", "a virtual machine"}, {"sr-iov", "SR-IOV"}, {"pass-through", "device pass-through"},
+        {"passthrough", "device pass-through"}, {"kvm", "KVM"}, {"vmware", "VMware"}, {"hyper-v", "Hyper-V"},
+        {"xen", "Xen"}, {"qemu", "QEMU"}};
+    for (const auto& [word, what] : hypervisors)
+      if (contains(low, word) && hypervisors_seen.insert(std::string(what)).second) {
+        r.facts.add(diagnose::HypervisorSeen{"the poster says: " + std::string(what)}, at_tok(0));
+        break;
+      }
+    for (std::size_t k = 0; k < t.size(); ++k)
+      if (t[k].low == "vm" || t[k].low == "vms" || t[k].low == "guest") {
+        if (hypervisors_seen.insert("a VM").second) r.facts.add(diagnose::HypervisorSeen{"the poster says: a VM"}, at_tok(k));
+        break;
+      }
+    // Network line rates: "100Gbps", "100 Gb/s", "10G network", "EDR", "HDR", "NDR" (InfiniBand's per-port rates).
+    static const std::regex rate(R"((\d{1,4}(?:\.\d+)?)\s*(?:gbps|gb/s|gbit/s|gbit|g\b)(?=[^a-z]|$))");
+    const bool network = contains(low, "network") || contains(low, "nic") || contains(low, "ethernet") ||
+                         contains(low, "infiniband") || contains(low, "roce") || contains(low, "gbe") || contains(low, "card") ||
+                         contains(low, "interconnect") || contains(low, " ib ");
+    std::optional<double> gbit;
+    std::string layer;
+    for (const auto& [name, g] : std::vector<std::pair<std::string, double>>{{"ndr", 400}, {"hdr", 200}, {"edr", 100}, {"fdr", 56}})
+      for (const auto& x : t)
+        if (x.low == name || (x.low.size() > name.size() && x.low.ends_with(name) && std::isdigit(static_cast<unsigned char>(x.low[0])))) {
+          gbit = g;
+          layer = "IB";
+        }
+    if (!gbit && network && low.size() < 2000) {
+      std::smatch m;
+      if (std::regex_search(low, m, rate)) {
+        const double v = std::stod(m[1].str());
+        if (v >= 1 && v <= 1600) gbit = v, layer = contains(low, "ethernet") || contains(low, "gbe") ? "Ethernet" : "";
+      }
+    }
+    if (gbit && nics_stated.insert(*gbit).second) {
+      diagnose::NicSeen n;
+      n.name = "stated in the report";
+      n.line_gbit = gbit;
+      if (!layer.empty()) n.link_layer = layer;
+      r.facts.add(std::move(n), at_tok(0));
+    }
+  }
+
+  void one_rank_path(const std::string& text, const std::string& low, const std::function<diagnose::Provenance(std::size_t)>& at_tok) {
+    const bool one_rank = contains(low, "only on rank 0") || contains(low, "on rank 0 only") || contains(low, "rank 0 only") ||
+                          contains(low, "just one gpu") || contains(low, "only one gpu") || contains(low, "on one gpu") ||
+                          contains(low, "only rank 0") || contains(low, "only the main process") || contains(low, "is_main_process") ||
+                          contains(low, "local_rank == 0") || contains(low, "rank == 0");
+    const bool path = contains(low, "validation") || contains(low, "validate") || contains(low, "evaluat") || contains(low, "eval ") ||
+                      contains(low, "checkpoint") || contains(low, "save") || contains(low, "logging") || contains(low, "test set");
+    if (one_rank && path) claim("one-rank-path", text.size() > 160 ? text.substr(0, 160) + "…" : text, at_tok(0));
+  }
+
   void sentence(const Sentence& s) {
     const auto t = tokens(s.text);
     if (t.empty()) return;
@@ -1159,6 +1224,7 @@ struct Reader {
       if (in(kSuggestWords, x.low)) imperative = true;
     counts(t, at_tok);
     if (!imperative) container(t, at_tok);
+    if (!question) platform(s.text, t, at_tok, imperative);
 
     const auto cl = clauses(t);
     std::vector<ClauseRead> reads;

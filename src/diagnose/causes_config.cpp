@@ -362,6 +362,16 @@ std::optional<Assessment> assess_collective_mismatch(const Context& ctx) {
     score = std::max(score, sc);
     break;
   }
+  // The poster names a code path only one rank runs (validation, a checkpoint, logging on rank 0) and the job hangs.
+  bool hang = ctx.has<Stall>();
+  for (const auto& c : ctx.facts.of<Claim>()) hang = hang || c.fact.kind == "hang";
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "one-rank-path") {
+      a.evidence.push_back(line("a code path only one rank runs: \"" + c.fact.detail + "\"", c.where));
+      score = std::max(score, hang || !timeouts.empty() ? 0.55 : 0.3);
+      if (hang) a.evidence.push_back(line("and the job hangs: the other ranks never issue that path's collectives", c.where));
+      break;
+    }
   if (score == 0) return std::nullopt;
   // Network failures around the timeout point elsewhere.
   for (const auto& w : ctx.facts.of<NcclWarning>())

@@ -488,3 +488,25 @@ TEST(ReportTextCorpus, OnlyProseIsReportText) {
   }
 #endif
 }
+
+// ───────────────────────────── the platform, stated ─────────────────────────────
+
+TEST(ReportText, HypervisorNetworkRateAndAOneRankPath) {
+  const auto vm = read("The servers are virtual machines with SR-IOV VF pass-through of the HCAs. Each node has 2 * HDR "
+                       "InfiniBand. The all-reduce is slow.\n");
+  ASSERT_EQ(vm.facts.of<scalescope::diagnose::HypervisorSeen>().size(), 1u) << dump(vm);
+  const auto nics = vm.facts.of<scalescope::diagnose::NicSeen>();
+  ASSERT_EQ(nics.size(), 1u) << dump(vm);
+  EXPECT_EQ(nics[0].fact.line_gbit.value_or(0), 200);
+  const auto eth = read("Two nodes connected by a 10G network card each. Training is 6x slower on two nodes.\n");
+  ASSERT_EQ(eth.facts.of<scalescope::diagnose::NicSeen>().size(), 1u) << dump(eth);
+  EXPECT_EQ(eth.facts.of<scalescope::diagnose::NicSeen>()[0].fact.line_gbit.value_or(0), 10);
+  // A reproduction step names a path one rank runs alone; a plain sentence about GPUs does not.
+  const auto path = read("Steps to reproduce:\n1. Run the validation step on just one GPU, and use torch.distributed.barrier() "
+                         "to make the other processes wait. The training hangs.\n");
+  EXPECT_EQ(count_kind(path, "one-rank-path"), 1u) << dump(path);
+  EXPECT_EQ(count_kind(read("We train on one node with 8 GPUs and it hangs.\n"), "one-rank-path"), 0u);
+  // Not stated as the platform: no hypervisor from "VM" in a suggestion, no rate from a GPU's memory.
+  EXPECT_TRUE(read("Try it in a VM to see whether it hangs.\n").facts.of<scalescope::diagnose::HypervisorSeen>().empty());
+  EXPECT_TRUE(read("The GPUs have 80 GB each and it hangs.\n").facts.of<scalescope::diagnose::NicSeen>().empty());
+}
