@@ -665,7 +665,9 @@ std::optional<Assessment> assess_straggler(const Context& ctx) {
         if (fmt::format("rank {}", *p.fact.rank) == s.fact.who) own_work = work;
         else others_work = others_work ? std::min(*others_work, work) : work;
       }
-      const bool works_no_longer = own_work && others_work && *own_work - *others_work < 0.5 * *s.fact.late_ms_per_step;
+      // (Lateness is summed over the step's collectives, so it is no measure of the extra work itself: only whether
+      // there is any, beyond 2 % of noise.)
+      const bool works_no_longer = own_work && others_work && *own_work <= *others_work * 1.02;
       if (share >= 0.05 || (step_ms == 0 && *s.fact.late_ms_per_step >= 1)) {
         a.evidence.push_back(line(fmt::format("{} arrives {:.2f} ms late to the collectives per step{} ({})", s.fact.who,
                                               *s.fact.late_ms_per_step, step_ms > 0 ? " (" + percent(share) + " of the step)" : "",

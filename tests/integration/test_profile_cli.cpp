@@ -118,6 +118,7 @@ TEST(ProfileCli, NamesAStragglerRank) {
   const auto report = read_json(dir / "r.json");
   EXPECT_EQ(primary_of(report), "straggler") << r.output;
   EXPECT_NE(report.dump().find("rank 1"), std::string::npos) << r.output;
+  EXPECT_GE(report["diagnosis"]["primary"]["cost"].value("share", 0.0), 0.25) << r.output;  // twice the forward
   // The kept directory reads the same later.
   const auto again = run_cli("analyze " + (dir / "job").string() + " --out " + (dir / "again.json").string());
   EXPECT_EQ(again.status, 0) << again.output;
@@ -125,13 +126,18 @@ TEST(ProfileCli, NamesAStragglerRank) {
   fs::remove_all(dir);
 }
 
-TEST(ProfileCli, AnEvenJobHasNoStraggler) {  // the control of the straggler test: the same job, nothing planted
+// The control of the straggler test: the same job, nothing planted. Two CPU ranks sharing two cores with gloo's
+// threads, torchrun and profile itself do not compute evenly (one rank was measured 10-13 % slower in compute, late
+// 3-7 ms per step): that is a real, small straggler of this machine, so the control asks that no straggler of the
+// planted size (a third of the step) is named, and no slow input.
+TEST(ProfileCli, AnEvenJobHasNoLargeStraggler) {
   if (!have_torch()) GTEST_SKIP() << "/usr/bin/python3 has no torch (Debian: apt-get install python3-torch)";
   const auto dir = scratch_dir("profile_even");
   const auto r = run_cli("profile --warmup 5 --steps 8 --out " + (dir / "r.json").string() + " -- " + torchrun("none"));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto report = read_json(dir / "r.json");
-  EXPECT_NE(primary_of(report), "straggler") << r.output;
+  if (primary_of(report) == "straggler")
+    EXPECT_LT(report["diagnosis"]["primary"]["cost"].value("share", 1.0), 0.25) << r.output;
   EXPECT_NE(primary_of(report), "input-bound") << r.output;
   fs::remove_all(dir);
 }
