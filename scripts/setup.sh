@@ -58,16 +58,39 @@ packages=(
   libhwloc-dev                        # scalescope topo: NUMA nodes, CPU sets, PCI tree
   libsimdjson-dev zlib1g-dev          # scalescope analyze: Kineto traces (.json, .json.gz)
   fortunes                            # the default training text: /usr/share/games/fortunes
+)
+
+# Wanted, not required: without it the tests that run genuine PyTorch jobs skip and say why.
+optional=(
   python3-torch                       # scalescope profile's tests: genuine DDP jobs on CPU ranks (gloo)
 )
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+missing_optional=()
+for p in "${optional[@]}"; do installed "$p" || missing_optional+=("$p"); done
+
+# Optional packages: one attempt as root (or with password-less sudo); a failure (no network, no root) is a note.
+install_optional() {
+  [ ${#missing_optional[@]} -eq 0 ] && return 0
+  local s=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then s="sudo"; else
+      echo "setup: optional, not installed (no root): ${missing_optional[*]} — the tests that need it skip"; return 0; fi
+  fi
+  mkdir -p build
+  if { $s apt-get update -qq && DEBIAN_FRONTEND=noninteractive $s apt-get install -y -qq --no-install-recommends \
+         "${missing_optional[@]}"; } > build/setup-optional.log 2>&1; then
+    echo "setup: installed ${missing_optional[*]}"
+  else
+    echo "setup: optional, could not be installed: ${missing_optional[*]} (build/setup-optional.log) — the tests that need it skip"
+  fi
+}
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
+  install_optional
   exit 0
 fi
 
@@ -99,3 +122,4 @@ if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-rec
   exit 1
 fi
 echo "setup: done"
+install_optional
