@@ -43,6 +43,22 @@ std::vector<GpuSpec> build_gpu_table() {
                nv4 = nvlink_link_gbps(4), nv5 = nvlink_link_gbps(5), ga102 = kGa102BridgeLinkGbps;
   using F = GpuForm;
   return {
+      // ---- Kepler and Maxwell datacenter boards (still in old threads): PCIe only, no 16-bit tensor path ----
+      {.model = "Tesla K80", .architecture = "Kepler", .compute_major = 3, .compute_minor = 7, .form = F::pcie,
+       .pcie_gen = 3, .memory_gb = 12, .dense_bf16_tflops = 0,
+       .source = "NVIDIA Tesla K80 datasheet: two GK210 GPUs on one board behind a PCIe switch, 12 GB GDDR5 each, "
+                 "PCIe Gen3 x16, no NVLink; no fast FP16 path, so 0",
+       .match = "k 80"},
+      {.model = "Tesla M40", .architecture = "Maxwell", .compute_major = 5, .compute_minor = 2, .form = F::pcie,
+       .pcie_gen = 3, .memory_gb = 12, .dense_bf16_tflops = 0,
+       .source = "NVIDIA Tesla M40 datasheet: GM200, 12 GB (a 24 GB version exists) GDDR5, PCIe Gen3 x16, no NVLink; "
+                 "no fast FP16 path, so 0",
+       .match = "m 40"},
+      {.model = "Tesla M60", .architecture = "Maxwell", .compute_major = 5, .compute_minor = 2, .form = F::pcie,
+       .pcie_gen = 3, .memory_gb = 8, .dense_bf16_tflops = 0,
+       .source = "NVIDIA Tesla M60 datasheet: two GM204 GPUs on one board, 8 GB GDDR5 each, PCIe Gen3 x16, no NVLink; "
+                 "no fast FP16 path, so 0",
+       .match = "m 60"},
       // ---- Pascal ----
       {.model = "Tesla P100 SXM2 16GB", .architecture = "Pascal", .compute_major = 6, .compute_minor = 0,
        .form = F::sxm, .pcie_gen = 3, .nvlink_gen = 1, .nvlink_links = 4, .nvlink_link_gbps = nv1,

@@ -32,7 +32,7 @@ std::string_view to_string(GpuForm form);
 /// One GPU model. Rates are per direction. A figure that could not be sourced is 0 and the `source` says so.
 struct GpuSpec {
   std::string_view model;         ///< canonical name: "A100 SXM4 40GB", "H100 PCIe", "GeForce RTX 4090"
-  std::string_view architecture;  ///< "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell"
+  std::string_view architecture;  ///< "Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell"
   int compute_major = 0, compute_minor = 0;
   GpuForm form = GpuForm::pcie;
   /// PCIe generation of the GPU's host link; 0 when the GPU has none of its own (GH200, GB200 and GB10 reach
@@ -65,7 +65,8 @@ struct GpuSpec {
   std::string_view match;
 };
 
-/// The whole table (for docs and tests), Pascal first, then by architecture; each model once.
+/// The whole table (for docs and tests): Kepler and Maxwell datacenter boards first, then Pascal on by architecture;
+/// each model once.
 std::span<const GpuSpec> gpu_table();
 
 /// The entry for a product name as tools print it — nvidia-smi, nccl-tests device lists, PyTorch, NCCL:

@@ -42,6 +42,9 @@ bool contains(const std::string& text, std::string_view part) { return text.find
 // and later; nvidia-smi / nccl-tests / PyTorch output for Pascal and Volta) and the entry each must reach.
 // Together they reach every table entry (checked below), so no entry's rule is dead.
 const std::vector<std::pair<std::string, std::string>> kSpellings = {
+    {"Tesla K80", "Tesla K80"},
+    {"Tesla M40 24GB", "Tesla M40"},
+    {"Tesla M60", "Tesla M60"},
     {"Tesla P100-SXM2-16GB", "Tesla P100 SXM2 16GB"},
     {"Tesla P100-PCIE-16GB", "Tesla P100 PCIe 16GB"},
     {"Tesla P100-PCIE-12GB", "Tesla P100 PCIe 12GB"},
@@ -215,7 +218,7 @@ TEST(FindGpu, AmbiguousUnknownAndPartialDevicesGiveNull) {
 
 TEST(GpuTable, RowsAreWellFormed) {
   const std::map<std::string_view, std::set<int>> majors = {
-      {"Pascal", {6}}, {"Volta", {7}}, {"Turing", {7}}, {"Ampere", {8}},
+      {"Kepler", {3}}, {"Maxwell", {5}}, {"Pascal", {6}}, {"Volta", {7}}, {"Turing", {7}}, {"Ampere", {8}},
       {"Ada Lovelace", {8}}, {"Hopper", {9}}, {"Blackwell", {10, 12}}};
   std::set<std::string_view> models;
   ASSERT_GE(gpu_table().size(), 60u);
