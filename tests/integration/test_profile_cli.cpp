@@ -83,6 +83,13 @@ TEST(ProfileCli, NoCommandIsAUsageError) {
   EXPECT_NE(r.output.find("needs the job's command"), std::string::npos) << r.output;
 }
 
+TEST(ProfileCli, ACommandWithoutDashDashIsAUsageError) {
+  const auto r = run_cli("profile --steps 3 /bin/sh -c 'exit 4'");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_NE(r.output.find("'/bin/sh': the job's command must follow --"), std::string::npos) << r.output;
+  EXPECT_EQ(run_cli("profile --help").status, 0);
+}
+
 TEST(ProfileCli, TimeoutStopsTheJobAndKeepsItsDirectory) {
   const auto dir = scratch_dir("profile_timeout");
   const auto r = run_cli("profile --timeout 1 --keep " + (dir / "job").string() + " -- /bin/sh -c 'echo started; sleep 30'");
@@ -118,7 +125,7 @@ TEST(ProfileCli, NamesAStragglerRank) {
   const auto report = read_json(dir / "r.json");
   EXPECT_EQ(primary_of(report), "straggler") << r.output;
   EXPECT_NE(report.dump().find("rank 1"), std::string::npos) << r.output;
-  EXPECT_GE(report["diagnosis"]["primary"]["cost"].value("share", 0.0), 0.25) << r.output;  // twice the forward
+  EXPECT_GE(report["diagnosis"]["primary"]["cost"].value("share", 0.0), 0.25) << r.output;  // four forwards on rank 1
   // The kept directory reads the same later.
   const auto again = run_cli("analyze " + (dir / "job").string() + " --out " + (dir / "again.json").string());
   EXPECT_EQ(again.status, 0) << again.output;

@@ -3,7 +3,7 @@ Nothing in it knows about scalescope. Run under torchrun:
 
   torchrun --nproc_per_node 2 --redirects 1 --tee 1 tests/profile/ddp_job.py --steps 30 [--plant CAUSE]
 
-CAUSE: none; straggler (rank 1 does twice the forward work: the other ranks wait in the all-reduce); slow-loader
+CAUSE: none; straggler (rank 1 runs its forward four times: the other ranks wait in the all-reduce); slow-loader
 (the DataLoader sleeps per batch); host-sync (a .item() on the loss every step, timed with a device sync);
 find-unused (find_unused_parameters=True with a branch that is never used).
 """
@@ -68,7 +68,7 @@ def main():
     for step, (x, y) in enumerate(loader):
         if step >= a.steps:
             break
-        extra = 1 if (a.plant == "straggler" and rank == 1) else 0
+        extra = 3 if (a.plant == "straggler" and rank == 1) else 0
         loss = nn.functional.cross_entropy(model(x, extra), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()

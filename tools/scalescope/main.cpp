@@ -79,6 +79,24 @@ int run_command_line(int argc, char** argv) {
         break;
       }
     }
+    // `profile torchrun --nproc_per_node 2 …` without `--`: CLI11 would name the job's first flag as unexpected.
+    if (after_profile && parsed_argc == argc)
+      for (int i = 1; i + 1 < argc; ++i)
+        if (std::string(argv[i]) == "profile") {
+          for (int k = i + 1; k < argc; ++k) {
+            const std::string a = argv[k];
+            if (a.empty() || a[0] == '-') {  // a profile option and, unless it is a flag of its own, its value
+              if (a == "--keep" || a == "--out" || a == "-o" || a == "--warmup" || a == "--steps" || a == "--timeout" ||
+                  a == "--timeline")
+                ++k;
+              continue;
+            }
+            scalescope::cli::say_error("'" + a + "': the job's command must follow --",
+                                       "scalescope profile [OPTIONS] -- " + a + " …");
+            return 2;
+          }
+          break;
+        }
     app.parse(parsed_argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

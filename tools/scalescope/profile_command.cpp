@@ -123,8 +123,11 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   job["finished"] = now_iso();
   core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
   std::fflush(stdout);
-  std::fprintf(stderr, "\nprofile: the job %s after %.1f s; analysing %s\n\n", result.describe().c_str(), result.wall_seconds,
-               job_dir.c_str());
+  if (result.start_error.empty())
+    std::fprintf(stderr, "\nprofile: the job %s after %.1f s; analysing %s\n\n", result.describe().c_str(), result.wall_seconds,
+                 job_dir.c_str());
+  else
+    std::fprintf(stderr, "\nprofile: the job %s; check the command's name and PATH\n\n", result.describe().c_str());
   std::fflush(stderr);
 
   AnalyzeFlags a;
