@@ -418,11 +418,7 @@ RankData extract(Trace&& t, std::size_t file_index, const std::string& path, Ste
         c.kind = collective_from_name(comm_names[i].second);
         c.kind_name = c.kind ? std::string(comm::to_string(*c.kind)) : comm_names[i].second;
         c.pg = "cpu";
-        {
-          auto it = std::upper_bound(d.steps.begin(), d.steps.end(), c.start,
-                                     [](std::int64_t x, const Step& s) { return x < s.begin; });
-          c.step = (it != d.steps.begin() && c.start < std::prev(it)->end && out.steps_from_annotations) ? std::prev(it)->number : -1;
-        }
+        c.step = step_of(c.start);
         c.ranks = out.world_size;
         d.comms.push_back(std::move(c));
       }

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "comm/launcher.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace scalescope::profile {
@@ -21,32 +22,6 @@ namespace scalescope::profile {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void write_all(int fd, const char* data, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return;  // a closed terminal must not stop the job's log
-    }
-    data += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-/// Writes to the terminal (or whatever our stdout is); false once it cannot take more (a closed pipe).
-bool write_out(int fd, const char* data, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
 struct Pipe {
   int fd[2] = {-1, -1};
@@ -120,7 +95,7 @@ JobResult run_job(const JobSpec& spec) {
     args.push_back(nullptr);
     ::execvp(args[0], args.data());
     const int e = errno;
-    write_all(exec_status.fd[1], reinterpret_cast<const char*>(&e), sizeof e);
+    core::write_all(exec_status.fd[1], std::string_view(reinterpret_cast<const char*>(&e), sizeof e));
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also here: whichever of the two runs first
@@ -147,9 +122,10 @@ JobResult run_job(const JobSpec& spec) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t r = ::read(fds[i].fd, buffer, sizeof buffer);
       if (r > 0) {
-        if (terminal_ok && !write_out(fds[i].fd == out.fd[0] ? STDOUT_FILENO : STDERR_FILENO, buffer, static_cast<std::size_t>(r)))
+        const std::string_view chunk(buffer, static_cast<std::size_t>(r));
+        if (terminal_ok && !core::write_all(fds[i].fd == out.fd[0] ? STDOUT_FILENO : STDERR_FILENO, chunk))
           terminal_ok = false;  // our reader is gone: the log keeps everything
-        write_all(log, buffer, static_cast<std::size_t>(r));
+        core::write_all(log, chunk);  // a full disk must not stop the job: what fits is kept
       } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
         (fds[i].fd == out.fd[0] ? open_out : open_err) = false;
       }

@@ -143,8 +143,9 @@ TEST(ProfileCli, AnEvenJobHasNoLargeStraggler) {
   const auto r = run_cli("profile --warmup 5 --steps 8 --out " + (dir / "r.json").string() + " -- " + torchrun("none"));
   ASSERT_EQ(r.status, 0) << r.output;
   const auto report = read_json(dir / "r.json");
-  if (primary_of(report) == "straggler")
+  if (primary_of(report) == "straggler") {
     EXPECT_LT(report["diagnosis"]["primary"]["cost"].value("share", 1.0), 0.25) << r.output;
+  }
   EXPECT_NE(primary_of(report), "input-bound") << r.output;
   fs::remove_all(dir);
 }

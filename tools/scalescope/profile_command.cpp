@@ -91,20 +91,16 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   spec.timeout_seconds = f.timeout;
   nlohmann::json env_json = nlohmann::json::array();
   std::vector<std::string> not_captured;
-  if (shim) {
-    for (const auto& c : profile::job_environment(env_now, job_dir, *shim, {f.warmup, f.steps})) {
-      if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
-      env_json.push_back({{"name", c.name}, {"value", c.value}, {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
-    }
-  } else {
+  // Without the shim, only NCCL's and PyTorch's own variables: they need no Python package.
+  for (const auto& c : profile::job_environment(env_now, job_dir, shim.value_or(""), {f.warmup, f.steps})) {
+    if (!shim && c.name.rfind("NCCL_", 0) != 0 && c.name.rfind("TORCH_", 0) != 0) continue;
+    if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
+    env_json.push_back({{"name", c.name}, {"value", c.value}, {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
+  }
+  if (!shim) {
     not_captured.push_back("the Python capture (step times, DDP configuration, profiler window): the shim's directory was "
                            "not found (set SCALESCOPE_SHIM_DIR to the python/shim directory of scalescope's source or "
                            "share/scalescope/python of its installation)");
-    for (const auto& c : profile::job_environment(env_now, job_dir, "", {f.warmup, f.steps}))
-      if (c.name.rfind("NCCL_", 0) == 0 || c.name.rfind("TORCH_", 0) == 0) {
-        if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
-        env_json.push_back({{"name", c.name}, {"value", c.value}, {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
-      }
   }
   nlohmann::json job = {{"schema", "scalescope.job/1"}, {"command", command}, {"started", now_iso()},
                         {"environment", env_json}, {"warmup", f.warmup}, {"steps", f.steps},
