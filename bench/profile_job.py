@@ -10,6 +10,7 @@ It prints its own step time over steps [--time-from, --steps), CUDA-synchronised
   --plant host-sync    the same with .item() on the loss and on the gradient norm every step
   --plant find-unused  the same with find_unused_parameters=True and a layer the forward never uses
   --plant slow-loader  the same fed by a DataLoader without workers whose samples take CPU time
+  --same-gpu           every rank on GPU 0 (NCCL over sockets between them): several ranks on a one-GPU machine
 """
 import argparse
 import os
@@ -55,11 +56,18 @@ def main():
     p.add_argument("--width", type=int, default=4096)
     p.add_argument("--depth", type=int, default=8)
     p.add_argument("--batch", type=int, default=8192)
+    p.add_argument("--same-gpu", action="store_true",
+                   help="every rank on GPU 0 with its own NCCL_HOSTID: NCCL's network transport on a one-GPU machine")
     a = p.parse_args()
     gpu = torch.cuda.is_available()
+    if gpu and a.same_gpu:
+        os.environ.setdefault("NCCL_HOSTID", f"scalescope-rank-{os.environ.get('RANK', '0')}")
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", "lo")
+        os.environ.setdefault("NCCL_IB_DISABLE", "1")
     dist.init_process_group("nccl" if gpu else "gloo")
     rank = dist.get_rank()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if gpu else torch.device("cpu")
+    local = 0 if a.same_gpu else int(os.environ.get("LOCAL_RANK", 0))
+    device = torch.device("cuda", local) if gpu else torch.device("cpu")
     if gpu:
         torch.cuda.set_device(device)
     dtype = torch.bfloat16 if gpu else torch.float32

@@ -15,6 +15,7 @@
 #include "analyze/nccl_tests_parser.h"
 #include "analyze/nccl_tests_preamble.h"
 #include "analyze/python_profile.h"
+#include "analyze/nccl_profile.h"
 #include "analyze/report_text.h"
 #include "analyze/system_tools.h"
 #include "analyze/tables.h"
@@ -134,6 +135,7 @@ std::string_view to_string(InputKind k) {
     case InputKind::python_profile: return "python_profile";
     case InputKind::system_tools: return "system_tools";
     case InputKind::report_text: return "report_text";
+    case InputKind::nccl_profile: return "nccl_profile";
   }
   return "unknown";
 }
@@ -185,6 +187,12 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   const std::string_view peek = text.substr(0, kDetectionHeadBytes);
   const char first = first_significant(peek);
   if (first == '{') {
+    // The NCCL profiler plugin's JSON lines: a header line, then one object per collective (not one JSON document).
+    if (looks_like_nccl_profile(peek)) {
+      d.kinds = {InputKind::nccl_profile};
+      d.reason = fmt::format("a first line with \"schema\": \"{}\": scalescope's NCCL profiler plugin", kNcclProfileSchema);
+      return d;
+    }
     if (contains(peek, "\"schema\"") && contains(peek, "\"scalescope.")) {
       if (!complete) {
         d.reason = "need the whole text";

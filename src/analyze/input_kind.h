@@ -29,6 +29,7 @@ enum class InputKind {
   python_profile,   ///< cProfile / pstats output
   system_tools,     ///< lspci, nvidia-smi -q / nvlink / topo -p2p / -L, kernel log, p2pBandwidthLatencyTest, ibstat
   report_text,      ///< prose about the job (an issue's text): its claims (a hang, what makes it work, a container…)
+  nccl_profile,     ///< scalescope's NCCL profiler plugin: one communicator's collectives on one rank (JSON lines)
 };
 std::string_view to_string(InputKind k);
 

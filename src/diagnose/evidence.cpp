@@ -63,6 +63,7 @@ Reading facts_of_text(const analyze::InputFile& input) {
         case InputKind::python_profile: take(r, analyze::read_python_profile(text, path)); break;
         case InputKind::system_tools: take(r, analyze::read_system_tools(text, path)); break;
         case InputKind::report_text: take(r, analyze::read_report_text(text, path)); break;
+        case InputKind::nccl_profile: take(r, facts_from_nccl_profile(analyze::parse_nccl_profile(text, path), path)); break;
       }
     } catch (const std::exception& e) {
       r.notes.push_back(std::string(analyze::to_string(kind)) + ": " + e.what());

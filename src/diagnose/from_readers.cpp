@@ -236,6 +236,25 @@ Reading facts_from_sweep(const analyze::Sweep& sweep, const analyze::SweepAnalys
   return r;
 }
 
+Reading facts_from_nccl_profile(const analyze::NcclProfile& p, const std::string& source) {
+  Reading r;
+  std::set<comm::Collective> done;
+  for (const auto& op : p.ops)
+    if (const auto c = analyze::collective_of_nccl_op(op.op); c && done.insert(*c).second)
+      if (const auto sw = analyze::nccl_profile_sweep(p, *c)) {
+        auto part = facts_from_sweep(*sw, analyze::analyze_sweep(*sw), source);
+        r.facts.append(std::move(part.facts));
+      }
+  if (p.nranks > 0) {
+    WorldShape w;
+    w.ranks = p.nranks;
+    if (p.nnodes > 0) w.nodes = p.nnodes;
+    w.basis = "NCCL profiler plugin";
+    r.facts.add(std::move(w), {source, 1, fmt::format("rank {} of {} on {} node(s)", p.rank, p.nranks, p.nnodes)});
+  }
+  return r;
+}
+
 Reading facts_from_topology(const topo::Topology& t, const std::string& source) {
   Reading r;
   const auto& d = t.devices;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyze/nccl_log.h"
+#include "analyze/nccl_profile.h"
 #include "analyze/sweep.h"
 #include "analyze/sweep_analysis.h"
 #include "analyze/trace_analysis.h"
@@ -33,6 +34,9 @@ Reading facts_from_watchdog(std::span<const analyze::WatchdogLog> logs, const an
 
 /// The sweep's plateau (with its rank count, latency, nccl-tests' average footer and wrong rows) and NCCL version.
 /// `source` names the file.
+/// The collectives an NCCL profiler plugin record holds, each kind as a sweep (facts_from_sweep), and the
+/// communicator's shape.
+Reading facts_from_nccl_profile(const analyze::NcclProfile& p, const std::string& source);
 Reading facts_from_sweep(const analyze::Sweep& sweep, const analyze::SweepAnalysis& analysis, const std::string& source);
 
 /// Every matrix cell between two devices (LinkClass), affinities, named GPUs and NICs, and for live discovery the

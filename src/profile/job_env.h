@@ -26,9 +26,11 @@ struct EnvChoice {
 };
 
 /// The variables to give the job, from the current environment `current` (name → value), the job directory
-/// (absolute) and the shim's directory (absolute). Throws nothing.
+/// (absolute), the shim's directory (absolute) and scalescope's NCCL profiler plugin (absolute path of
+/// libscalescope-nccl-profiler.so; empty: none, NCCL_PROFILER_PLUGIN is not set). Throws nothing.
 std::vector<EnvChoice> job_environment(const std::map<std::string, std::string>& current, const std::string& job_dir,
-                                       const std::string& shim_dir, const CaptureOptions& options);
+                                       const std::string& shim_dir, const CaptureOptions& options,
+                                       const std::string& nccl_plugin = "");
 
 /// The current process's environment (environ) as a map.
 std::map<std::string, std::string> current_environment();
@@ -37,5 +39,9 @@ std::map<std::string, std::string> current_environment();
 /// <prefix>/share/scalescope/python beside the executable's bin/, else the source tree's python/shim (a build
 /// tree). nullopt when none holds sitecustomize.py and _scalescope_capture.py.
 std::optional<std::string> find_shim_dir(const std::string& executable, const std::map<std::string, std::string>& env);
+
+/// scalescope's NCCL profiler plugin: $SCALESCOPE_NCCL_PLUGIN when set, else <prefix>/lib/scalescope/
+/// libscalescope-nccl-profiler.so beside the executable's bin/, else the build tree's. nullopt when none exists.
+std::optional<std::string> find_nccl_plugin(const std::string& executable, const std::map<std::string, std::string>& env);
 
 }  // namespace scalescope::profile

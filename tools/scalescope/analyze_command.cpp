@@ -21,6 +21,7 @@
 #include "analyze/chrome_trace_writer.h"
 #include "analyze/input_kind.h"
 #include "analyze/nccl_log.h"
+#include "analyze/nccl_profile.h"
 #include "analyze/nccl_tests_parser.h"
 #include "analyze/sweep_analysis.h"
 #include "analyze/trace_analysis.h"
@@ -34,6 +35,7 @@
 #include "diagnose/evidence.h"
 #include "diagnose/from_capture.h"
 #include "diagnose/from_readers.h"
+#include "report/nccl_profile_report.h"
 #include "report/nccl_tests_table.h"
 #include "report/topo_report.h"
 #include "report/trace_report.h"
@@ -120,7 +122,8 @@ std::string kinds_text(const analyze::InputDetection& d) {
       {analyze::InputKind::training_log, "training log"}, {analyze::InputKind::launch_command, "launch command"},
       {analyze::InputKind::environment, "environment"}, {analyze::InputKind::measurement_table, "table of measurements"},
       {analyze::InputKind::python_profile, "Python profile"}, {analyze::InputKind::system_tools, "system tools"},
-      {analyze::InputKind::report_text, "prose about the job"}};
+      {analyze::InputKind::report_text, "prose about the job"},
+      {analyze::InputKind::nccl_profile, "NCCL profiler plugin record"}};
   std::string s;
   for (auto k : d.kinds) s += (s.empty() ? "" : "; ") + std::string(names.at(k));
   if (d.schema) s += " " + *d.schema;
@@ -495,6 +498,20 @@ int run_analyze(const AnalyzeFlags& f) {
             auto [line, j] = summarize_scalescope_json(input.text, r.detection.schema.value_or(""));
             r.terminal += "  " + line + "\n";
             r.json["scalescope_json"] = j;
+            break;
+          }
+          case analyze::InputKind::nccl_profile: {
+            const auto p = analyze::parse_nccl_profile(input.text, path);
+            const auto s = analyze::summarize_nccl_profile(p);
+            r.terminal += report::render_nccl_profile(p, s);
+            nlohmann::json sweeps = nlohmann::json::array();
+            std::set<comm::Collective> done;
+            for (const auto& row : s.rows)
+              if (const auto c = analyze::collective_of_nccl_op(row.op); c && done.insert(*c).second)
+                if (const auto sw = analyze::nccl_profile_sweep(p, *c))
+                  sweeps.push_back(analyze::comm_report_json(*sw, analyze::analyze_sweep(*sw)));
+            r.json["nccl_profile"] = {{"rank", p.rank}, {"nranks", p.nranks}, {"nnodes", p.nnodes}, {"comm_id", p.comm_id},
+                                      {"host", p.host}, {"summary", s}, {"sweeps", sweeps}};
             break;
           }
           case analyze::InputKind::nccl_tests_header:

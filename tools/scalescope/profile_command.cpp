@@ -34,6 +34,7 @@ struct ProfileFlags {
   std::string out, keep, timeline;
   int warmup = 10, steps = 5;
   double timeout = 0;
+  bool no_nccl_plugin = false;
 };
 
 std::vector<std::string>& tail_storage() {
@@ -85,6 +86,7 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
 
   const auto env_now = profile::current_environment();
   const auto shim = profile::find_shim_dir(comm::self_executable(), env_now);
+  const auto nccl_plugin = f.no_nccl_plugin ? std::nullopt : profile::find_nccl_plugin(comm::self_executable(), env_now);
   profile::JobSpec spec;
   spec.argv = command;
   spec.log_path = job_dir + "/job.log";
@@ -92,8 +94,8 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   nlohmann::json env_json = nlohmann::json::array();
   std::vector<std::string> not_captured;
   // Without the shim, only NCCL's and PyTorch's own variables: they need no Python package.
-  for (const auto& c : profile::job_environment(env_now, job_dir, shim.value_or(""), {f.warmup, f.steps})) {
-    if (!shim && c.name.rfind("NCCL_", 0) != 0 && c.name.rfind("TORCH_", 0) != 0) continue;
+  for (const auto& c : profile::job_environment(env_now, job_dir, shim.value_or(""), {f.warmup, f.steps}, nccl_plugin.value_or(""))) {
+    if (!shim && c.name.rfind("NCCL_", 0) != 0 && c.name.rfind("TORCH_", 0) != 0 && c.name != "SCALESCOPE_NCCL_PROFILE_DIR") continue;
     if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
     env_json.push_back({{"name", c.name}, {"value", c.value}, {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
   }
@@ -102,6 +104,9 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
                            "not found (set SCALESCOPE_SHIM_DIR to the python/shim directory of scalescope's source or "
                            "share/scalescope/python of its installation)");
   }
+  if (!nccl_plugin && !f.no_nccl_plugin)
+    not_captured.push_back("each collective's GPU time (NCCL profiler plugin): libscalescope-nccl-profiler.so was not found "
+                           "(set SCALESCOPE_NCCL_PLUGIN to its path)");
   nlohmann::json job = {{"schema", "scalescope.job/1"}, {"command", command}, {"started", now_iso()},
                         {"environment", env_json}, {"warmup", f.warmup}, {"steps", f.steps},
                         {"timeout_s", f.timeout}, {"not_captured", not_captured}};
@@ -166,6 +171,8 @@ Action add_profile_command(CLI::App& app) {
   cmd->add_option("--steps", flags->steps, "optimizer steps profiled (torch.profiler); 0: none")->check(CLI::Range(0, 1000))->capture_default_str();
   cmd->add_option("--timeout", flags->timeout, "stop the job after this many seconds (SIGTERM, then SIGKILL); 0: none")
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_flag("--no-nccl-plugin", flags->no_nccl_plugin,
+                "leave NCCL_PROFILER_PLUGIN unset: no per-collective record (NCCL's logs are still kept)");
   cmd->add_option("--timeline", flags->timeline, "write the ranks' traces merged into one Perfetto timeline")->check(output_file_check());
   // The job's command is what follows `--` (main() takes it off before parsing, so that the job's own flags are never
   // read as scalescope's). A command given without `--` lands here and is refused with the remedy.
