@@ -179,6 +179,12 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
     }
     return d;
   }
+  // The NCCL profiler plugin's JSON lines, before the binary test: a file whose writer died can end in NUL bytes.
+  if (looks_like_nccl_profile(text.substr(0, kDetectionHeadBytes))) {
+    d.kinds = {InputKind::nccl_profile};
+    d.reason = fmt::format("a first line with \"schema\": \"{}\": scalescope's NCCL profiler plugin", kNcclProfileSchema);
+    return d;
+  }
   const std::string_view head = text.substr(0, 8192);
   if (head.find('\0') != std::string_view::npos) {
     d.reason = "a binary file (NUL bytes in its first 8 KiB), not a text or JSON input";
@@ -187,12 +193,6 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   const std::string_view peek = text.substr(0, kDetectionHeadBytes);
   const char first = first_significant(peek);
   if (first == '{') {
-    // The NCCL profiler plugin's JSON lines: a header line, then one object per collective (not one JSON document).
-    if (looks_like_nccl_profile(peek)) {
-      d.kinds = {InputKind::nccl_profile};
-      d.reason = fmt::format("a first line with \"schema\": \"{}\": scalescope's NCCL profiler plugin", kNcclProfileSchema);
-      return d;
-    }
     if (contains(peek, "\"schema\"") && contains(peek, "\"scalescope.")) {
       if (!complete) {
         d.reason = "need the whole text";

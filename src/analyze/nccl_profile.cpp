@@ -25,10 +25,22 @@ std::optional<int> element_bytes(std::string_view type) {
 }
 
 // nccl-tests' size column: the whole n-rank buffer for all-gather, reduce-scatter and all-to-all, whose NCCL count
-// is per rank; the buffer for the rest.
-std::uint64_t size_of(std::string_view op, std::uint64_t count, int elem, int nranks) {
+// is per rank; the buffer for the rest. nullopt when it does not fit 64 bits (not a real record).
+std::optional<std::uint64_t> size_of(std::string_view op, std::uint64_t count, int elem, int nranks) {
   const bool whole = op == "AllGather" || op == "ReduceScatter" || op == "AlltoAll";
-  return count * static_cast<std::uint64_t>(elem) * static_cast<std::uint64_t>(whole ? std::max(nranks, 1) : 1);
+  std::uint64_t out = 0;
+  if (__builtin_mul_overflow(count, static_cast<std::uint64_t>(elem), &out)) return std::nullopt;
+  if (whole && __builtin_mul_overflow(out, static_cast<std::uint64_t>(std::max(nranks, 1)), &out)) return std::nullopt;
+  return out;
+}
+
+// A header field that must be a whole number in [lo, hi].
+int header_int(const nlohmann::json& j, const char* key, int lo, int hi, const std::string& source) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer() || it->get<std::int64_t>() < lo || it->get<std::int64_t>() > hi)
+    throw core::Error(fmt::format("'{}': header field {} is not a whole number from {} to {}", source, key, lo, hi),
+                      "pass the nccl-profile file as the plugin wrote it");
+  return static_cast<int>(it->get<std::int64_t>());
 }
 
 template <class T>
@@ -91,39 +103,63 @@ NcclProfile parse_nccl_profile(std::string_view text, const std::string& source)
     const auto line = text.substr(pos, nl - pos);
     pos = nl + 1;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (header) {  // looks_like_nccl_profile parsed it already
+      header = false;
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      p.comm_id = j.value("comm_id", "");
+      p.comm_name = j.value("comm_name", "");
+      p.host = j.value("host", "");
+      p.nranks = header_int(j, "nranks", 1, 1 << 24, source);
+      p.rank = header_int(j, "rank", 0, p.nranks - 1, source);
+      p.nnodes = header_int(j, "nnodes", 1, p.nranks, source);
+      p.pid = j.contains("pid") && j["pid"].is_number_integer() ? j["pid"].get<long>() : 0;
+      continue;
+    }
     try {
       const auto j = nlohmann::json::parse(line);
-      if (header) {
-        header = false;
-        p.comm_id = get_or<std::string>(j, "comm_id", "");
-        p.comm_name = get_or<std::string>(j, "comm_name", "");
-        p.host = get_or<std::string>(j, "host", "");
-        p.rank = get_or<int>(j, "rank", 0);
-        p.nranks = get_or<int>(j, "nranks", 0);
-        p.nnodes = get_or<int>(j, "nnodes", 0);
-        p.pid = get_or<long>(j, "pid", 0);
-        continue;
-      }
       NcclProfileOp op;
       op.op = j.at("op").get<std::string>();
       op.type = get_or<std::string>(j, "type", "");
+      if (!j.at("count").is_number_unsigned()) {  // negative, fractional or not a number: not a record
+        ++p.implausible;
+        continue;
+      }
       op.count = j.at("count").get<std::uint64_t>();
-      if (const auto e = element_bytes(op.type)) op.size_bytes = size_of(op.op, op.count, *e, p.nranks);
+      if (const auto e = element_bytes(op.type)) {
+        op.size_bytes = size_of(op.op, op.count, *e, p.nranks);
+        if (!op.size_bytes) {
+          ++p.implausible;
+          continue;
+        }
+      } else {
+        ++p.unknown_type;
+      }
       op.algo = get_or<std::string>(j, "algo", "");
       op.proto = get_or<std::string>(j, "proto", "");
       op.channels = get_or<int>(j, "channels", 0);
       op.host_ns = get_or<std::int64_t>(j, "host_ns", 0);
-      if (j.contains("gpu_ns") && j["gpu_ns"].is_number()) op.gpu_us = j["gpu_ns"].get<double>() / 1000.0;
+      // A GPU time must be ≥ 0 and under a day (globaltimer nanoseconds); anything else is not kept.
+      if (j.contains("gpu_ns") && j["gpu_ns"].is_number()) {
+        const double ns = j["gpu_ns"].get<double>();
+        if (ns >= 0 && ns < 86400e9)
+          op.gpu_us = ns / 1000.0;
+        else
+          ++p.implausible;
+      }
       p.ops.push_back(std::move(op));
     } catch (const nlohmann::json::exception&) {
-      if (header) throw core::Error(fmt::format("'{}': its header line does not parse", source), "pass the file as the plugin wrote it");
       ++p.unreadable_lines;
     }
   }
   if (p.unreadable_lines > 0)
     p.warnings.push_back(fmt::format("{} line(s) that are not a record were skipped (a file cut short ends in one)",
                                      p.unreadable_lines));
-  if (p.nranks < 1) p.warnings.push_back("the header gives no rank count: bus bandwidth is not computed");
+  if (p.implausible > 0)
+    p.warnings.push_back(fmt::format("{} record(s) with a negative or overflowing count or GPU time: left out or untimed",
+                                     p.implausible));
+  if (p.unknown_type > 0)
+    p.warnings.push_back(fmt::format("{} operation(s) of a datatype NCCL names \"Unknown\" (ncclUint8 among them): their "
+                                     "bytes, hence busbw, are not known", p.unknown_type));
   return p;
 }
 
@@ -143,7 +179,7 @@ NcclProfileSummary summarize_nccl_profile(const NcclProfile& p) {
       if (first == 0 || op.host_ns < first) first = op.host_ns;
       last = std::max(last, op.host_ns);
     }
-    auto& a = by[{op.op, op.size_bytes.value_or(op.count)}];
+    auto& a = by[{op.op + (op.size_bytes ? "" : " (" + op.type + " x" + std::to_string(op.count) + ")"), op.size_bytes.value_or(0)}];
     ++a.calls;
     a.type = op.type;
     if (!op.algo.empty()) ++a.algos[op.algo];
@@ -169,7 +205,7 @@ NcclProfileSummary summarize_nccl_profile(const NcclProfile& p) {
       r.median_gpu_us = median(a.times);
       r.min_gpu_us = *std::min_element(a.times.begin(), a.times.end());
       const auto c = collective_of_nccl_op(r.op);
-      if (c && r.median_gpu_us > 0 && p.nranks >= 1) {
+      if (c && r.size_bytes > 0 && r.median_gpu_us > 0 && p.nranks >= 1) {
         r.algbw_gbps = static_cast<double>(r.size_bytes) / (r.median_gpu_us * 1e3);  // B/ns = GB/s
         r.busbw_gbps = *r.algbw_gbps * comm::bus_bandwidth_factor(*c, p.nranks);
       }

@@ -39,14 +39,17 @@ struct NcclProfile {
   long pid = 0;
   std::vector<NcclProfileOp> ops;
   std::size_t unreadable_lines = 0;  ///< lines that are not a record (a file cut short ends in one)
+  std::size_t implausible = 0;       ///< records with a negative or overflowing count, or a GPU time < 0 or > 1 day
+  std::size_t unknown_type = 0;      ///< operations whose datatype NCCL named "Unknown": bytes not known
   std::vector<std::string> warnings;
 };
 
 /// Whether `head` (a file's first bytes) starts with the plugin's header line.
 bool looks_like_nccl_profile(std::string_view head);
 
-/// Parses a whole file. Throws core::Error when its first line is not the plugin's header (naming what it is);
-/// record lines that do not parse are counted in unreadable_lines, never fatal.
+/// Parses a whole file. Throws core::Error when its first line is not the plugin's header, or a header field
+/// (nranks 1 – 2^24, rank, nnodes) is out of range; record lines that do not parse are counted in unreadable_lines,
+/// implausible ones in `implausible`, never fatal.
 NcclProfile parse_nccl_profile(std::string_view text, const std::string& source);
 
 /// Operations of one name and size: how many, how many were timed on the GPU, and their GPU time.

@@ -22,7 +22,11 @@ std::string render_nccl_profile(const analyze::NcclProfile& p, const analyze::Nc
                                 "{} timed on the GPU\n",
                                 p.rank, p.nranks, p.nnodes, p.comm_id, p.comm_name.empty() ? "" : " '" + p.comm_name + "'",
                                 p.host, s.ops, s.timed);
-  if (s.ops == 0) return out + "  no collective was recorded (the job made none, or ended before NCCL ran one)\n";
+  if (s.ops == 0) {
+    out += "  no collective was recorded (the job made none, or ended before NCCL ran one)\n";
+    for (const auto& w : p.warnings) out += "  note: " + w + "\n";
+    return out;
+  }
   out += fmt::format("  {:<14} {:>10} {:>7} {:>7} {:>12} {:>11} {:>10}  {}\n", "operation", "size", "calls", "timed",
                      "median GPU", "busbw GB/s", "total ms", "algorithm/protocol");
   std::size_t shown = 0;
@@ -31,11 +35,11 @@ std::string render_nccl_profile(const analyze::NcclProfile& p, const analyze::Nc
       out += fmt::format("  … {} more (see the JSON)\n", s.rows.size() - max_rows);
       break;
     }
-    out += fmt::format("  {:<14} {:>10} {:>7} {:>7} {:>12} {:>11} {:>10.2f}  {}{}\n", r.op, bytes_text(r.size_bytes), r.calls,
+    out += fmt::format("  {:<14} {:>10} {:>7} {:>7} {:>12} {:>11} {:>10.2f}  {}{}\n", r.op, r.size_bytes ? bytes_text(r.size_bytes) : "?", r.calls,
                        r.timed, r.timed ? us_text(r.median_gpu_us) : "-", r.busbw_gbps ? fmt::format("{:.1f}", *r.busbw_gbps) : "-",
                        r.total_gpu_us / 1000, r.algo.empty() ? "" : r.algo + "/", r.proto);
   }
-  if (s.span_s > 0)
+  if (s.span_s >= 0.01)
     out += fmt::format("  GPU time in NCCL kernels: {:.1f} ms over {:.2f} s of enqueues ({:.1f} % of that span; kernels that "
                        "overlap compute are counted whole)\n",
                        s.gpu_us / 1000, s.span_s, 100 * s.gpu_us * 1e-6 / s.span_s);

@@ -254,11 +254,11 @@ TEST(NcclPluginAbi, AnUnwritableDirectoryTurnsThePluginOffWithAWarning) {
   LoadedPlugin p;
   ASSERT_NE(p.api, nullptr);
   void* ctx = reinterpret_cast<void*>(0x1);
-  int mask = -1;
+  int mask = 70;  // NCCL's one process-wide mask, set by another communicator's init
   g_warnings = 0;
   EXPECT_EQ(p.api->init(&ctx, 1, &mask, "x", 1, 2, 0, logger), nccl_abi::kSuccess);  // never fails the job
   EXPECT_EQ(ctx, nullptr);
-  EXPECT_EQ(mask, 0);
+  EXPECT_EQ(mask, 70);  // left as it was: the other communicator keeps its events
   EXPECT_EQ(g_warnings, 1);
   nccl_abi::EventDescrV5 coll{};
   coll.type = nccl_abi::kColl;
@@ -304,6 +304,62 @@ TEST(NcclProfileReader, SizesFollowNcclTestsAndBusbwUsesTheMedianTime) {
   EXPECT_FALSE(analyze::nccl_profile_sweep(p, comm::Collective::all_reduce));
   const auto r = diagnose::facts_from_nccl_profile(p, "rec.jsonl");
   EXPECT_FALSE(r.facts.of<diagnose::WorldShape>().empty());
+}
+
+TEST(NcclProfileReader, ImplausibleRecordsAreLeftOutAndSaidNotTurnedIntoFigures) {
+  const std::string head =
+      R"({"schema":"scalescope.nccl-profile/1","comm_id":"0x01","rank":0,"nranks":8,"nnodes":1,"host":"h","pid":1})" "\n";
+  const std::string text = head +
+      R"({"op":"AllReduce","type":"ncclFloat32","count":-1,"gpu_ns":1000})" "\n"
+      R"({"op":"AllGather","type":"ncclFloat64","count":2305843009213693952,"gpu_ns":1000})" "\n"
+      R"({"op":"AllReduce","type":"ncclFloat32","count":1000,"gpu_ns":-5000})" "\n"
+      R"({"op":"AllGather","type":"Unknown","count":100000000,"gpu_ns":1000000})" "\n";
+  const auto p = analyze::parse_nccl_profile(text, "bad.jsonl");
+  EXPECT_EQ(p.implausible, 3u);
+  EXPECT_EQ(p.unknown_type, 1u);
+  ASSERT_EQ(p.ops.size(), 2u);
+  EXPECT_FALSE(p.ops[0].gpu_us);
+  const auto s = analyze::summarize_nccl_profile(p);
+  for (const auto& r : s.rows) EXPECT_FALSE(r.busbw_gbps) << r.op;  // no size known or no time: no bandwidth
+  EXPECT_EQ(p.warnings.size(), 2u);
+  // A header whose rank count is not a whole number in range is refused, naming the field.
+  for (const char* bad : {R"("nranks":"8")", R"("nranks":0)", R"("nranks":4294967297)", R"("nranks":1e300)"}) {
+    const std::string h = std::string(R"({"schema":"scalescope.nccl-profile/1","rank":0,"nnodes":1,)") + bad + "}\n";
+    try {
+      (void)analyze::parse_nccl_profile(h, "h.jsonl");
+      ADD_FAILURE() << bad;
+    } catch (const core::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("nranks"), std::string::npos) << e.what();
+    }
+  }
+  // A file whose writer died mid-way can end in NUL bytes: still read as what it is.
+  const std::string nul_tail = head + R"({"op":"AllReduce","type":"ncclFloat32","count":1000,"gpu_ns":5000})" "\n" + std::string(4096, '\0');
+  const auto det = analyze::detect_input(nul_tail, "t.jsonl", true);
+  EXPECT_TRUE(det.has(analyze::InputKind::nccl_profile)) << det.reason;
+  EXPECT_EQ(analyze::parse_nccl_profile(nul_tail, "t.jsonl").ops.size(), 1u);
+}
+
+TEST(NcclPluginRecorder, AStopWithoutItsStartIsDropped) {
+  const auto dir = scalescope::testing::scratch_dir("nccl_recorder_late");
+  {
+    nccl_plugin::Recorder rec(comm(), (dir / "p.jsonl").string(), 1);
+    auto* a = rec.start_op(allreduce(0, 1));
+    nccl_plugin::Recorder::kernel_start(a, 10);
+    auto* b = rec.start_op(allreduce(1, 1));  // the same slot (capacity 1)
+    nccl_plugin::Recorder::kernel_stop(b, 20);  // op 0's late stop lands on op 1, which started no channel
+  }
+  const auto lines = lines_of(dir / "p.jsonl");
+  ASSERT_EQ(lines.size(), 3u);
+  const auto j = nlohmann::json::parse(lines[2]);
+  EXPECT_EQ(j["kernel_channels"], 0);
+  EXPECT_FALSE(j.contains("channels_unfinished"));
+  fs::remove_all(dir);
+}
+
+TEST(NcclPluginRecorder, ANameThatIsNotUtf8StaysValidJson) {
+  auto c = comm();
+  c.comm_name = "pg\xff\xfe";
+  EXPECT_NO_THROW((void)nlohmann::json::parse(nccl_plugin::Recorder::header_line(c)));
 }
 
 TEST(NcclProfileReader, AFileWithoutTheHeaderIsRefusedNamingWhatWasExpected) {

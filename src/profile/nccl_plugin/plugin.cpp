@@ -21,19 +21,30 @@ using nccl_plugin::OpRecord;
 using nccl_plugin::Recorder;
 
 // Recorders not finalised by NCCL (a job that exits without destroying its communicators) are flushed when the
-// library is unloaded or the process exits normally.
+// library is unloaded or the process exits normally. The registry itself is never destroyed: a communicator
+// finalised from another static destructor, after the flush below, still finds it.
 struct Registry {
   std::mutex mutex;
   std::set<Recorder*> live;
-  ~Registry() {
-    std::lock_guard lock(mutex);
-    for (Recorder* r : live) r->flush_all();
-  }
 };
 Registry& registry() {
-  static Registry r;
-  return r;
+  static auto* r = new Registry;
+  return *r;
 }
+struct FlushAtExit {
+  ~FlushAtExit() {
+    auto& reg = registry();
+    std::lock_guard lock(reg.mutex);
+    for (Recorder* r : reg.live) r->flush_all();
+  }
+} flush_at_exit;
+
+// NCCL's logger, kept to say once per communicator that its file could not be written (a full disk).
+struct Context {
+  Recorder* recorder;
+  nccl_abi::Logger log;
+  bool warned = false;
+};
 
 // A channel event's handle is its operation's record with the low bit set; an operation's handle is the record.
 void* kernel_handle(OpRecord* r) { return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(r) | 1u); }
@@ -48,8 +59,9 @@ std::string output_dir() {
 
 nccl_abi::Result plugin_init(void** context, std::uint64_t comm_id, int* mask, const char* comm_name, int nnodes,
                              int nranks, int rank, nccl_abi::Logger log) {
+  // NCCL passes one process-wide mask to every communicator's init: it is set on success only, so a communicator
+  // whose file cannot be created turns off nothing for the others.
   *context = nullptr;
-  *mask = 0;
   nccl_plugin::CommInfo info;
   info.comm_id = comm_id;
   info.comm_name = comm_name ? comm_name : "";
@@ -73,15 +85,20 @@ nccl_abi::Result plugin_init(void** context, std::uint64_t comm_id, int* mask, c
     reg.live.insert(rec);
   }
   if (log) log(3, 1, __FILE__, __LINE__, "scalescope profiler plugin: rank %d of %d recording to %s", rank, nranks, path.c_str());
-  *context = rec;
+  *context = new Context{rec, log};
   *mask = static_cast<int>(nccl_abi::kColl | nccl_abi::kP2p | nccl_abi::kKernelCh);
   return nccl_abi::kSuccess;
 }
 
 nccl_abi::Result plugin_start(void* context, void** handle, nccl_abi::EventDescrV5* d) {
   *handle = nullptr;
-  auto* rec = static_cast<Recorder*>(context);
-  if (!rec || !d) return nccl_abi::kSuccess;
+  auto* ctx = static_cast<Context*>(context);
+  if (!ctx || !d) return nccl_abi::kSuccess;
+  Recorder* rec = ctx->recorder;
+  if (!ctx->warned && !rec->ok()) {  // its file stopped taking writes (a full disk): said once, the job goes on
+    ctx->warned = true;
+    if (ctx->log) ctx->log(2, 1, __FILE__, __LINE__, "scalescope profiler plugin: %s; later records are lost", rec->error().c_str());
+  }
   if (d->type == nccl_abi::kColl) {
     nccl_plugin::OpStart op;
     op.seq = d->coll.seqNumber;
@@ -122,14 +139,15 @@ nccl_abi::Result plugin_record(void* handle, nccl_abi::EventState state, nccl_ab
 }
 
 nccl_abi::Result plugin_finalize(void* context) {
-  auto* rec = static_cast<Recorder*>(context);
-  if (!rec) return nccl_abi::kSuccess;
+  auto* ctx = static_cast<Context*>(context);
+  if (!ctx) return nccl_abi::kSuccess;
   {
     auto& reg = registry();
     std::lock_guard lock(reg.mutex);
-    reg.live.erase(rec);
+    reg.live.erase(ctx->recorder);
   }
-  delete rec;  // flushes
+  delete ctx->recorder;  // flushes
+  delete ctx;
   return nccl_abi::kSuccess;
 }
 

@@ -14,6 +14,12 @@ namespace scalescope::nccl_plugin {
 
 namespace {
 
+std::int64_t coarse_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 std::int64_t now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -38,7 +44,7 @@ void append_json_string(std::string& out, std::string_view s) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
-    } else if (c < 0x20) {
+    } else if (c < 0x20 || c >= 0x80) {  // bytes ≥ 0x80 as code points: a name that is not UTF-8 stays valid JSON
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       out += buf;
@@ -156,7 +162,7 @@ std::string Recorder::record_line(const OpRecord& r) {
   }
   field(out, "kernel_channels");
   append_number(out, stopped);
-  if (started != stopped) {
+  if (started > stopped) {
     field(out, "channels_unfinished");
     append_number(out, started - stopped);
   }
@@ -171,8 +177,16 @@ Recorder::Recorder(CommInfo comm, std::string path, std::size_t capacity, std::s
     error_ = std::string("cannot create ") + path_ + ": " + std::strerror(errno);
     return;
   }
-  buffer_ = header_line(comm_) + "\n";
+  // The header at once: a process killed before its first flush still leaves a file that says what it is.
+  const std::string header = header_line(comm_) + "\n";
+  if (!write_all(fd_, header.data(), header.size())) {
+    error_ = std::string("cannot write ") + path_ + ": " + std::strerror(errno);
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
   buffer_.reserve(flush_bytes_ + 4096);
+  last_flush_ns_ = coarse_now_ns();
 }
 
 Recorder::~Recorder() {
@@ -201,7 +215,9 @@ OpRecord* Recorder::start_op(const OpStart& op) {
   r.gpu_stop.store(0, std::memory_order_relaxed);
   r.channels_started.store(0, std::memory_order_relaxed);
   r.channels_stopped.store(0, std::memory_order_release);
-  if (buffer_.size() >= flush_bytes_) flush_buffer();
+  // Written out when the buffer is full, and at least once a second while operations come (a job killed by a
+  // signal keeps what came before its last second).
+  if (buffer_.size() >= flush_bytes_ || (!buffer_.empty() && coarse_now_ns() - last_flush_ns_ > 1000000000)) flush_buffer();
   return &r;
 }
 
@@ -219,10 +235,14 @@ void Recorder::kernel_start(OpRecord* r, std::uint64_t gpu_ns) {
 
 void Recorder::kernel_stop(OpRecord* r, std::uint64_t gpu_ns) {
   if (!r) return;
+  // A stop without a matching start (its slot reused by a later operation) is dropped.
+  auto stopped = r->channels_stopped.load(std::memory_order_acquire);
+  do {
+    if (stopped >= r->channels_started.load(std::memory_order_acquire)) return;
+  } while (!r->channels_stopped.compare_exchange_weak(stopped, stopped + 1, std::memory_order_acq_rel));
   auto cur = r->gpu_stop.load(std::memory_order_relaxed);
   while (gpu_ns > cur && !r->gpu_stop.compare_exchange_weak(cur, gpu_ns, std::memory_order_acq_rel)) {
   }
-  r->channels_stopped.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void Recorder::write_out(const OpRecord& r) {
@@ -237,6 +257,7 @@ void Recorder::flush_buffer() {
     fd_ = -1;  // stop recording; the job goes on
   }
   buffer_.clear();
+  last_flush_ns_ = coarse_now_ns();
 }
 
 void Recorder::flush_all() {

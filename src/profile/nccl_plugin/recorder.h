@@ -60,7 +60,8 @@ struct alignas(8) OpRecord {
 
 class Recorder {
  public:
-  /// Opens `path` for writing (truncating it) and writes the header line. `capacity` ≥ 1 records are kept before
+  /// Opens `path` for writing (truncating it) and writes the header line at once; records follow when the buffer
+  /// passes `flush_bytes` or a second has passed since the last write. `capacity` ≥ 1 records are kept before
   /// the oldest is written out; buffered lines are written once they exceed `flush_bytes`. ok() says whether the
   /// file could be opened; error() why not.
   Recorder(CommInfo comm, std::string path, std::size_t capacity = 8192, std::size_t flush_bytes = 256 * 1024);
@@ -100,6 +101,7 @@ class Recorder {
   std::vector<OpRecord> ring_;
   std::uint64_t next_ = 0;
   std::string buffer_;
+  std::int64_t last_flush_ns_ = 0;
 };
 
 /// The file name of a communicator's record: "nccl-profile.<host>.<pid>.<comm id, 16 hex>.r<rank>.jsonl".

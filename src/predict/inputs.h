@@ -1,0 +1,38 @@
+#pragma once
+// What the predictor reads: one rank's step from scalescope's own reports, and the link from a measured file.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "predict/link_model.h"
+#include "predict/step_model.h"
+
+namespace scalescope::predict {
+
+/// A measured multi-rank step of the same run (a doctor report's other world sizes), for predicted-vs-measured.
+struct MeasuredPoint {
+  int ranks = 0;
+  double step_s = 0;
+};
+
+struct RunInput {
+  StepProfile profile;
+  std::vector<MeasuredPoint> measured;  ///< world sizes ≥ 2 of a doctor report
+  std::string model;                    ///< the model's name when the report has one
+};
+
+/// From a scalescope.train/1 report at world size 1, or a scalescope.doctor/1 report (its world-size-1 point; its
+/// other points become `measured`). Uses the phases (forward, backward, optimizer; the rest of the step as other),
+/// the bucket sizes, and gradient bytes per parameter for the element size. Bucket readiness is not recorded per
+/// bucket: gradients are taken as produced at an even rate over backward (said in `assumptions`).
+/// Throws core::Error naming what is missing (no world-size-1 run, no phases, no buckets).
+RunInput run_from_report(const nlohmann::json& report, const std::string& source);
+
+/// The link from a file: `scalescope comm` JSON (one report or several), an nccl-tests output, or an NCCL profiler
+/// plugin record; else, when `spec` is not a file, a named link (LinkModel::named). Throws core::Error /
+/// core::UsageError naming the cause.
+LinkModel link_from(const std::string& spec);
+
+}  // namespace scalescope::predict

@@ -1,0 +1,129 @@
+#include "predict/link_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "topo/hardware.h"
+#include "topo/smi_topo_parser.h"
+
+namespace scalescope::predict {
+
+namespace {
+
+double ring_factor(int n) { return n <= 1 ? 0 : 2.0 * (n - 1) / n; }
+
+// One ring step's latency, seconds: 2 × H200 over NVLink, 8 B all-reduce, 20.7 µs (../shared/anchors.md), which
+// a 2-rank ring spends in one step.
+constexpr double kNamedAlphaS = 20.7e-6;
+
+}  // namespace
+
+LinkModel LinkModel::from_sweeps(const std::vector<analyze::Sweep>& sweeps, const std::string& source) {
+  LinkModel m;
+  std::vector<std::string> skipped;
+  for (const auto& sw : sweeps) {
+    if (sw.collective != comm::Collective::all_reduce) continue;
+    if (!sw.ranks || *sw.ranks < 2) {
+      skipped.push_back(sw.source + ": " + (sw.ranks ? "one rank" : "no rank count"));
+      continue;
+    }
+    Table t;
+    for (const auto& r : sw.rows) {
+      const auto& tm = r.out_of_place.time_us ? r.out_of_place : r.in_place;
+      if (r.size_bytes == 0 || !tm.time_us || *tm.time_us <= 0) continue;
+      t.points.emplace_back(static_cast<double>(r.size_bytes), *tm.time_us * 1e-6);
+    }
+    if (t.points.empty()) {
+      skipped.push_back(sw.source + ": no timed row");
+      continue;
+    }
+    std::sort(t.points.begin(), t.points.end());
+    m.tables_[*sw.ranks] = std::move(t);
+  }
+  if (m.tables_.empty())
+    throw core::Error(fmt::format("{}: no all-reduce sweep with a rank count ≥ 2 and timed rows{}", source,
+                                  skipped.empty() ? "" : " (" + fmt::format("{}", fmt::join(skipped, "; ")) + ")"),
+                      "pass `scalescope comm --out` JSON or an all_reduce_perf output from the job's machine");
+  std::vector<std::string> ns;
+  for (const auto& [n, t] : m.tables_)
+    ns.push_back(fmt::format("{} ranks ({} sizes, {:.0f} B – {:.0f} B)", n, t.points.size(), t.points.front().first,
+                             t.points.back().first));
+  m.description_ = fmt::format("all-reduce measured in {}: {}", source, fmt::join(ns, ", "));
+  return m;
+}
+
+LinkModel LinkModel::named(std::string_view name) {
+  LinkModel m;
+  const auto colon = name.rfind(':');
+  const auto usage = [&] {
+    return core::UsageError(fmt::format("--link '{}': not a measured file nor a named link", name),
+                            "give a comm JSON or nccl-tests output, or GPU:PATH (\"H200:NV18\", \"A100:NV12\", \"RTX 4090:PHB\") "
+                            "or net:GBIT (\"net:25\", \"net:400\")");
+  };
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= name.size()) throw usage();
+  const std::string left(name.substr(0, colon)), right(name.substr(colon + 1));
+  if (left == "net") {
+    char* end = nullptr;
+    const double gbit = std::strtod(right.c_str(), &end);
+    if (!end || *end != '\0' || !(gbit > 0)) throw usage();
+    m.busbw_gbps_ = topo::nic_busbw_gbps(gbit);
+    m.description_ = fmt::format("a {:g} Gb/s network port: {:.1f} GB/s all-reduce busbw (line / 8 × {:.2f})", gbit,
+                                 m.busbw_gbps_, topo::kNicBusbwEfficiency);
+  } else {
+    const auto* gpu = topo::find_gpu(left);
+    if (!gpu) throw core::UsageError(fmt::format("--link '{}': GPU model '{}' is not in the hardware table", name, left),
+                                     "name a model as nvidia-smi prints it (H200, H100 SXM, A100, RTX 4090 …) or pass a measured sweep");
+    const auto link = topo::parse_link_token(right);
+    if (!link) throw usage();
+    const auto ceiling = topo::expected_path_busbw(gpu, *link);
+    if (!(ceiling.gbps > 0)) throw core::UsageError(fmt::format("--link '{}': {}", name, ceiling.basis), "name another path");
+    m.busbw_gbps_ = ceiling.gbps;
+    m.description_ = ceiling.basis;
+  }
+  m.alpha_s_ = kNamedAlphaS;
+  m.assumptions_.push_back(fmt::format("named link: busbw {:.1f} GB/s at every size above the latency, and {:.1f} µs per ring "
+                                       "step (measured on 2 × H200 NVLink only)", m.busbw_gbps_, kNamedAlphaS * 1e6));
+  return m;
+}
+
+double LinkModel::interpolate(const Table& t, double bytes) {
+  const auto& p = t.points;
+  if (bytes <= p.front().first) return p.front().second;
+  if (bytes >= p.back().first) {
+    if (p.size() == 1) return p.back().second * bytes / p.back().first;
+    // the largest size's bandwidth for the rest
+    return p.back().second + (bytes - p.back().first) * (p.back().second / p.back().first);
+  }
+  const auto hi = std::lower_bound(p.begin(), p.end(), std::make_pair(bytes, 0.0));
+  const auto lo = hi - 1;
+  const double x0 = std::log(lo->first), x1 = std::log(hi->first), y0 = std::log(lo->second), y1 = std::log(hi->second);
+  return std::exp(y0 + (y1 - y0) * (std::log(bytes) - x0) / (x1 - x0));
+}
+
+double LinkModel::all_reduce_s(double bytes, int ranks) const {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  if (tables_.empty()) return alpha_s_ * (ranks - 1) + bytes * ring_factor(ranks) / (busbw_gbps_ * 1e9);
+  if (const auto it = tables_.find(ranks); it != tables_.end()) return interpolate(it->second, bytes);
+  // nearest measured rank count
+  int n0 = tables_.begin()->first;
+  for (const auto& [n, t] : tables_)
+    if (std::abs(n - ranks) < std::abs(n0 - ranks)) n0 = n;
+  const auto& t = tables_.at(n0);
+  const double alpha0 = t.points.front().second;
+  const double total0 = interpolate(t, bytes);
+  const double bw0 = std::max(0.0, total0 - alpha0);
+  return alpha0 * (ranks - 1) / (n0 - 1) + bw0 * ring_factor(ranks) / ring_factor(n0);
+}
+
+std::vector<int> LinkModel::measured_ranks() const {
+  std::vector<int> out;
+  for (const auto& [n, t] : tables_) out.push_back(n);
+  return out;
+}
+
+}  // namespace scalescope::predict

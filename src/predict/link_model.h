@@ -1,0 +1,51 @@
+#pragma once
+// How long one all-reduce takes over the job's link, for the predictor (step_model.h): from measured sweeps
+// (scalescope comm JSON, an nccl-tests output, the NCCL profiler plugin's record) at one or more rank counts, or
+// from a named link of the hardware table. Pure C++.
+//
+// Measured: the sweep at the wanted rank count when there is one, interpolated log–log between its sizes (below
+// the smallest size: the smallest size's time; above the largest: the largest size's busbw). Another rank count n
+// from the nearest measured n0: latency α0 (the smallest size's time) × (n−1)/(n0−1), NCCL's ring steps, and the
+// rest × f(n)/f(n0) with f(n) = 2(n−1)/n (busbw, nccl-tests' definition, unchanged with n).
+// Named: time = α·(n−1) + bytes·f(n)/busbw, with busbw from topo::expected_path_busbw or nic_busbw_gbps and α the
+// one measured figure (20 µs per ring step: 2 × H200 NVLink, 8 B, ../shared/anchors.md) — printed as an assumption.
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analyze/sweep.h"
+
+namespace scalescope::predict {
+
+class LinkModel {
+ public:
+  /// From the all-reduce sweeps among `sweeps` (others are ignored); each needs its rank count and ≥ 1 row with a
+  /// time. Several sweeps at one rank count: the later wins. Throws core::Error when none is usable, naming why.
+  static LinkModel from_sweeps(const std::vector<analyze::Sweep>& sweeps, const std::string& source);
+  /// "GPU:PATH" — a GPU model of the hardware table and nvidia-smi's path token ("H200:NV18", "A100:NV12",
+  /// "RTX 4090:PHB", "H100:SYS") — or "net:GBIT" (a network port of that line rate: "net:25", "net:400").
+  /// Throws core::UsageError naming the forms when `name` is none of them.
+  static LinkModel named(std::string_view name);
+
+  /// All-reduce of `bytes` (per rank's buffer) over `ranks` ≥ 2, seconds. 0 for ranks ≤ 1.
+  double all_reduce_s(double bytes, int ranks) const;
+
+  const std::string& description() const { return description_; }
+  const std::vector<std::string>& assumptions() const { return assumptions_; }
+  /// Rank counts measured (empty for a named link).
+  std::vector<int> measured_ranks() const;
+
+ private:
+  struct Table {
+    std::vector<std::pair<double, double>> points;  // bytes → seconds, sorted by bytes, bytes > 0
+  };
+  static double interpolate(const Table& t, double bytes);
+  std::map<int, Table> tables_;
+  double alpha_s_ = 0, busbw_gbps_ = 0;  // named
+  std::string description_;
+  std::vector<std::string> assumptions_;
+};
+
+}  // namespace scalescope::predict

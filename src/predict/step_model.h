@@ -1,0 +1,87 @@
+#pragma once
+// The data-parallel step at N ranks predicted from one rank's step (pure C++, no CUDA): DDP's schedule rather than a
+// formula. Gradient buckets become ready during backward, in order; each bucket's all-reduce starts when it is
+// ready and the previous one has finished (one communication stream, as NCCL needs); while an all-reduce runs
+// beside backward, backward's kernels are slowed by `contention` × the overlapped time (NCCL's kernels take SMs and
+// memory bandwidth: measured on 2 × H200 as +1.3 to +1.9 ms of compute per step, bench/RESULTS.md 2026-11-29);
+// what is left after backward is exposed communication; then the optimizer; ranks wait for the slowest
+// (`sync_s` per step, the rank-to-rank spread). Weak scaling keeps each rank's batch, strong scaling divides it.
+//
+// Verdict as the seed defines it: comm ratio = the all-reduce time of a step / one rank's compute time; healthy if
+// < 15 % and the 2-rank speedup > 1.7 (scaled with N), investigate if > 30 % or < 1.2 (diagnose/verdict.h).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "predict/link_model.h"
+
+namespace scalescope::predict {
+
+/// One gradient bucket: bytes all-reduced, and when its last gradient is ready, seconds after backward starts.
+struct Bucket {
+  double bytes = 0;
+  double ready_s = 0;
+};
+
+/// One rank's step, seconds. other_s: the rest of the step (data, host work) that scaling does not change.
+struct StepProfile {
+  double forward_s = 0, backward_s = 0, optimizer_s = 0, other_s = 0;
+  std::vector<Bucket> buckets;  ///< in the order DDP all-reduces them (the last layers' first)
+  int grad_element_bytes = 4;   ///< bytes per gradient element as measured (fp32 4, bf16 2)
+  std::string basis;            ///< where the figures come from
+  std::vector<std::string> assumptions;
+  double compute_s() const { return forward_s + backward_s + optimizer_s; }
+  double step_s() const { return compute_s() + other_s; }
+  double gradient_bytes() const;
+};
+
+/// Buckets for `total_bytes` of gradients produced at an even rate over `backward_s`: a first bucket of
+/// `first_cap_bytes` (DDP: 1 MiB), then `cap_bytes` each, the last holding the rest; each ready when its last byte
+/// is (DDP's bucket_cap_mb / first bucket). Throws core::UsageError for a cap ≤ 0.
+std::vector<Bucket> even_buckets(double total_bytes, double backward_s, double cap_bytes, double first_cap_bytes);
+
+/// What is changed against the measured run.
+struct Scenario {
+  int ranks = 2;
+  bool strong = false;           ///< strong scaling: the global batch of the one-rank run split over the ranks
+  bool overlap = true;           ///< false: every all-reduce after backward (DDP's no_sync + one all-reduce; --no-overlap)
+  std::optional<double> bucket_cap_bytes;  ///< re-bucket (first bucket 1 MiB as DDP) when set
+  std::optional<int> grad_element_bytes;   ///< all-reduce gradients of this size (2: bf16) instead of the measured
+  double batch_factor = 1;       ///< per-rank batch × this (compute scales with it)
+  std::string label;             ///< "2 ranks", "bucket 100 MiB" …
+};
+
+/// The model's constants, with the source of their defaults.
+struct ModelConstants {
+  /// Backward slowdown per second of all-reduce beside it. Default 0.10: on 2 × H200, gpt2-124m, NCCL's kernels
+  /// beside backward added +1.3 ms to 23.8 ms of backward while 3.9–5.9 ms of all-reduce ran (RESULTS.md
+  /// 2026-11-29: 0.22–0.33 per second there, 0 when NVLink hides it); fitted value: bench/predict_validation.py.
+  double contention = 0.10;
+  /// All-reduce slowdown while it runs beside backward (its time there × (1 + this)): NCCL's kernels share the
+  /// SMs and memory with backward's. Default 0: on 2 × H200 the 8 buckets of an MLP reached 70 GB/s busbw beside
+  /// backward against 316 GB/s alone (RESULTS.md 2026-11-29), so the fitted value (bench/predict_validation) is
+  /// what to use.
+  double comm_beside = 0;
+  /// Rank-to-rank spread per step at 2 ranks, seconds, growing as log2(N). Default 0.
+  double sync_s = 0;
+};
+
+struct Prediction {
+  std::string label;
+  int ranks = 0;
+  bool strong = false;
+  double step_s = 0, compute_s = 0, all_reduce_s = 0, exposed_s = 0, overlap = 0;
+  double speedup = 0, efficiency = 0, comm_ratio = 0;
+  std::string verdict;  ///< "healthy", "watch", "investigate"
+  double tokens_factor = 1;  ///< samples per second against one rank (= speedup for weak scaling)
+};
+
+/// The step of `profile` under `s` over `link`. Throws core::UsageError for ranks < 1 or a batch factor ≤ 0.
+Prediction predict_step(const StepProfile& profile, const LinkModel& link, const Scenario& s, const ModelConstants& k = {});
+
+void to_json(nlohmann::json& j, const Prediction& p);
+
+}  // namespace scalescope::predict

@@ -1,0 +1,137 @@
+// `scalescope predict RUN.json --link FILE|NAME --gpus 2,4,8`: the step at N ranks from one rank's run and a link
+// measurement (src/predict), with what-if tables. Flag parsing and printing only.
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_file.h"
+#include "predict/inputs.h"
+#include "predict/step_model.h"
+#include "workload_options.h"
+
+namespace scalescope::cli {
+
+namespace {
+
+struct PredictFlags {
+  std::string run, link, out;
+  std::vector<int> gpus{2, 4, 8};
+  bool strong = false, what_if = false;
+  double contention = predict::ModelConstants{}.contention;
+  double comm_beside = predict::ModelConstants{}.comm_beside;
+};
+
+std::string row(const predict::Prediction& p, const std::string& measured) {
+  return fmt::format("  {:<22} {:>9.2f} {:>8.2f} {:>7.1f} % {:>7.1f} % {:>9.2f} {:>9.2f}  {:<11}{}\n", p.label, p.step_s * 1e3,
+                     p.speedup, 100 * p.efficiency, 100 * p.comm_ratio, p.all_reduce_s * 1e3, p.exposed_s * 1e3, p.verdict,
+                     measured);
+}
+
+std::string header() {
+  return fmt::format("  {:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9}  {}\n", "configuration", "step ms", "speedup", "effic.",
+                     "comm %", "allred ms", "exposed", "verdict");
+}
+
+int run_predict(const PredictFlags& f) {
+  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  const auto run = predict::run_from_report(core::read_json_file(f.run, "the one-rank run"), f.run);
+  const auto link = predict::link_from(f.link);
+  predict::ModelConstants k;
+  k.contention = f.contention;
+  k.comm_beside = f.comm_beside;
+  std::string text = "input: " + run.profile.basis + "\nlink:  " + link.description() + "\n";
+  for (const auto& a : run.profile.assumptions) text += "assumed: " + a + "\n";
+  for (const auto& a : link.assumptions()) text += "assumed: " + a + "\n";
+  text += fmt::format("model: DDP's bucket schedule; backward slowed by {:.2f} per second of all-reduce beside it, the "
+                      "all-reduce by {:.2f}x there\n\n", k.contention, 1 + k.comm_beside);
+  text += header();
+  nlohmann::json preds = nlohmann::json::array();
+  for (int n : f.gpus) {
+    predict::Scenario s;
+    s.ranks = n;
+    s.strong = f.strong;
+    const auto p = predict::predict_step(run.profile, link, s, k);
+    std::string measured;
+    nlohmann::json pj = p;
+    for (const auto& m : run.measured)
+      if (m.ranks == n && !f.strong) {
+        measured = fmt::format("  measured {:.2f} ms ({:+.1f} %)", m.step_s * 1e3, 100 * (p.step_s / m.step_s - 1));
+        pj["measured_step_ms"] = m.step_s * 1e3;
+      }
+    text += row(p, measured);
+    preds.push_back(pj);
+  }
+  nlohmann::json what_ifs = nlohmann::json::array();
+  if (f.what_if) {
+    const int n = f.gpus.front();
+    text += fmt::format("\nwhat if, at {} ranks:\n", n) + header();
+    std::vector<predict::Scenario> ss;
+    const auto add = [&](std::string label, auto&& change) {
+      predict::Scenario s;
+      s.ranks = n;
+      s.strong = f.strong;
+      s.label = std::move(label);
+      change(s);
+      ss.push_back(s);
+    };
+    add("as measured", [](auto&) {});
+    for (double mib : {1.0, 25.0, 100.0}) add(fmt::format("bucket {:g} MiB", mib), [mib](auto& s) { s.bucket_cap_bytes = mib * 1024 * 1024; });
+    if (run.profile.grad_element_bytes != 2) add("bf16 gradients", [](auto& s) { s.grad_element_bytes = 2; });
+    if (run.profile.grad_element_bytes != 4) add("fp32 gradients", [](auto& s) { s.grad_element_bytes = 4; });
+    add("overlap off", [](auto& s) { s.overlap = false; });
+    add("batch x2", [](auto& s) { s.batch_factor = 2; });
+    for (const auto& s : ss) {
+      const auto p = predict::predict_step(run.profile, link, s, k);
+      text += row(p, "");
+      what_ifs.push_back(p);
+    }
+  }
+  std::fputs(text.c_str(), stdout);
+  if (!f.out.empty()) {
+    std::vector<std::string> assumptions = run.profile.assumptions;
+    for (const auto& a : link.assumptions()) assumptions.push_back(a);
+    nlohmann::json j = {{"schema", "scalescope.predict/1"},
+                        {"input", run.profile.basis},
+                        {"link", link.description()},
+                        {"assumptions", assumptions},
+                        {"constants", {{"contention", k.contention}, {"comm_beside", k.comm_beside}, {"sync_s", k.sync_s}}},
+                        {"predictions", preds},
+                        {"what_if", what_ifs}};
+    core::write_file_atomically(f.out, j.dump(1) + "\n");
+    say_written(f.out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_predict_command(CLI::App& app) {
+  auto flags = std::make_shared<PredictFlags>();
+  auto* cmd = app.add_subcommand("predict", "Predict the step at N GPUs from a one-rank run and a link measurement "
+                                            "(DDP's bucket schedule), with what-if tables");
+  cmd->add_option("run", flags->run, "scalescope train or doctor JSON with a world-size-1 run")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--link", flags->link,
+                  "the link: scalescope comm JSON, an all_reduce_perf output or an NCCL profiler plugin record of the "
+                  "machine, or GPU:PATH (\"H200:NV18\", \"RTX 4090:PHB\") or net:GBIT (\"net:25\")")
+      ->required();
+  cmd->add_option("--gpus", flags->gpus, "rank counts to predict")->delimiter(',')->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_flag("--strong", flags->strong, "strong scaling: the one-rank batch split over the ranks (default: weak)");
+  cmd->add_flag("--what-if", flags->what_if, "also bucket 1/25/100 MiB, other gradient dtype, overlap off, batch x2 at the first --gpus");
+  cmd->add_option("--contention", flags->contention, "backward slowdown per second of all-reduce beside it")
+      ->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  cmd->add_option("--comm-beside", flags->comm_beside, "all-reduce slowdown while it runs beside backward")
+      ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  cmd->add_option("-o,--out", flags->out, "write the predictions as JSON (scalescope.predict/1)")->check(output_file_check());
+  return [cmd, flags] {
+    if (!cmd->parsed()) return -1;
+    return run_predict(*flags);
+  };
+}
+
+}  // namespace scalescope::cli
