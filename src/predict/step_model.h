@@ -56,14 +56,15 @@ struct Scenario {
 
 /// The model's constants, with the source of their defaults.
 struct ModelConstants {
-  /// Backward slowdown per second of all-reduce beside it. Default 0.10: on 2 × H200, gpt2-124m, NCCL's kernels
-  /// beside backward added +1.3 ms to 23.8 ms of backward while 3.9–5.9 ms of all-reduce ran (RESULTS.md
-  /// 2026-11-29: 0.22–0.33 per second there, 0 when NVLink hides it); fitted value: bench/predict_validation.py.
-  double contention = 0.10;
+  /// Backward slowdown per second of all-reduce beside it. Default 0.50: fitted by bench/predict_validation.cpp
+  /// on 81 measured 2- and 4-GPU H200 steps (bench/RESULTS.md 2026-12-03; the grid 0–0.8). On 2 × H200, gpt2-124m,
+  /// NCCL's kernels beside backward added +1.3 ms to 23.8 ms of backward while 3.9–5.9 ms of all-reduce ran
+  /// (RESULTS.md 2026-11-29: 0.22–0.33 per second with the all-reduce at its alone speed).
+  double contention = 0.50;
   /// All-reduce slowdown while it runs beside backward (its time there × (1 + this)): NCCL's kernels share the
-  /// SMs and memory with backward's. Default 0: on 2 × H200 the 8 buckets of an MLP reached 70 GB/s busbw beside
-  /// backward against 316 GB/s alone (RESULTS.md 2026-11-29), so the fitted value (bench/predict_validation) is
-  /// what to use.
+  /// SMs and memory with backward's (an MLP's buckets reached 70 GB/s busbw beside backward against 316 GB/s
+  /// alone on 2 × H200, RESULTS.md 2026-11-29). Default 0: the fit (bench/predict_validation.cpp, grid 0–4) chose
+  /// 0 with contention 0.50 — the two trade against each other on NVLink, where little is exposed.
   double comm_beside = 0;
   /// Rank-to-rank spread per step at 2 ranks, seconds, growing as log2(N). Default 0.
   double sync_s = 0;
