@@ -390,6 +390,7 @@ void to_json(nlohmann::json& j, const Assessment& a) {
        {"evidence", lines(a.evidence)},
        {"against", lines(a.against)},
        {"fix", to_valid_utf8(a.fix)},
+       {"predicted", a.predicted.empty() ? nlohmann::json() : nlohmann::json(to_valid_utf8(a.predicted))},
        {"confirm", a.confirm.empty() ? nlohmann::json() : nlohmann::json(to_valid_utf8(a.confirm))},
        {"explains", a.explains}};
 }
@@ -432,6 +433,7 @@ std::string render(const Diagnosis& d) {
       if (!d.ceiling.empty()) out += fmt::format("    ceiling: {}\n", safe(d.ceiling, 600));
     } else {
       out += fmt::format("    fix: {}\n", safe(p.fix, 600));
+      if (!p.predicted.empty()) out += fmt::format("    predicted: {}\n", safe(p.predicted, 400));
       if (!p.confirm.empty()) out += fmt::format("    confirm: {}\n", safe(p.confirm));
     }
   } else {
@@ -447,6 +449,7 @@ std::string render(const Diagnosis& d) {
         out += fmt::format("      evidence: {}{}\n", safe(c.evidence.front().says), w.empty() ? "" : "  [" + safe(w, 120) + "]");
       }
       out += fmt::format("      fix: {}\n", safe(c.fix, 400));
+      if (!c.predicted.empty()) out += fmt::format("      predicted: {}\n", safe(c.predicted, 400));
     }
   }
   if (!d.ruled_out.empty()) {

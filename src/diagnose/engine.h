@@ -69,6 +69,9 @@ struct Assessment {
   std::vector<EvidenceLine> against;    ///< facts that speak against it (kept even when it wins)
   Cost cost;
   std::string fix;                      ///< the catalogue's fix, made specific where the facts allow
+  /// The predictor's figure for the fix where it covers it (predict/fix_gain.h): "overlap on: 51.1 → 44.2 ms per
+  /// step, efficiency 80 → 93 %". Empty otherwise.
+  std::string predicted;
   std::string confirm;                  ///< one command that would confirm it
   std::vector<std::string> explains;    ///< other cause ids this one explains (a setting behind a fallback)
   bool ruled_out = false;               ///< the evidence excludes it (then `why_not` says how)
@@ -93,7 +96,8 @@ struct Diagnosis {
 Diagnosis diagnose(const FactSet& facts);
 
 /// JSON as the issue defines it: {"primary": {"cause", "confidence", "score", "summary", "cost": {...}, "evidence":
-/// [{"says", "source", "line", "excerpt"}], "against": [...], "fix", "confirm", "explains": [...]} | null,
+/// [{"says", "source", "line", "excerpt"}], "against": [...], "fix", "predicted" (string | null), "confirm",
+/// "explains": [...]} | null,
 /// "contributing": [...], "ruled_out": [{"cause", "why"} ...], "missing_evidence": [{"what", "command",
 /// "decides"}], "ceiling": "..." | null, "considered": [...]}. Valid UTF-8.
 void to_json(nlohmann::json& j, const Diagnosis& d);

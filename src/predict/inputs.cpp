@@ -1,6 +1,8 @@
 #include "predict/inputs.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -74,6 +76,91 @@ RunInput from_train(const nlohmann::json& r, const std::string& source) {
   return in;
 }
 
+double median_of(const nlohmann::json& a) {
+  std::vector<double> v;
+  if (a.is_array())
+    for (const auto& x : a)
+      if (x.is_number() && x.get<double>() > 0) v.push_back(x.get<double>());
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// DDP's logging data holds numbers as strings ("33693728, 33562624").
+std::vector<double> numbers_in(const nlohmann::json& v) {
+  std::vector<double> out;
+  if (v.is_number()) out.push_back(v.get<double>());
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    std::size_t i = 0;
+    while (i < s.size()) {
+      char* end = nullptr;
+      const double x = std::strtod(s.c_str() + i, &end);
+      if (end == s.c_str() + i) {
+        ++i;
+        continue;
+      }
+      out.push_back(x);
+      i = static_cast<std::size_t>(end - s.c_str());
+    }
+  }
+  return out;
+}
+
+// `scalescope profile`'s capture of a one-rank PyTorch job: the job's own step (median outside the profiled
+// window), DDP's buckets in its order (rebuilt_bucket_sizes, else bucket_sizes), and backward's share of forward +
+// backward from DDP's logging data (timed by DDP at a sampled iteration).
+RunInput from_capture(const nlohmann::json& c, const std::string& source) {
+  RunInput in;
+  auto& p = in.profile;
+  if (c.value("world_size", 0) != 1)
+    throw core::Error(fmt::format("{}: a capture at world size {}, not 1", source, c.value("world_size", 0)),
+                      "profile the job at one rank: scalescope profile -- torchrun --nproc_per_node 1 train.py");
+  // Steps outside the profiled window (the window's are inflated by the profiler).
+  std::vector<double> steps;
+  const auto& ms = c.value("step_ms", nlohmann::json::array());
+  const auto& w = c.value("window", nlohmann::json::object());
+  const int first = w.value("first", -1), count = w.value("count", 0), warmup = c.value("warmup", 0);
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const int k = static_cast<int>(i);
+    if (k < warmup || (k >= first - 1 && k <= first + count)) continue;
+    if (ms[i].is_number()) steps.push_back(ms[i].get<double>());
+  }
+  const double step = median_of(nlohmann::json(steps)) * 1e-3;
+  if (std::isnan(step))
+    throw core::Error(fmt::format("{}: no step times outside the profiled window", source),
+                      "profile more steps than --warmup + --steps");
+  const auto& log = c.value("ddp_logging", nlohmann::json::object());
+  auto sizes = numbers_in(log.value("rebuilt_bucket_sizes", nlohmann::json()));
+  if (sizes.empty()) sizes = numbers_in(log.value("bucket_sizes", nlohmann::json()));
+  if (sizes.empty())
+    throw core::Error(fmt::format("{}: no DDP bucket sizes in the capture (the job did not use DDP, or its logging data "
+                                  "was not reached)", source),
+                      "profile a DDP job for at least --warmup steps");
+  const auto fwd_ns = numbers_in(log.value("avg_forward_compute_time", nlohmann::json()));
+  const auto bwd_ns = numbers_in(log.value("avg_backward_compute_time", nlohmann::json()));
+  double share = 2.0 / 3;  // backward = twice forward, when DDP timed neither
+  if (!fwd_ns.empty() && !bwd_ns.empty() && fwd_ns[0] + bwd_ns[0] > 0) share = bwd_ns[0] / (fwd_ns[0] + bwd_ns[0]);
+  p.optimizer_s = 0.03 * step;
+  p.backward_s = share * (step - p.optimizer_s);
+  p.forward_s = step - p.optimizer_s - p.backward_s;
+  double total = 0;
+  for (double b : sizes) total += b;
+  double done = 0;
+  for (double b : sizes) {
+    done += b;
+    p.buckets.push_back({b, p.backward_s * done / total});
+  }
+  const std::string dtype = c.contains("ddp") ? c["ddp"].value("dtype", "") : "";
+  p.grad_element_bytes = dtype.find("16") != std::string::npos ? 2 : (dtype.find("64") != std::string::npos ? 8 : 4);
+  p.basis = fmt::format("{}: one PyTorch DDP rank, step {:.2f} ms (median of {} steps outside the profiled window), {} bucket(s) "
+                        "of {:.1f} MB ({})", source, step * 1e3, steps.size(), sizes.size(), total / 1e6, dtype);
+  p.assumptions.push_back(fmt::format("backward {:.0f} % of forward + backward (DDP's logging data{}), the optimizer 3 % of "
+                                      "the step", 100 * share, fwd_ns.empty() ? ": absent, 2/3 taken" : ", one sampled iteration"));
+  p.assumptions.push_back("buckets become ready at an even rate of gradient bytes over backward");
+  return in;
+}
+
 }  // namespace
 
 RunInput run_from_report(const nlohmann::json& report, const std::string& source) {
@@ -105,8 +192,9 @@ RunInput run_from_report(const nlohmann::json& report, const std::string& source
     in.measured = std::move(measured);
     return in;
   }
-  throw core::Error(fmt::format("{}: not a scalescope train or doctor report (schema '{}')", source, schema),
-                    "pass the JSON that scalescope train --out or doctor --out wrote");
+  if (schema == "scalescope.capture/1") return from_capture(report, source);
+  throw core::Error(fmt::format("{}: not a scalescope train, doctor or profile capture (schema '{}')", source, schema),
+                    "pass the JSON that scalescope train --out or doctor --out wrote, or a one-rank profile job directory");
 }
 
 LinkModel link_from(const std::string& spec) {

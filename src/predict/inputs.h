@@ -23,8 +23,9 @@ struct RunInput {
   std::string model;                    ///< the model's name when the report has one
 };
 
-/// From a scalescope.train/1 report at world size 1, or a scalescope.doctor/1 report (its world-size-1 point; its
-/// other points become `measured`). Uses the phases (forward, backward, optimizer; the rest of the step as other),
+/// From a scalescope.train/1 report at world size 1, a scalescope.doctor/1 report (its world-size-1 point; its
+/// other points become `measured`), or a scalescope.capture/1 of a one-rank PyTorch DDP job (`scalescope profile`:
+/// its step outside the profiled window, DDP's bucket sizes and backward's share from DDP's logging data). Uses the phases (forward, backward, optimizer; the rest of the step as other),
 /// the bucket sizes, and gradient bytes per parameter for the element size. Bucket readiness is not recorded per
 /// bucket: gradients are taken as produced at an even rate over backward (said in `assumptions`).
 /// Throws core::Error naming what is missing (no world-size-1 run, no phases, no buckets).

@@ -105,7 +105,38 @@ double LinkModel::interpolate(const Table& t, double bytes) {
   return std::exp(y0 + (y1 - y0) * (std::log(bytes) - x0) / (x1 - x0));
 }
 
+LinkModel LinkModel::with_network(int gpus_per_node, double gbit, int ports) const {
+  if (gpus_per_node < 1 || ports < 1 || !(gbit > 0))
+    throw core::UsageError("a network needs ≥ 1 GPU per node, ≥ 1 port and a line rate above 0",
+                           "give --gpus-per-node 8 --network net:400x8");
+  LinkModel m = *this;
+  m.gpus_per_node_ = gpus_per_node;
+  m.net_busbw_gbps_ = ports * topo::nic_busbw_gbps(gbit);
+  m.description_ += fmt::format("; between nodes of {} GPUs: {} × {:g} Gb/s port(s), {:.1f} GB/s busbw per node", gpus_per_node,
+                                ports, gbit, m.net_busbw_gbps_);
+  m.assumptions_.push_back(fmt::format("beyond {} GPUs: busbw the lower of the node's inside busbw and {:.1f} GB/s, latency + "
+                                       "2·⌈log2 nodes⌉ × {:.1f} µs", gpus_per_node, m.net_busbw_gbps_, kNamedAlphaS * 1e6));
+  return m;
+}
+
 double LinkModel::all_reduce_s(double bytes, int ranks) const {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  if (gpus_per_node_ > 0 && ranks > gpus_per_node_) {
+    const int nodes = (ranks + gpus_per_node_ - 1) / gpus_per_node_;
+    const int g = gpus_per_node_;
+    const double latency = (g >= 2 ? inside_s(1, g) : 0) + 2 * std::ceil(std::log2(nodes)) * kNamedAlphaS;
+    double inside_busbw = 1e30;  // GB/s
+    if (g >= 2) {
+      const double t = inside_s(bytes, g) - inside_s(1, g);
+      if (t > 0) inside_busbw = bytes * ring_factor(g) / t / 1e9;
+    }
+    const double busbw = std::min(inside_busbw, net_busbw_gbps_);
+    return latency + bytes * ring_factor(ranks) / (busbw * 1e9);
+  }
+  return inside_s(bytes, ranks);
+}
+
+double LinkModel::inside_s(double bytes, int ranks) const {
   if (ranks <= 1 || bytes <= 0) return 0;
   if (tables_.empty()) return alpha_s_ * (ranks - 1) + bytes * ring_factor(ranks) / (busbw_gbps_ * 1e9);
   if (const auto it = tables_.find(ranks); it != tables_.end()) return interpolate(it->second, bytes);

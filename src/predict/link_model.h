@@ -29,6 +29,14 @@ class LinkModel {
   /// Throws core::UsageError naming the forms when `name` is none of them.
   static LinkModel named(std::string_view name);
 
+  /// Several nodes: this model inside a node of `gpus_per_node` GPUs, and `ports` network ports of `gbit` each per
+  /// node between nodes. Beyond one node an all-reduce's busbw is the lower of the node's inside busbw at that
+  /// size and the node's network busbw (ports × nic_busbw_gbps: NCCL's rings leave a node through its NICs), and
+  /// its latency that of one node plus 2·⌈log2 nodes⌉ network steps of 20.7 µs (NCCL's tree over nodes; the step
+  /// latency is the one measured figure, NVLink's, taken as an assumption). Throws core::UsageError for
+  /// gpus_per_node < 1, ports < 1 or gbit ≤ 0.
+  LinkModel with_network(int gpus_per_node, double gbit, int ports) const;
+
   /// All-reduce of `bytes` (per rank's buffer) over `ranks` ≥ 2, seconds. 0 for ranks ≤ 1.
   double all_reduce_s(double bytes, int ranks) const;
 
@@ -42,8 +50,11 @@ class LinkModel {
     std::vector<std::pair<double, double>> points;  // bytes → seconds, sorted by bytes, bytes > 0
   };
   static double interpolate(const Table& t, double bytes);
+  double inside_s(double bytes, int ranks) const;  // one node's model (no network)
   std::map<int, Table> tables_;
   double alpha_s_ = 0, busbw_gbps_ = 0;  // named
+  int gpus_per_node_ = 0;                 // 0: one node, whatever the rank count
+  double net_busbw_gbps_ = 0;
   std::string description_;
   std::vector<std::string> assumptions_;
 };

@@ -146,3 +146,36 @@ TEST(Inputs, TrainReportAtOneRankBecomesAProfile) {
 }
 
 }  // namespace
+
+#include <fstream>
+
+#include "diagnose/from_readers.h"
+#include "predict/fix_gain.h"
+
+namespace {
+
+TEST(FixGain, TheNoOverlapFixCarriesThePredictedStep) {
+  std::ifstream in(std::string(SCALESCOPE_SOURCE_DIR) + "/tests/fixtures/diagnosis/no-overlap/train.json");
+  ASSERT_TRUE(in);
+  const auto j = nlohmann::json::parse(in);
+  auto d = diagnose::diagnose(diagnose::facts_from_scalescope_json(j, "train.json").facts);
+  ASSERT_TRUE(d.primary);
+  ASSERT_EQ(d.primary->cause, "no-overlap");
+  EXPECT_TRUE(d.primary->predicted.empty());
+  predict::attach_fix_gains(d, j);
+  const auto& text = d.primary->predicted;
+  ASSERT_FALSE(text.empty());
+  // "bucketed overlap on: 3999.26 → X ms per step at 2 ranks, efficiency A → B %": the step falls, the efficiency rises.
+  double before = 0, after = 0;
+  ASSERT_EQ(std::sscanf(text.c_str(), "bucketed overlap on: %lf → %lf ms", &before, &after), 2) << text;
+  EXPECT_NEAR(before, 3999.26, 0.01);
+  EXPECT_LT(after, before);
+  EXPECT_GT(after, before - 303.7);  // it cannot win back more than the exposed communication
+  // A report without what the model needs leaves the diagnosis as it was.
+  auto d2 = d;
+  d2.primary->predicted.clear();
+  predict::attach_fix_gains(d2, nlohmann::json{{"schema", "scalescope.train/1"}});
+  EXPECT_TRUE(d2.primary->predicted.empty());
+}
+
+}  // namespace

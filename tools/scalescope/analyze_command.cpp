@@ -35,6 +35,7 @@
 #include "diagnose/evidence.h"
 #include "diagnose/from_capture.h"
 #include "diagnose/from_readers.h"
+#include "predict/fix_gain.h"
 #include "report/nccl_profile_report.h"
 #include "report/nccl_tests_table.h"
 #include "report/topo_report.h"
@@ -399,6 +400,7 @@ int run_analyze(const AnalyzeFlags& f) {
   std::vector<analyze::NcclLog> nccl_logs;
   std::vector<analyze::WatchdogLog> watchdog_logs;
   std::vector<std::size_t> trace_files;
+  std::vector<nlohmann::json> run_reports;  // train/doctor reports: the predictor's figures for the fixes
   for (const auto& path : files) {
     FileResult r;
     r.path = path;
@@ -496,6 +498,8 @@ int run_analyze(const AnalyzeFlags& f) {
           }
           case analyze::InputKind::scalescope_json: {
             auto [line, j] = summarize_scalescope_json(input.text, r.detection.schema.value_or(""));
+            if (r.detection.schema == "scalescope.train/1" || r.detection.schema == "scalescope.doctor/1")
+              run_reports.push_back(nlohmann::json::parse(input.text));
             r.terminal += "  " + line + "\n";
             r.json["scalescope_json"] = j;
             break;
@@ -608,7 +612,8 @@ int run_analyze(const AnalyzeFlags& f) {
     std::fflush(stderr);
   }
   std::fputs(combined_text.c_str(), stdout);
-  const auto diagnosis = diagnose::diagnose(facts);
+  auto diagnosis = diagnose::diagnose(facts);
+  for (const auto& rep : run_reports) predict::attach_fix_gains(diagnosis, rep);
   std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
   if (!baseline_errors.empty()) {
     status = 1;

@@ -17,6 +17,7 @@
 #include "report/topo_report.h"
 #include "topo/analysis.h"
 #include "topo/live.h"
+#include "predict/fix_gain.h"
 #include "train/backend.h"
 #include "train/job.h"
 #include "workload_options.h"
@@ -78,7 +79,12 @@ int run(const DoctorFlags& f) {
   nlohmann::json j = report;
   diagnose::FactSet facts = diagnose::facts_from_scalescope_json(j, "doctor").facts;
   facts.append(diagnose::facts_from_topology(topology.topology, "topo (live)").facts);
-  const auto diagnosis = diagnose::diagnose(facts);
+  auto diagnosis = diagnose::diagnose(facts);
+  {
+    nlohmann::json with_topology = j;
+    with_topology["topology"] = topology;
+    predict::attach_fix_gains(diagnosis, with_topology);
+  }
   if (!report.points.empty()) std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
   if (!f.out.empty() && report.points.empty()) {  // nothing measured (e.g. bad data): leave --out alone
     std::fprintf(stderr, "nothing was measured, so nothing was written to %s\n", f.out.c_str());

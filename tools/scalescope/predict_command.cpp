@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,7 +21,8 @@ namespace scalescope::cli {
 namespace {
 
 struct PredictFlags {
-  std::string run, link, out;
+  std::string run, link, out, network;
+  int gpus_per_node = 0;
   std::vector<int> gpus{2, 4, 8};
   bool strong = false, what_if = false;
   double contention = predict::ModelConstants{}.contention;
@@ -40,8 +42,36 @@ std::string header() {
 
 int run_predict(const PredictFlags& f) {
   if (!f.out.empty()) core::check_output_path_writable(f.out);
-  const auto run = predict::run_from_report(core::read_json_file(f.run, "the one-rank run"), f.run);
-  const auto link = predict::link_from(f.link);
+  // A profile job directory stands for its rank-0 capture.
+  std::string run_path = f.run;
+  if (std::filesystem::is_directory(run_path)) run_path = (std::filesystem::path(run_path) / "capture.rank0.json").string();
+  if (!std::filesystem::is_regular_file(run_path))
+    throw core::UsageError(fmt::format("'{}': no capture.rank0.json in this directory", f.run),
+                           "pass a train/doctor JSON, or the job directory of scalescope profile --keep DIR at one rank");
+  const auto run = predict::run_from_report(core::read_json_file(run_path, "the one-rank run"), run_path);
+  auto link = predict::link_from(f.link);
+  if (!f.network.empty() || f.gpus_per_node > 0) {
+    // net:GBIT or net:GBITxPORTS, between nodes of --gpus-per-node GPUs
+    double gbit = 0;
+    int ports = 1;
+    if (f.network.rfind("net:", 0) == 0) {
+      const std::string v = f.network.substr(4);
+      const auto x = v.find('x');
+      try {
+        std::size_t used = 0;
+        gbit = std::stod(v.substr(0, x), &used);
+        if (used != v.substr(0, x).size()) gbit = 0;
+        if (x != std::string::npos) ports = std::stoi(v.substr(x + 1), &used), ports = used == v.size() - x - 1 ? ports : 0;
+      } catch (const std::exception&) {
+        gbit = 0;
+      }
+    }
+    if (!(gbit > 0) || ports < 1 || f.gpus_per_node < 1)
+      throw core::UsageError(fmt::format("--network '{}' with --gpus-per-node {}: both are needed, the network as net:GBIT or "
+                                         "net:GBITxPORTS", f.network, f.gpus_per_node),
+                             "e.g. --gpus-per-node 8 --network net:400x8 (eight 400 Gb/s ports per node)");
+    link = link.with_network(f.gpus_per_node, gbit, ports);
+  }
   predict::ModelConstants k;
   k.contention = f.contention;
   k.comm_beside = f.comm_beside;
@@ -115,11 +145,15 @@ Action add_predict_command(CLI::App& app) {
   auto flags = std::make_shared<PredictFlags>();
   auto* cmd = app.add_subcommand("predict", "Predict the step at N GPUs from a one-rank run and a link measurement "
                                             "(DDP's bucket schedule), with what-if tables");
-  cmd->add_option("run", flags->run, "scalescope train or doctor JSON with a world-size-1 run")->required()->check(CLI::ExistingFile);
+  cmd->add_option("run", flags->run, "scalescope train or doctor JSON with a world-size-1 run, or a one-rank profile job directory")
+      ->required()->check(CLI::ExistingPath);
   cmd->add_option("--link", flags->link,
                   "the link: scalescope comm JSON, an all_reduce_perf output or an NCCL profiler plugin record of the "
                   "machine, or GPU:PATH (\"H200:NV18\", \"RTX 4090:PHB\") or net:GBIT (\"net:25\")")
       ->required();
+  cmd->add_option("--gpus-per-node", flags->gpus_per_node, "GPUs per node: beyond it, --network joins the nodes")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--network", flags->network, "the ports between nodes: net:GBIT or net:GBITxPORTS per node (net:400x8)");
   cmd->add_option("--gpus", flags->gpus, "rank counts to predict")->delimiter(',')->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_flag("--strong", flags->strong, "strong scaling: the one-rank batch split over the ranks (default: weak)");
   cmd->add_flag("--what-if", flags->what_if, "also bucket 1/25/100 MiB, other gradient dtype, overlap off, batch x2 at the first --gpus");

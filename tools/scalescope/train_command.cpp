@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "predict/fix_gain.h"
 #include "commands.h"
 #include "comm/launcher.h"
 #include "comm/mpi_communicator.h"
@@ -31,7 +32,8 @@ struct TrainFlags {
 void finish(const train::TrainResult& result, const core::OutputFile& out) {
   std::fputs(report::render_train_result(result).c_str(), stdout);
   nlohmann::json j = result;
-  const auto diagnosis = diagnose::diagnose(diagnose::facts_from_scalescope_json(j, "train").facts);
+  auto diagnosis = diagnose::diagnose(diagnose::facts_from_scalescope_json(j, "train").facts);
+  predict::attach_fix_gains(diagnosis, j);
   std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
   if (!out.path().empty()) {
     j["diagnosis"] = diagnosis;
