@@ -3,7 +3,7 @@
 //  - GPU ranks: one process per GPU, as PyTorch DDP (torchrun) does; scalescope forks them itself and gives
 //    each its rank through SCALESCOPE_* environment variables (plus the NCCL unique id);
 //  - CPU ranks: scalescope runs Open MPI's `mpirun` itself.
-// Across nodes the user starts the ranks with mpirun or srun instead (see README), and MPI tells each its rank.
+// Across nodes the user starts the ranks with mpirun or srun instead (see docs/measuring.md, "Ranks and launchers"), and MPI tells each its rank.
 // The supervisor stops every rank as soon as one fails: a rank that dies inside a collective would
 // otherwise leave the others waiting forever.
 
