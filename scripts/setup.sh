@@ -63,6 +63,7 @@ packages=(
 # Wanted, not required: without it the tests that run genuine PyTorch jobs skip and say why.
 optional=(
   python3-torch                       # scalescope profile's tests: genuine DDP jobs on CPU ranks (gloo)
+  chromium                            # the HTML report's test renders the page headless (--html)
 )
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

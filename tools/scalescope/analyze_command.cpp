@@ -36,6 +36,7 @@
 #include "diagnose/from_capture.h"
 #include "diagnose/from_readers.h"
 #include "predict/fix_gain.h"
+#include "report/html_builders.h"
 #include "report/nccl_profile_report.h"
 #include "report/nccl_tests_table.h"
 #include "report/topo_report.h"
@@ -64,13 +65,15 @@ struct TraceAnalysisOutput {
 /// with an optional 1-rank baseline trace for the verdict, and writes the merged Perfetto timeline when asked.
 /// Bad files are reported per file, and a timeline that cannot be written in timeline_error: never thrown.
 TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, const std::string& baseline,
-                                         bool strong, const std::string& timeline, const std::string& step_windows) {
+                                         bool strong, const std::string& timeline, const std::string& step_windows,
+                                         report::HtmlPage* page) {
   analyze::TraceOptions options;
   if (!baseline.empty()) options.baseline_path = baseline;
   options.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;
   options.step_windows = step_windows == "annotation" ? analyze::StepWindows::annotation : analyze::StepWindows::gpu_launches;
   options.keep_timeline = !timeline.empty();
   const auto analysis = analyze::analyze_trace_files(paths, options);
+  if (page) report::add_lanes(*page, analysis);
   TraceAnalysisOutput out;
   // Each file's errors are reported with that file; with no rank analysed there is no joint report.
   if (!analysis.ranks.empty()) out.terminal = report::render_trace_report(analysis, false);
@@ -384,6 +387,10 @@ int run_analyze(const AnalyzeFlags& f) {
   core::check_output_is_not_input(f.out, "--out", inputs);
   core::check_output_is_not_input(f.timeline, "--timeline", inputs);
   core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");
+  core::check_output_is_not_input(f.html, "--html", inputs);
+  core::check_outputs_differ(f.out, "--out", f.html, "--html");
+  core::check_outputs_differ(f.timeline, "--timeline", f.html, "--html");
+  if (!f.html.empty()) core::check_output_path_writable(f.html);
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   const core::OutputFile out_file(f.out);
   if (!f.timeline.empty()) {  // before reading anything: the analysis must not be lost to a bad output path
@@ -401,6 +408,8 @@ int run_analyze(const AnalyzeFlags& f) {
   std::vector<analyze::WatchdogLog> watchdog_logs;
   std::vector<std::size_t> trace_files;
   std::vector<nlohmann::json> run_reports;  // train/doctor reports: the predictor's figures for the fixes
+  report::HtmlPage page;                    // --html
+  page.title = fmt::format("scalescope analyze — {} file(s)", files.size());
   for (const auto& path : files) {
     FileResult r;
     r.path = path;
@@ -476,6 +485,7 @@ int run_analyze(const AnalyzeFlags& f) {
                                         sweep.ranks ? std::to_string(*sweep.ranks) : "unknown",
                                         sweeps.size() > 1 ? " — " + sweep.source : std::string());
               r.terminal += report::render_comm_summary(sweep, a);
+              report::add_sweep(page, sweep, std::nullopt, "");
               for (const auto& w : sweep.warnings) r.terminal += "  note: " + w + "\n";
               reports.push_back(analyze::comm_report_json(sweep, a));
               if (sweep.rows_with_wrong_elements > 0)  // a failed run, as `comm --from` says of it
@@ -494,12 +504,14 @@ int run_analyze(const AnalyzeFlags& f) {
             const auto report = topo::analyse(topo::parse_smi_topo(input.text, "file " + path));
             r.terminal += "nvidia-smi topo -m:\n" + report::render_topo_summary(report);
             r.json["topo"] = report;
+            report::add_topology(page, r.json["topo"]["topology"]);
             break;
           }
           case analyze::InputKind::scalescope_json: {
             auto [line, j] = summarize_scalescope_json(input.text, r.detection.schema.value_or(""));
             if (r.detection.schema == "scalescope.train/1" || r.detection.schema == "scalescope.doctor/1")
               run_reports.push_back(nlohmann::json::parse(input.text));
+            if (r.detection.schema == "scalescope.doctor/1") report::add_doctor(page, run_reports.back());
             r.terminal += "  " + line + "\n";
             r.json["scalescope_json"] = j;
             break;
@@ -512,8 +524,10 @@ int run_analyze(const AnalyzeFlags& f) {
             std::set<comm::Collective> done;
             for (const auto& row : s.rows)
               if (const auto c = analyze::collective_of_nccl_op(row.op); c && done.insert(*c).second)
-                if (const auto sw = analyze::nccl_profile_sweep(p, *c))
+                if (const auto sw = analyze::nccl_profile_sweep(p, *c)) {
                   sweeps.push_back(analyze::comm_report_json(*sw, analyze::analyze_sweep(*sw)));
+                  report::add_sweep(page, *sw, std::nullopt, "");
+                }
             r.json["nccl_profile"] = {{"rank", p.rank}, {"nranks", p.nranks}, {"nnodes", p.nnodes}, {"comm_id", p.comm_id},
                                       {"host", p.host}, {"summary", s}, {"sweeps", sweeps}};
             break;
@@ -551,7 +565,7 @@ int run_analyze(const AnalyzeFlags& f) {
     std::vector<std::string> paths;
     for (auto i : trace_files) paths.push_back(results[i].path);
     try {
-      auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline, f.step_windows);
+      auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline, f.step_windows, f.html.empty() ? nullptr : &page);
       if (!t.terminal.empty()) combined_text += "\n== profiler traces, all ranks together\n" + t.terminal;
       facts.append(std::move(t.facts));
       combined["trace"] = std::move(t.combined);
@@ -623,6 +637,18 @@ int run_analyze(const AnalyzeFlags& f) {
     status = 1;
     combined["timeline_errors"] = print_errors(timeline_errors);
   }
+  if (!f.html.empty()) {
+    page.diagnosis = diagnosis;  // the diagnosis over every input, not a doctor report's own
+    for (auto& p : report::default_provenance(command_line())) page.provenance.insert(page.provenance.begin(), std::move(p));
+    for (const auto& path : files) page.provenance.emplace_back("input", path);
+    try {
+      core::write_file_atomically(f.html, report::render_html(page));
+      say_written(f.html);
+    } catch (const core::Error& e) {
+      say_error(std::string("--html: ") + e.what(), e.remedy());
+      status = 1;
+    }
+  }
   if (!f.out.empty()) {
     nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files_json}, {"combined", combined},
                           {"diagnosis", diagnosis}, {"facts", nlohmann::json(facts)["facts"]}};
@@ -655,6 +681,9 @@ Action add_analyze_command(CLI::App& app) {
   cmd->add_option("--timeline", flags->timeline,
                   "write the ranks' traces merged into one Chrome-trace JSON (compute and communication on separate "
                   "tracks; opens in Perfetto)")
+      ->check(output_file_check());
+  cmd->add_option("--html", flags->html, "write one self-contained HTML page: diagnosis, scaling, waterfall, busbw, "
+                                         "swimlanes, topology, provenance (opens offline)")
       ->check(output_file_check());
   return [cmd, flags] { return cmd->parsed() ? run_analyze(*flags) : -1; };
 }

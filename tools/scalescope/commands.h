@@ -33,6 +33,7 @@ struct AnalyzeFlags {
   std::string baseline;              ///< a 1-rank profiler trace of the same job
   bool strong = false;
   std::string timeline;              ///< merged Perfetto timeline of the traces
+  std::string html;                  ///< one self-contained HTML page of the results
   std::string step_windows = "gpu";  ///< analyze::StepWindows
   bool causes = false;               ///< print the cause catalogue and stop
 };
@@ -40,6 +41,10 @@ struct AnalyzeFlags {
 /// Runs `scalescope analyze` (terminal report, --out JSON, --timeline); returns its exit status (1 when a file
 /// failed). Throws core::UsageError / core::Error for bad arguments or outputs, as the command does.
 int run_analyze(const AnalyzeFlags& flags);
+
+/// The command line scalescope was started with (main sets it), for the HTML report's provenance.
+void set_command_line(std::vector<std::string> argv);
+const std::vector<std::string>& command_line();
 
 /// "wrote PATH" (and `note`) on stderr, after what stdout holds so far, so that the two do not interleave mid-line
 /// when both go to one file.

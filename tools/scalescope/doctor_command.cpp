@@ -18,6 +18,7 @@
 #include "topo/analysis.h"
 #include "topo/live.h"
 #include "predict/fix_gain.h"
+#include "report/html_builders.h"
 #include "train/backend.h"
 #include "train/job.h"
 #include "workload_options.h"
@@ -29,7 +30,7 @@ struct DoctorFlags {
   WorkloadFlags workload;
   std::vector<int> world_sizes;
   int max_world_size = 0;
-  std::string out;
+  std::string out, html;
   std::optional<std::string> world_size;  // train's -n/--world-size, accepted only to say what doctor takes instead
   std::optional<std::string> kernel_trace;
 };
@@ -54,6 +55,10 @@ int run(const DoctorFlags& f) {
   }
   if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());
   if (!f.out.empty()) check_output_path(f.out, config.job);
+  if (!f.html.empty()) {
+    core::check_outputs_differ(f.out, "--out", f.html, "--html");
+    check_output_path(f.html, config.job);
+  }
   const core::OutputFile out_file(f.out);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;
@@ -86,6 +91,21 @@ int run(const DoctorFlags& f) {
     predict::attach_fix_gains(diagnosis, with_topology);
   }
   if (!report.points.empty()) std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
+  if (!f.html.empty() && !report.points.empty()) {
+    report::HtmlPage page;
+    page.title = fmt::format("scalescope doctor — {} ({})", report.backend, report.complete() ? "complete" : "incomplete: " + report.failure);
+    page.provenance = report::default_provenance(command_line());
+    nlohmann::json with = j;
+    with["topology"] = topology;
+    with["diagnosis"] = diagnosis;
+    report::add_doctor(page, with);
+    try {
+      core::write_file_atomically(f.html, report::render_html(page));
+      say_written(f.html);
+    } catch (const core::Error& e) {
+      say_error(std::string("--html: ") + e.what(), e.remedy());
+    }
+  }
   if (!f.out.empty() && report.points.empty()) {  // nothing measured (e.g. bad data): leave --out alone
     std::fprintf(stderr, "nothing was measured, so nothing was written to %s\n", f.out.c_str());
   } else if (!f.out.empty()) {  // written even when a later world size failed: what was measured is kept
@@ -115,6 +135,8 @@ Action add_doctor_command(CLI::App& app) {
       ->delimiter(',')->check(number_check(false));
   cmd->add_option("--max-world-size", flags->max_world_size, "largest world size of the default sweep")
       ->check(number_check(false))->excludes("--world-sizes");  // it would be silently ignored
+  cmd->add_option("--html", flags->html, "write one self-contained HTML page of the report (diagnosis, scaling, waterfall, topology)")
+      ->check(output_file_check());
   cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)")
       ->check(output_file_check());
   cmd->add_option("--kernel-trace", flags->kernel_trace,

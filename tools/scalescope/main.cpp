@@ -88,7 +88,7 @@ int run_command_line(int argc, char** argv) {
             const std::string a = argv[k];
             if (a.empty() || a[0] == '-') {  // a profile option and, unless it is a flag of its own, its value
               if (a == "--keep" || a == "--out" || a == "-o" || a == "--warmup" || a == "--steps" || a == "--timeout" ||
-                  a == "--timeline")
+                  a == "--timeline" || a == "--html")
                 ++k;
               continue;
             }
@@ -136,6 +136,17 @@ int run_command_line(int argc, char** argv) {
 
 }  // namespace
 
+namespace scalescope::cli {
+namespace {
+std::vector<std::string>& command_line_storage() {
+  static std::vector<std::string> argv;
+  return argv;
+}
+}  // namespace
+void set_command_line(std::vector<std::string> argv) { command_line_storage() = std::move(argv); }
+const std::vector<std::string>& command_line() { return command_line_storage(); }
+}  // namespace scalescope::cli
+
 int main(int argc, char** argv) {
   // Started with stdin, stdout or stderr closed (`>&-`), the next file opened would take that number, and the report
   // would be printed into a result file. /dev/null holds the place; a closed stdout is then reported at the end.
@@ -168,6 +179,7 @@ int main(int argc, char** argv) {
     files.rlim_cur = std::min<rlim_t>(files.rlim_max, 4096);
     setrlimit(RLIMIT_NOFILE, &files);
   }
+  scalescope::cli::set_command_line(std::vector<std::string>(argv, argv + argc));
   const int status = run_command_line(argc, argv);
   // A report that could not reach stdout (/dev/full, a closed descriptor) is a failed run, not a silent success.
   // (A pipe closed early ends the process by SIGPIPE first, as for any Unix tool.)

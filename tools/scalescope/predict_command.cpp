@@ -14,6 +14,7 @@
 #include "core/json_file.h"
 #include "predict/inputs.h"
 #include "predict/step_model.h"
+#include "report/html_builders.h"
 #include "workload_options.h"
 
 namespace scalescope::cli {
@@ -21,7 +22,7 @@ namespace scalescope::cli {
 namespace {
 
 struct PredictFlags {
-  std::string run, link, out, network;
+  std::string run, link, out, network, html;
   int gpus_per_node = 0;
   std::vector<int> gpus{2, 4, 8};
   bool strong = false, what_if = false;
@@ -42,6 +43,8 @@ std::string header() {
 
 int run_predict(const PredictFlags& f) {
   if (!f.out.empty()) core::check_output_path_writable(f.out);
+  core::check_outputs_differ(f.out, "--out", f.html, "--html");
+  if (!f.html.empty()) core::check_output_path_writable(f.html);
   // A profile job directory stands for its rank-0 capture.
   std::string run_path = f.run;
   if (std::filesystem::is_directory(run_path)) run_path = (std::filesystem::path(run_path) / "capture.rank0.json").string();
@@ -123,9 +126,9 @@ int run_predict(const PredictFlags& f) {
     }
   }
   std::fputs(text.c_str(), stdout);
-  if (!f.out.empty()) {
-    std::vector<std::string> assumptions = run.profile.assumptions;
-    for (const auto& a : link.assumptions()) assumptions.push_back(a);
+  std::vector<std::string> assumptions = run.profile.assumptions;
+  for (const auto& a : link.assumptions()) assumptions.push_back(a);
+  {
     nlohmann::json j = {{"schema", "scalescope.predict/1"},
                         {"input", run.profile.basis},
                         {"link", link.description()},
@@ -133,8 +136,18 @@ int run_predict(const PredictFlags& f) {
                         {"constants", {{"contention", k.contention}, {"comm_beside", k.comm_beside}, {"sync_s", k.sync_s}}},
                         {"predictions", preds},
                         {"what_if", what_ifs}};
-    core::write_file_atomically(f.out, j.dump(1) + "\n");
-    say_written(f.out);
+    if (!f.out.empty()) {
+      core::write_file_atomically(f.out, j.dump(1) + "\n");
+      say_written(f.out);
+    }
+    if (!f.html.empty()) {
+      report::HtmlPage page;
+      page.title = "scalescope predict — " + run_path;
+      page.provenance = report::default_provenance(command_line());
+      report::add_predictions(page, j);
+      core::write_file_atomically(f.html, report::render_html(page));
+      say_written(f.html);
+    }
   }
   return 0;
 }
@@ -161,6 +174,7 @@ Action add_predict_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 10.0))->capture_default_str();
   cmd->add_option("--comm-beside", flags->comm_beside, "all-reduce slowdown while it runs beside backward")
       ->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  cmd->add_option("--html", flags->html, "write one self-contained HTML page of the predictions")->check(output_file_check());
   cmd->add_option("-o,--out", flags->out, "write the predictions as JSON (scalescope.predict/1)")->check(output_file_check());
   return [cmd, flags] {
     if (!cmd->parsed()) return -1;

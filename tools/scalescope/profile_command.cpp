@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 struct ProfileFlags {
   std::vector<std::string> command;  // after --
-  std::string out, keep, timeline;
+  std::string out, keep, timeline, html;
   int warmup = 10, steps = 5;
   double timeout = 0;
   bool no_nccl_plugin = false;
@@ -82,6 +82,9 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   if (!f.timeline.empty()) core::check_output_path_writable(f.timeline);
   core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");
+  core::check_outputs_differ(f.out, "--out", f.html, "--html");
+  core::check_outputs_differ(f.timeline, "--timeline", f.html, "--html");
+  if (!f.html.empty()) core::check_output_path_writable(f.html);
   const std::string job_dir = make_job_dir(f.keep);
 
   const auto env_now = profile::current_environment();
@@ -135,6 +138,7 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   a.files = {job_dir};
   a.out = f.out;
   a.timeline = f.timeline;
+  a.html = f.html;
   a.step_windows = "gpu";
   int analysis = 0;
   try {
@@ -174,6 +178,7 @@ Action add_profile_command(CLI::App& app) {
   cmd->add_flag("--no-nccl-plugin", flags->no_nccl_plugin,
                 "leave NCCL_PROFILER_PLUGIN unset: no per-collective record (NCCL's logs are still kept)");
   cmd->add_option("--timeline", flags->timeline, "write the ranks' traces merged into one Perfetto timeline")->check(output_file_check());
+  cmd->add_option("--html", flags->html, "write one self-contained HTML page of the job's analysis")->check(output_file_check());
   // The job's command is what follows `--` (main() takes it off before parsing, so that the job's own flags are never
   // read as scalescope's). A command given without `--` lands here and is refused with the remedy.
   cmd->add_option("command", flags->command, "the job's command and its arguments, after --");
