@@ -263,11 +263,28 @@ std::optional<Assessment> assess_container_ipc_shm(const Context& ctx) {
       if (a.evidence.size() < 4) a.evidence.push_back(line("NCCL could not create its shared-memory segment: " + w.fact.message, w.where));
       score = std::max(score, w.fact.category == "shm-space" ? 0.9 : 0.85);
     }
+  // Measured on the machine (doctor's platform probe): a small /dev/shm, a private IPC namespace.
+  bool small_shm = false;
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "shm-small" || c.fact.kind == "ipc-private") {
+      a.evidence.push_back(line(c.fact.detail + (c.fact.kind == "shm-small" ? " (NCCL's SHM transport needs tens of MiB per rank pair and channel)" : ""),
+                                c.where));
+      small_shm = small_shm || c.fact.kind == "shm-small";
+    }
+  if (small_shm && score > 0) raise(score, 0.05);
+  bool shm_used = false;
   for (const auto& t : ctx.facts.of<TransportUse>())
-    if (t.fact.kind == "shm" && score > 0) {
+    if (t.fact.kind == "shm" && (score > 0 || small_shm)) {
       a.evidence.push_back(line(fmt::format("NCCL uses its SHM transport ({} connection(s))", t.fact.connections), t.where));
+      shm_used = true;
       break;
     }
+  if (score == 0 && small_shm) {
+    // No failure seen yet: a risk for jobs whose ranks share this node through SHM.
+    score = shm_used ? 0.5 : 0.3;
+    a.needs.push_back({"NCCL's WARN lines", "NCCL_DEBUG=INFO <the run>   (posix_fallocate, 'Error while creating shared memory segment')",
+                       "whether NCCL runs out of /dev/shm"});
+  }
   if (score == 0) {
     // A system error at init, on one node: the shared-memory set-up is the usual cause.
     for (const auto& f : ctx.facts.of<NcclFailure>()) {

@@ -18,6 +18,8 @@
 #include "topo/analysis.h"
 #include "topo/live.h"
 #include "predict/fix_gain.h"
+#include "probe/platform.h"
+#include "report/probe_report.h"
 #include "report/html_builders.h"
 #include "train/backend.h"
 #include "train/job.h"
@@ -74,6 +76,9 @@ int run(const DoctorFlags& f) {
   // The topology first (issue #3): whether NCCL can reach the GPUs over a fast path explains much of what follows.
   const auto topology = topo::analyse(topo::discover_live());
   std::fputs((report::render_topo_summary(topology) + "\n").c_str(), stdout);
+  // The platform under the GPUs (issue #31): its findings go to the diagnosis as facts.
+  const auto platform = probe::read_platform();
+  std::fputs((report::render_platform(platform) + "\n").c_str(), stdout);
   std::fflush(stdout);
   auto progress = [&](const std::string& line) {
     if (config.job.progress) std::fprintf(stderr, "%s\n", line.c_str());
@@ -84,6 +89,8 @@ int run(const DoctorFlags& f) {
   nlohmann::json j = report;
   diagnose::FactSet facts = diagnose::facts_from_scalescope_json(j, "doctor").facts;
   facts.append(diagnose::facts_from_topology(topology.topology, "topo (live)").facts);
+  // The platform's findings concern NCCL's paths between GPUs: CPU ranks (MPI) leave them out of the diagnosis.
+  if (gpu) facts.append(probe::platform_facts(platform));
   auto diagnosis = diagnose::diagnose(facts);
   {
     nlohmann::json with_topology = j;
@@ -110,6 +117,7 @@ int run(const DoctorFlags& f) {
     std::fprintf(stderr, "nothing was measured, so nothing was written to %s\n", f.out.c_str());
   } else if (!f.out.empty()) {  // written even when a later world size failed: what was measured is kept
     j["topology"] = topology;
+    j["platform"] = platform;
     j["diagnosis"] = diagnosis;
     out_file.write(j.dump(1) + "\n");
     say_written(f.out, report.complete() ? "" : " (incomplete)");

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "probe/platform.h"
+#include "report/probe_report.h"
 #include "commands.h"
 #include "workload_options.h"
 #include "core/atomic_file.h"
@@ -20,9 +22,12 @@ struct TopoFlags {
   std::string from;
   std::string compare;
   std::string out;
+  bool probe = false;
 };
 
 int run(const TopoFlags& f) {
+  if (f.probe && !f.from.empty())
+    throw core::UsageError("--probe reads this machine, --from a saved file: not both", "drop --probe, or --from to probe this machine");
   core::check_output_is_not_input(f.out, "--out", {f.from, f.compare});
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   const core::OutputFile out_file(f.out);
@@ -33,6 +38,11 @@ int run(const TopoFlags& f) {
   std::fputs(report::render_topo_report(report).c_str(), stdout);
   int status = 0;
   nlohmann::json j = report;
+  if (f.probe) {  // the machine's own platform beside the matrix (live only)
+    const auto platform = probe::read_platform();
+    std::fputs(("\n" + report::render_platform(platform)).c_str(), stdout);
+    j["platform"] = platform;
+  }
   if (other) {
     int compared = 0;
     const auto mismatches = topo::compare_link_classes(report.topology, other->topology, &compared);
@@ -60,6 +70,8 @@ Action add_topo_command(CLI::App& app) {
   cmd->add_option("--from", flags->from, "read a saved `nvidia-smi topo -m` output instead of this machine");
   cmd->add_option("--compare", flags->compare,
                   "also compare the link classes with a saved `nvidia-smi topo -m`; exit 1 when they differ");
+  cmd->add_flag("--probe", flags->probe, "also read this machine's platform: ACS bits, IOMMU, hypervisor, /dev/shm, RDMA and "
+                                         "peer memory, network interfaces (not with --from)");
   cmd->add_option("-o,--out", flags->out, "write the result as JSON (schema scalescope.topo/1) to this file (atomically)")
       ->check(output_file_check());
   return [cmd, flags] { return cmd->parsed() ? run(*flags) : -1; };

@@ -1,0 +1,41 @@
+#include "report/probe_report.h"
+
+#include <fmt/format.h>
+
+namespace scalescope::report {
+
+std::string render_platform(const probe::PlatformReading& r) {
+  std::string o = "platform (sysfs, procfs):\n";
+  int redirect = 0;
+  std::string which;
+  for (const auto& b : r.bridges)
+    if (b.redirect()) {
+      ++redirect;
+      if (which.size() < 80) which += (which.empty() ? "" : ", ") + b.bdf;
+    }
+  if (!r.bridges.empty() || r.bridges_unreadable > 0)
+    o += fmt::format("  PCIe bridges with ACS: {} read, {} redirect peer requests upstream{}{}\n", r.bridges.size(), redirect,
+                     which.empty() ? "" : " (" + which + ")",
+                     r.bridges_unreadable ? fmt::format("; {} not readable without root", r.bridges_unreadable) : "");
+  o += fmt::format("  IOMMU: {}{}\n", r.iommu.empty() ? "unknown" : r.iommu, r.iommu_basis.empty() ? "" : " (" + r.iommu_basis + ")");
+  o += "  hypervisor: " + (r.hypervisor.empty() ? std::string("none seen") : r.hypervisor) + "\n";
+  o += fmt::format("  /dev/shm: {}{}{}\n",
+                   r.shm_bytes ? fmt::format("{:.0f} MiB", static_cast<double>(*r.shm_bytes) / (1024 * 1024)) : "size unknown",
+                   r.shm_bytes && *r.shm_bytes < probe::kSmallShmBytes ? " (small for NCCL's SHM transport)" : "",
+                   r.private_ipc ? (*r.private_ipc ? "; own IPC namespace (a container without --ipc=host)" : "; host IPC namespace") : "");
+  if (r.in_container) o += "  container: yes\n";
+  if (!r.rdma_devices.empty() || r.peermem_loaded) {
+    std::string devs;
+    for (const auto& d : r.rdma_devices) devs += (devs.empty() ? "" : ", ") + d;
+    o += fmt::format("  RDMA: {}; GPUDirect RDMA module (nvidia_peermem): {}\n", devs.empty() ? "no device" : devs,
+                     !r.peermem_loaded ? "unknown" : (*r.peermem_loaded ? "loaded" : "not loaded"));
+  }
+  std::string nics;
+  for (const auto& n : r.nics)
+    nics += (nics.empty() ? "" : ", ") + n.name + " " + n.operstate + (n.speed_gbit ? fmt::format(" {:g} Gb/s", *n.speed_gbit) : "");
+  if (!nics.empty()) o += "  network interfaces: " + nics + "\n";
+  for (const auto& n : r.notes) o += "  note: " + n + "\n";
+  return o;
+}
+
+}  // namespace scalescope::report

@@ -1,0 +1,140 @@
+// The platform probe over fixture trees written by the tests (a bridge's config space with ACS, IOMMU groups, CPU
+// flags and DMI of a VM, a small /dev/shm, RDMA without the peer-memory module, network interfaces), the facts it
+// gives, and the causes the engine then names. Also once on this machine's own /sys and /proc: it must not fail.
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "diagnose/engine.h"
+#include "probe/platform.h"
+#include "support/scratch_dir.h"
+
+namespace {
+
+using namespace scalescope;
+namespace fs = std::filesystem;
+
+void write(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << s;
+}
+
+// 4096 bytes of config space: the standard header, then extended capabilities — AER at 0x100 pointing to ACS at
+// 0x148 with control `acs`.
+std::string config_with_acs(std::uint16_t acs) {
+  std::string c(4096, '\0');
+  auto put32 = [&](std::size_t off, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) c[off + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  put32(0x100, 0x0001u | (1u << 16) | (0x148u << 20));  // AER, version 1, next 0x148
+  put32(0x148, 0x000du | (1u << 16));                   // ACS, version 1, last
+  c[0x148 + 4] = 0x5f;                                  // capability register
+  c[0x148 + 6] = static_cast<char>(acs & 0xff);
+  c[0x148 + 7] = static_cast<char>(acs >> 8);
+  return c;
+}
+
+fs::path vm_in_a_container(const std::string& name) {
+  const auto root = scalescope::testing::scratch_dir(name);
+  write(root / "sys/bus/pci/devices/0000:00:01.0/class", "0x060400\n");
+  write(root / "sys/bus/pci/devices/0000:00:01.0/config", config_with_acs(0x001d));  // SV RR CR UF: redirect on
+  write(root / "sys/bus/pci/devices/0000:00:02.0/class", "0x060400\n");
+  write(root / "sys/bus/pci/devices/0000:00:02.0/config", config_with_acs(0x0000));
+  write(root / "sys/bus/pci/devices/0000:00:03.0/class", "0x060400\n");
+  write(root / "sys/bus/pci/devices/0000:00:03.0/config", std::string(64, '\0'));  // not root: header only
+  write(root / "sys/bus/pci/devices/0000:3b:00.0/class", "0x030200\n");  // a GPU: not a bridge
+  write(root / "sys/kernel/iommu_groups/0/type", "DMA-FQ\n");
+  write(root / "sys/kernel/iommu_groups/1/type", "identity\n");
+  write(root / "proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu vme sse2 hypervisor avx\n");
+  write(root / "sys/class/dmi/id/sys_vendor", "QEMU\n");
+  write(root / "dev-shm-bytes", "67108864\n");
+  write(root / "ipc-private", "1\n");
+  write(root / ".dockerenv", "");
+  write(root / "sys/class/infiniband/mlx5_0/node_type", "1: CA\n");
+  write(root / "proc/modules", "nvidia_uvm 1 0 - Live 0x0\nnvidia 1 0 - Live 0x0\n");
+  write(root / "sys/class/net/eth0/operstate", "up\n");
+  write(root / "sys/class/net/eth0/speed", "25000\n");
+  write(root / "sys/class/net/lo/operstate", "unknown\n");
+  write(root / "sys/class/net/docker0/operstate", "up\n");
+  return root;
+}
+
+TEST(PlatformProbe, ReadsAcsIommuVmShmRdmaAndNics) {
+  const auto root = vm_in_a_container("probe_vm");
+  const auto r = probe::read_platform({root.string(), ""});
+  ASSERT_EQ(r.bridges.size(), 2u);
+  EXPECT_EQ(r.bridges[0].bdf, "0000:00:01.0");
+  EXPECT_EQ(r.bridges[0].control, 0x001d);
+  EXPECT_TRUE(r.bridges[0].redirect());
+  EXPECT_FALSE(r.bridges[1].redirect());
+  EXPECT_EQ(r.bridges_unreadable, 1);
+  EXPECT_EQ(r.iommu, "translated");  // one DMA group is enough for peer traffic to be translated
+  EXPECT_NE(r.hypervisor.find("hypervisor"), std::string::npos);
+  EXPECT_NE(r.hypervisor.find("QEMU"), std::string::npos);
+  ASSERT_TRUE(r.shm_bytes);
+  EXPECT_EQ(*r.shm_bytes, 64u * 1024 * 1024);
+  EXPECT_TRUE(r.private_ipc && *r.private_ipc);
+  EXPECT_TRUE(r.in_container);
+  ASSERT_EQ(r.rdma_devices.size(), 1u);
+  EXPECT_TRUE(r.peermem_loaded && !*r.peermem_loaded);
+  ASSERT_EQ(r.nics.size(), 1u);  // lo and docker0 are not NICs NCCL would use
+  EXPECT_EQ(r.nics[0].name, "eth0");
+  EXPECT_DOUBLE_EQ(*r.nics[0].speed_gbit, 25.0);
+  EXPECT_FALSE(r.notes.empty());  // the unreadable bridge is said
+
+  const auto facts = probe::platform_facts(r);
+  EXPECT_EQ(facts.of<diagnose::AcsControl>().size(), 2u);
+  EXPECT_EQ(facts.of<diagnose::IommuMode>().size(), 1u);
+  EXPECT_EQ(facts.of<diagnose::HypervisorSeen>().size(), 1u);
+  EXPECT_EQ(facts.of<diagnose::GdrState>().size(), 1u);
+  const auto d = diagnose::diagnose(facts);
+  // What the machine alone shows: a VM, ACS redirection, and a small /dev/shm in a container — each a cause.
+  std::vector<std::string> named;
+  if (d.primary) named.push_back(d.primary->cause);
+  for (const auto& c : d.contributing) named.push_back(c.cause);
+  auto has = [&](const std::string& id) { return std::find(named.begin(), named.end(), id) != named.end(); };
+  EXPECT_TRUE(has("container-ipc-shm")) << ::testing::PrintToString(named);
+  EXPECT_TRUE(has("virtualised-topology")) << ::testing::PrintToString(named);
+  fs::remove_all(root);
+}
+
+TEST(PlatformProbe, AHealthyBareMetalHostGivesNoCause) {
+  const auto root = scalescope::testing::scratch_dir("probe_bare");
+  write(root / "sys/bus/pci/devices/0000:00:01.0/class", "0x060400\n");
+  write(root / "sys/bus/pci/devices/0000:00:01.0/config", config_with_acs(0x0000));
+  write(root / "proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/sda1 iommu=pt\n");
+  write(root / "proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu vme sse2 avx\n");
+  write(root / "sys/class/dmi/id/sys_vendor", "Supermicro\n");
+  write(root / "dev-shm-bytes", "68719476736\n");
+  write(root / "ipc-private", "0\n");
+  write(root / "proc/modules", "nvidia_peermem 1 0 - Live 0x0\n");
+  write(root / "sys/class/infiniband/mlx5_0/node_type", "1: CA\n");
+  const auto r = probe::read_platform({root.string(), ""});
+  EXPECT_EQ(r.iommu, "passthrough");
+  EXPECT_TRUE(r.hypervisor.empty());
+  EXPECT_FALSE(r.in_container);
+  EXPECT_TRUE(r.peermem_loaded && *r.peermem_loaded);
+  const auto facts = probe::platform_facts(r);
+  EXPECT_TRUE(facts.of<diagnose::GdrState>().empty());
+  EXPECT_TRUE(facts.of<diagnose::HypervisorSeen>().empty());
+  const auto d = diagnose::diagnose(facts);
+  for (const auto& c : d.contributing) EXPECT_NE(c.cause, "container-ipc-shm");
+  if (d.primary) {
+    EXPECT_NE(d.primary->cause, "container-ipc-shm");
+    EXPECT_NE(d.primary->cause, "virtualised-topology");
+    EXPECT_NE(d.primary->cause, "p2p-blocked-acs-iommu");
+  }
+  fs::remove_all(root);
+}
+
+TEST(PlatformProbe, ThisMachineIsReadWithoutFailing) {
+  const auto r = probe::read_platform();
+  nlohmann::json j = r;
+  EXPECT_TRUE(j.contains("bridges"));
+  EXPECT_TRUE(j.contains("notes"));
+  (void)probe::platform_facts(r);
+}
+
+}  // namespace
