@@ -138,3 +138,68 @@ TEST(PlatformProbe, ThisMachineIsReadWithoutFailing) {
 }
 
 }  // namespace
+
+#include "probe/gpu_health.h"
+
+namespace {
+
+probe::GpuProbes four_gpus_one_slow() {
+  probe::GpuProbes p;
+  for (int i = 0; i < 4; ++i) {
+    probe::CopyProbe c;
+    c.device = i;
+    c.bus_id = "0000:0" + std::to_string(i) + ":00.0";
+    c.name = "NVIDIA H100 80GB HBM3";
+    c.h2d_gbps = i == 2 ? 13.1 : 53.0;
+    c.nvml.pcie_gen = i == 2 ? 4 : 5;  // GPU2's link trained down to Gen4 x8 under load
+    c.nvml.pcie_width = i == 2 ? 8 : 16;
+    c.nvml.pcie_max_gen = 5;
+    c.nvml.pcie_max_width = 16;
+    p.copies.push_back(c);
+    probe::GemmProbe g;
+    g.device = i;
+    g.bus_id = c.bus_id;
+    g.tflops = i == 3 ? 520 : 640;  // GPU3 power-capped
+    g.nvml.sm_mhz = i == 3 ? 1410 : 1980;
+    g.nvml.max_sm_mhz = 1980;
+    g.nvml.clock_event_reasons = i == 3 ? 0x4 : 0x0;
+    p.gemms.push_back(g);
+  }
+  return p;
+}
+
+TEST(GpuProbes, ThrottleReasonsAreNamedAsNvidiaSmiDoes) {
+  EXPECT_EQ(probe::clock_event_reason_names(0x4 | 0x40), (std::vector<std::string>{"SW Power Cap", "HW Thermal Slowdown"}));
+  EXPECT_TRUE(probe::clock_event_reason_names(0).empty());
+}
+
+TEST(GpuProbes, ASlowGpuIsAStragglerAndADownTrainedLinkIsDegraded) {
+  const auto p = four_gpus_one_slow();
+  const auto facts = probe::gpu_probe_facts(p);
+  const auto stragglers = facts.of<diagnose::Straggler>();
+  ASSERT_EQ(stragglers.size(), 1u);
+  EXPECT_NE(stragglers[0].fact.who.find("GPU3"), std::string::npos);
+  EXPECT_NEAR(*stragglers[0].fact.compute_skew, 640.0 / 520 - 1, 1e-9);
+  const auto clocks = facts.of<diagnose::GpuClocks>();
+  ASSERT_EQ(clocks.size(), 4u);
+  EXPECT_EQ(clocks[3].fact.active_throttle_reasons, std::vector<std::string>{"SW Power Cap"});
+  EXPECT_EQ(facts.of<diagnose::PcieLinkState>().size(), 4u);
+  const auto d = diagnose::diagnose(facts);
+  std::vector<std::string> named;
+  if (d.primary) named.push_back(d.primary->cause);
+  for (const auto& c : d.contributing) named.push_back(c.cause);
+  auto has = [&](const std::string& id) { return std::find(named.begin(), named.end(), id) != named.end(); };
+  EXPECT_TRUE(has("pcie-link-degraded")) << ::testing::PrintToString(named);
+  EXPECT_TRUE(has("straggler")) << ::testing::PrintToString(named);
+  nlohmann::json j = p;
+  EXPECT_EQ(j["gemms"][3]["nvml"]["clock_event_reasons"][0], "SW Power Cap");
+  EXPECT_NE(probe::render_gpu_probes(p).find("SW Power Cap"), std::string::npos);
+}
+
+TEST(GpuProbes, EvenGpusGiveNoStraggler) {
+  auto p = four_gpus_one_slow();
+  for (auto& g : p.gemms) g.tflops = 640 - g.device;  // within noise
+  EXPECT_TRUE(probe::gpu_probe_facts(p).of<diagnose::Straggler>().empty());
+}
+
+}  // namespace

@@ -18,7 +18,11 @@
 #include "topo/analysis.h"
 #include "topo/live.h"
 #include "predict/fix_gain.h"
+#include "probe/gpu_health.h"
 #include "probe/platform.h"
+#ifdef SCALESCOPE_HAVE_CUDA
+#include "gpu/probes.h"
+#endif
 #include "report/probe_report.h"
 #include "report/html_builders.h"
 #include "train/backend.h"
@@ -79,6 +83,15 @@ int run(const DoctorFlags& f) {
   // The platform under the GPUs (issue #31): its findings go to the diagnosis as facts.
   const auto platform = probe::read_platform();
   std::fputs((report::render_platform(platform) + "\n").c_str(), stdout);
+  // Each GPU on its own before training (issue #31): copies over its PCIe link and one GEMM, NVML read under load.
+  std::optional<probe::GpuProbes> gpu_probes;
+#ifdef SCALESCOPE_HAVE_CUDA
+  if (gpu) {
+    gpu_probes = gpu::run_gpu_probes(max_world_size);
+    std::fputs((probe::render_gpu_probes(*gpu_probes) + "\n").c_str(), stdout);
+  }
+#endif
+  std::fflush(stdout);
   std::fflush(stdout);
   auto progress = [&](const std::string& line) {
     if (config.job.progress) std::fprintf(stderr, "%s\n", line.c_str());
@@ -91,6 +104,7 @@ int run(const DoctorFlags& f) {
   facts.append(diagnose::facts_from_topology(topology.topology, "topo (live)").facts);
   // The platform's findings concern NCCL's paths between GPUs: CPU ranks (MPI) leave them out of the diagnosis.
   if (gpu) facts.append(probe::platform_facts(platform));
+  if (gpu_probes) facts.append(probe::gpu_probe_facts(*gpu_probes));
   auto diagnosis = diagnose::diagnose(facts);
   {
     nlohmann::json with_topology = j;
@@ -118,6 +132,7 @@ int run(const DoctorFlags& f) {
   } else if (!f.out.empty()) {  // written even when a later world size failed: what was measured is kept
     j["topology"] = topology;
     j["platform"] = platform;
+    if (gpu_probes) j["gpu_probes"] = *gpu_probes;
     j["diagnosis"] = diagnosis;
     out_file.write(j.dump(1) + "\n");
     say_written(f.out, report.complete() ? "" : " (incomplete)");

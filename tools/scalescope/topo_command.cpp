@@ -4,7 +4,11 @@
 #include <cstdio>
 #include <memory>
 
+#include "probe/gpu_health.h"
 #include "probe/platform.h"
+#ifdef SCALESCOPE_HAVE_CUDA
+#include "gpu/probes.h"
+#endif
 #include "report/probe_report.h"
 #include "commands.h"
 #include "workload_options.h"
@@ -42,6 +46,15 @@ int run(const TopoFlags& f) {
     const auto platform = probe::read_platform();
     std::fputs(("\n" + report::render_platform(platform)).c_str(), stdout);
     j["platform"] = platform;
+#ifdef SCALESCOPE_HAVE_CUDA
+    int gpus = 0;
+    for (const auto& d : report.topology.devices) gpus += d.kind == topo::DeviceKind::gpu ? 1 : 0;
+    if (gpus > 0) {
+      const auto g = gpu::run_gpu_probes(gpus);
+      std::fputs(("\n" + probe::render_gpu_probes(g)).c_str(), stdout);
+      j["gpu_probes"] = g;
+    }
+#endif
   }
   if (other) {
     int compared = 0;

@@ -1,0 +1,63 @@
+#pragma once
+// Per-GPU health probes of doctor (issue #31, items 2 and 4), the part without CUDA: what one probe measured and
+// how it becomes facts. The measuring (pinned host↔device copies, one bf16 GEMM per GPU, NVML read while they run)
+// is gpu/probes.h in CUDA builds.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "diagnose/facts.h"
+
+namespace scalescope::probe {
+
+/// NVML's readings of one GPU taken while a probe kept it busy (idle links train down and clocks drop on purpose).
+struct NvmlUnderLoad {
+  std::optional<int> pcie_gen, pcie_width, pcie_max_gen, pcie_max_width;
+  std::optional<unsigned> sm_mhz, max_sm_mhz;
+  std::optional<double> power_w, power_limit_w, temperature_c;
+  std::optional<std::uint64_t> clock_event_reasons;  ///< nvmlClocksEventReasons bit mask (throttle reasons)
+};
+
+/// Pinned host↔device copies of one GPU (256 MiB, CUDA events, after a warm-up copy).
+struct CopyProbe {
+  int device = 0;
+  std::string bus_id, name;
+  double h2d_gbps = 0, d2h_gbps = 0;  ///< GB/s (1e9 B/s)
+  NvmlUnderLoad nvml;
+};
+
+/// The same bf16 GEMM (8192³ through cuBLASLt) on one GPU, with NVML read during it.
+struct GemmProbe {
+  int device = 0;
+  std::string bus_id, name;
+  double tflops = 0;
+  NvmlUnderLoad nvml;
+};
+
+struct GpuProbes {
+  std::vector<CopyProbe> copies;
+  std::vector<GemmProbe> gemms;
+  double seconds = 0;              ///< how long the probes took
+  std::vector<std::string> notes;  ///< what could not run and why (no NVML, a failing GPU …)
+};
+
+/// NVML's clock-event (throttle) reasons as nvidia-smi names them: "GPU Idle", "Applications Clocks Setting",
+/// "SW Power Cap", "HW Slowdown", "Sync Boost", "SW Thermal Slowdown", "HW Thermal Slowdown", "HW Power Brake
+/// Slowdown", "Display Clock Setting". Bits from NVML's nvmlClocksEventReasons (NVML API Reference).
+std::vector<std::string> clock_event_reason_names(std::uint64_t mask);
+
+/// Facts: PcieLinkState per GPU read under load; a Measurement "host-to-device copy" (GB/s, dims gpu) per GPU;
+/// GpuClocks per GPU (SM clock, power, temperature, the active throttle reasons other than idle); and a Straggler
+/// when one GPU's GEMM is ≥ 8 % slower than the median of the others (which rank will set the pace). Throws nothing.
+diagnose::FactSet gpu_probe_facts(const GpuProbes& p);
+
+/// One line per GPU: copies with the PCIe link under load, GEMM TFLOP/s with clocks, power and throttle reasons.
+std::string render_gpu_probes(const GpuProbes& p);
+
+void to_json(nlohmann::json& j, const GpuProbes& p);
+
+}  // namespace scalescope::probe
