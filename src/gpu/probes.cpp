@@ -165,7 +165,7 @@ probe::GemmProbe gemm_probe(int device, const Nvml& nvml) {
   SCALESCOPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   g.name = prop.name;
   constexpr int n = 8192;
-  constexpr int kReps = 30;
+  constexpr int kReps = 120;  // ≈ 200 ms on an H200: long enough for NVML's power average and the clocks to settle
   const std::size_t elems = static_cast<std::size_t>(n) * n;
   __nv_bfloat16 *a = nullptr, *b = nullptr, *d = nullptr;
   SCALESCOPE_CUDA_CHECK(cudaMalloc(&a, elems * sizeof(__nv_bfloat16)));
@@ -185,7 +185,7 @@ probe::GemmProbe gemm_probe(int device, const Nvml& nvml) {
     SCALESCOPE_CUDA_CHECK(cudaEventRecord(e0, s));
     for (int i = 0; i < kReps; ++i) lt.run(s, spec);
     SCALESCOPE_CUDA_CHECK(cudaEventRecord(e1, s));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // clocks, power and throttling while it runs
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));  // clocks, power and throttling while it runs
     g.nvml = nvml.read(g.bus_id);
     SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(e1));
     float ms = 0;
