@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "analyze/sweep.h"
 #include "predict/inputs.h"
 #include "predict/step_model.h"
 
@@ -17,22 +16,6 @@ namespace {
 double number(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
   return it != j.end() && it->is_number() ? it->get<double>() : NAN;
-}
-
-// An α–β link: `busbw` GB/s at 2 ranks and above, 20.7 µs per ring step (the one measured latency), sampled as a
-// sweep so that LinkModel reads it as a measurement.
-LinkModel alpha_beta(double busbw_gbps, int ranks) {
-  analyze::Sweep s;
-  s.ranks = std::max(2, ranks);
-  s.source = "alpha-beta";
-  const int n = *s.ranks;
-  for (double b = 8; b <= 16.0 * 1024 * 1024 * 1024; b *= 4) {
-    analyze::SweepRow r;
-    r.size_bytes = static_cast<std::uint64_t>(b);
-    r.out_of_place.time_us = 20.7 * (n - 1) + b * 2.0 * (n - 1) / n / (busbw_gbps * 1e3);
-    s.rows.push_back(r);
-  }
-  return LinkModel::from_sweeps({s}, "the run");
 }
 
 // The lowest expected busbw among the pairs of the first `ranks` GPUs (topology's "expected_gbps" matrix).
@@ -109,7 +92,7 @@ void attach_fix_gains(diagnose::Diagnosis& d, const nlohmann::json& report) {
       return;
     }
     if (!(m.step_s > 0) || !(m.busbw_gbps > 0) || m.ranks < 2) return;
-    const auto link = alpha_beta(m.busbw_gbps, m.ranks);
+    const auto link = LinkModel::alpha_beta(m.busbw_gbps, "the run's measured all-reduce");
     Scenario now;
     now.ranks = m.ranks;
     now.overlap = m.overlap;
@@ -138,7 +121,7 @@ void attach_fix_gains(diagnose::Diagnosis& d, const nlohmann::json& report) {
       } else if ((c == "nccl-env-override" || c == "pcie-host-bridge-path" || c == "cross-socket-path" ||
                   c == "p2p-blocked-acs-iommu" || c == "pcie-link-degraded" || c == "nvlink-degraded") &&
                  expected && *expected > 1.2 * m.busbw_gbps) {
-        const auto fixed = alpha_beta(*expected, m.ranks);
+        const auto fixed = LinkModel::alpha_beta(*expected, "the path's expected busbw");
         a.predicted = describe(fmt::format("the path at its expected {:.0f} GB/s instead of the measured {:.1f}", *expected, m.busbw_gbps),
                                m, before, predict_step(run.profile, fixed, now).step_s);
       }

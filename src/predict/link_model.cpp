@@ -91,6 +91,17 @@ LinkModel LinkModel::named(std::string_view name) {
   return m;
 }
 
+LinkModel LinkModel::alpha_beta(double busbw_gbps, const std::string& description) {
+  if (!(busbw_gbps > 0)) throw core::UsageError("a link's busbw must be above 0 GB/s", "give a measured busbw");
+  LinkModel m;
+  m.busbw_gbps_ = busbw_gbps;
+  m.alpha_s_ = kNamedAlphaS;
+  m.description_ = description;
+  m.assumptions_.push_back(fmt::format("busbw {:.1f} GB/s at every size above the latency, {:.1f} µs per ring step", busbw_gbps,
+                                       kNamedAlphaS * 1e6));
+  return m;
+}
+
 double LinkModel::interpolate(const Table& t, double bytes) {
   const auto& p = t.points;
   if (bytes <= p.front().first) return p.front().second;

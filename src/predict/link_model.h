@@ -29,6 +29,10 @@ class LinkModel {
   /// Throws core::UsageError naming the forms when `name` is none of them.
   static LinkModel named(std::string_view name);
 
+  /// A link known by one busbw figure (GB/s, e.g. what a run measured) and the measured ring-step latency of
+  /// 20.7 µs: time = 20.7 µs × (n−1) + bytes·f(n)/busbw at every rank count. Throws core::UsageError for busbw ≤ 0.
+  static LinkModel alpha_beta(double busbw_gbps, const std::string& description);
+
   /// Several nodes: this model inside a node of `gpus_per_node` GPUs, and `ports` network ports of `gbit` each per
   /// node between nodes. Beyond one node an all-reduce's busbw is the lower of the node's inside busbw at that
   /// size and the node's network busbw (ports × nic_busbw_gbps: NCCL's rings leave a node through its NICs), and

@@ -69,15 +69,7 @@ void add_doctor(HtmlPage& page, const nlohmann::json& j) {
         for (const auto& pt : j["points"])
           if (pt.value("world_size", 0) >= 2 && pt.contains("result")) busbw = num(pt["result"], "all_reduce_busbw_GBps", 0);
         if (busbw > 0) {
-          analyze::Sweep s;
-          s.ranks = 2;
-          for (double b = 8; b <= 16.0 * 1024 * 1024 * 1024; b *= 4) {
-            analyze::SweepRow r;
-            r.size_bytes = static_cast<std::uint64_t>(b);
-            r.out_of_place.time_us = 20.7 + b / (busbw * 1e3);
-            s.rows.push_back(r);
-          }
-          const auto link = predict::LinkModel::from_sweeps({s}, "the run");
+          const auto link = predict::LinkModel::alpha_beta(busbw, "the run's measured all-reduce");
           for (int n = 1; n <= std::max(8, 2 * max_n); n *= 2) {
             predict::Scenario sc;
             sc.ranks = n;
