@@ -90,8 +90,10 @@ Context::Context(const FactSet& f) : facts(f) {
 
   // ---- shape of the job ----
   std::set<std::string> host_set;
+  // "localhost" (a launcher's -H localhost:2) is whichever host the logs name, not another one.
   auto add_host = [&](const std::string& h) {
-    if (!h.empty() && host_set.insert(h).second) hosts.push_back(h);
+    const bool local = h == "localhost" || h == "127.0.0.1" || h == "::1" || h == "localhost.localdomain";
+    if (!h.empty() && !local && host_set.insert(h).second) hosts.push_back(h);
   };
   for (const auto& g : facts.of<GpuSeen>())
     if (g.fact.host) add_host(*g.fact.host);
@@ -119,7 +121,7 @@ Context::Context(const FactSet& f) : facts(f) {
     if (l.fact.nnodes && *l.fact.nnodes >= 2) {
       nodes = std::max(nodes.value_or(0), *l.fact.nnodes);
       multi.push_back(line(fmt::format("{} with {} nodes", l.fact.launcher, *l.fact.nnodes), l.where));
-    } else if (l.fact.hostfile) {
+    } else if (l.fact.hostfile && !(l.fact.nnodes && *l.fact.nnodes == 1)) {  // -H localhost:2 lists one host
       multi.push_back(line(l.fact.launcher + " with a host list (several hosts)", l.where));
     }
   }

@@ -12,6 +12,7 @@
 
 #include "analyze/trace_test_util.h"
 #include "diagnose/catalogue.h"
+#include "diagnose/context.h"
 #include "diagnose/engine.h"
 #include "diagnose/evidence.h"
 
@@ -349,4 +350,30 @@ TEST(Judgements, OneRankRulesOutEveryCommunicationCause) {
   const auto two = diagnose::diagnose(facts({fact(w), fact(GdrState{"mlx5_0", false}, 2)}));
   ASSERT_TRUE(two.primary.has_value());
   EXPECT_EQ(two.primary->cause, "gdr-unavailable");
+}
+
+// "mpirun -np 2 -H localhost:2" with ranks on host SAIS1020 is one node (nccl-tests#115): localhost is whichever host the
+// logs name, and a host list of one host is not several hosts.
+TEST(Context, LocalhostInAHostListIsTheSameNode) {
+  using namespace scalescope::diagnose;
+  FactSet f;
+  Launch l;
+  l.launcher = "mpirun";
+  l.np = 2;
+  l.nnodes = 1;
+  l.hostfile = true;
+  f.add(l, {"cmd.txt", 1, "mpirun -np 2 -H localhost:2 ./all_reduce_perf"});
+  WorldShape w;
+  w.ranks = 2;
+  w.hosts = {"localhost"};
+  f.add(w, {"cmd.txt", 1, ""});
+  WorldShape w2;
+  w2.hosts = {"SAIS1020"};
+  f.add(w2, {"out.txt", 5, "#  Rank  0 Group  0 Pid 1 on SAIS1020 device  0"});
+  const Context ctx(f);
+  EXPECT_NE(ctx.span, Span::multi_node);
+  WorldShape w3;
+  w3.hosts = {"node-b"};
+  f.add(w3, {"out.txt", 6, "#  Rank  1 Group  0 Pid 2 on node-b device  0"});
+  EXPECT_EQ(Context(f).span, Span::multi_node);  // two real host names are two nodes
 }
