@@ -138,6 +138,38 @@ std::optional<Assessment> assess_nccl_env_override(const Context& ctx) {
         if (!experiment) raise(score, 0.05);
       }
   }
+  // No setting shown, yet SHM between GPUs of one node that have active NVLinks (nccl-tests#228): NVLink peer access
+  // is not blocked by ACS or the IOMMU, so P2P was turned off by configuration the evidence does not show.
+  if (culprits.empty() && ctx.span != Span::multi_node) {
+    int nvlinks = 0;
+    std::optional<Provenance> nvlink_where;
+    for (const auto& n : ctx.facts.of<NvlinkState>())
+      if (n.fact.active) {
+        ++nvlinks;
+        if (!nvlink_where) nvlink_where = n.where;
+      }
+    for (const auto& l : ctx.facts.of<LinkClass>())
+      if (l.fact.nvlinks > 0 && l.fact.a_is_gpu && l.fact.b_is_gpu) {
+        nvlinks += l.fact.nvlinks;
+        if (!nvlink_where) nvlink_where = l.where;
+      }
+    std::optional<Seen<TransportUse>> shm;
+    bool p2p = false;
+    for (const auto& t : ctx.facts.of<TransportUse>()) {
+      if (t.fact.kind == "shm" && !shm) shm.emplace(t);
+      if (t.fact.kind == "p2p") p2p = true;
+    }
+    if (nvlinks > 0 && shm && !p2p) {
+      score = 0.45;
+      a.evidence.push_back(line(fmt::format("NCCL connects GPUs of one node through SHM ({} connection(s)) and never through P2P",
+                                            shm->fact.connections), shm->where));
+      a.evidence.push_back(line(fmt::format("{} active NVLink(s) between these GPUs: P2P over NVLink is not blocked by ACS or "
+                                            "the IOMMU, so it was turned off by configuration", nvlinks), *nvlink_where));
+      culprits.push_back("NCCL_P2P_DISABLE or NCCL_P2P_LEVEL (not in the evidence)");
+      a.needs.push_back({"the job's NCCL settings", "env | grep ^NCCL_; cat /etc/nccl.conf ~/.nccl.conf",
+                         "which setting turned P2P off"});
+    }
+  }
   if (score == 0) {
     if (a.against.empty()) return std::nullopt;
     a.ruled_out = true;

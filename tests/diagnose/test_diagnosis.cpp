@@ -377,3 +377,29 @@ TEST(Context, LocalhostInAHostListIsTheSameNode) {
   f.add(w3, {"out.txt", 6, "#  Rank  1 Group  0 Pid 2 on node-b device  0"});
   EXPECT_EQ(Context(f).span, Span::multi_node);  // two real host names are two nodes
 }
+
+// SHM between GPUs of one node with active NVLinks and no P2P connection (nccl-tests#228 without its env line): P2P was
+// turned off by configuration. Without NVLink the same SHM line names no setting.
+TEST(NcclEnvOverride, ShmBesideActiveNvlinksIsAHiddenP2pSetting) {
+  using namespace scalescope::diagnose;
+  FactSet f;
+  TransportUse t;
+  t.transport = "SHM/direct/direct";
+  t.kind = "shm";
+  t.connections = 12;
+  f.add(t, {"nccl.log", 7, "Channel 00 : 0[0] -> 1[1] via SHM/direct/direct"});
+  FactSet without_nvlink = f;
+  for (int link = 0; link < 4; ++link) {
+    NvlinkState n;
+    n.gpu = "GPU 0";
+    n.link = link;
+    n.active = true;
+    n.gbps = 25;
+    f.add(n, {"nvlink.txt", static_cast<std::size_t>(2 + link), "Link 0: 25 GB/s"});
+  }
+  const auto d = scalescope::diagnose::diagnose(f);
+  ASSERT_TRUE(d.primary);
+  EXPECT_EQ(d.primary->cause, "nccl-env-override");
+  const auto d2 = scalescope::diagnose::diagnose(without_nvlink);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "nccl-env-override");
+}
