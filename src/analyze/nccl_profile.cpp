@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace scalescope::analyze {
 
@@ -48,13 +49,6 @@ T get_or(const nlohmann::json& j, const char* key, T fallback) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   return it->get<T>();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string most_frequent(const std::map<std::string, std::size_t>& m) {
@@ -202,7 +196,7 @@ NcclProfileSummary summarize_nccl_profile(const NcclProfile& p) {
     r.proto = most_frequent(a.protos);
     for (double t : a.times) r.total_gpu_us += t;
     if (!a.times.empty()) {
-      r.median_gpu_us = median(a.times);
+      r.median_gpu_us = core::quantile(a.times, 0.5);
       r.min_gpu_us = *std::min_element(a.times.begin(), a.times.end());
       const auto c = collective_of_nccl_op(r.op);
       if (c && r.size_bytes > 0 && r.median_gpu_us > 0 && p.nranks >= 1) {

@@ -11,6 +11,7 @@
 #include "analyze/nccl_profile.h"
 #include "analyze/nccl_tests_parser.h"
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace scalescope::predict {
 
@@ -81,9 +82,7 @@ double median_of(const nlohmann::json& a) {
   if (a.is_array())
     for (const auto& x : a)
       if (x.is_number() && x.get<double>() > 0) v.push_back(x.get<double>());
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return v.empty() ? NAN : core::quantile(v, 0.5);
 }
 
 // DDP's logging data holds numbers as strings ("33693728, 33562624").

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "core/stats.h"
+
 namespace scalescope::probe {
 
 std::vector<std::string> clock_event_reason_names(std::uint64_t mask) {
@@ -18,11 +20,6 @@ std::vector<std::string> clock_event_reason_names(std::uint64_t mask) {
 }
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
-}
 
 std::string gpu_label(int device, const std::string& bus) { return fmt::format("GPU{} ({})", device, bus); }
 
@@ -76,7 +73,7 @@ diagnose::FactSet gpu_probe_facts(const GpuProbes& p) {
       std::vector<double> others;
       for (const auto& o : p.gemms)
         if (o.device != g.device) others.push_back(o.tflops);
-      const double m = median(others);
+      const double m = others.empty() ? 0 : core::quantile(others, 0.5);
       if (m > 0 && g.tflops < 0.92 * m) {
         Straggler s;
         s.who = gpu_label(g.device, g.bus_id);
