@@ -64,6 +64,8 @@ packages=(
 optional=(
   python3-torch                       # scalescope profile's tests: genuine DDP jobs on CPU ranks (gloo)
   chromium                            # the HTML report's test renders the page headless (--html)
+  time                                # bench/startup.py: the peak memory of a start (GNU time -f %M)
+  iproute2                            # the two-host mpirun test: two network namespaces (tests/multinode)
 )
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }

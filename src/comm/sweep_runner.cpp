@@ -93,14 +93,24 @@ std::pair<std::uint64_t, std::uint64_t> sweep_buffer_bytes(const SweepConfig& cf
   return {max_send, std::max(max_send, max_result)};
 }
 
+double sweep_size_weight(std::uint64_t bytes) { return 1.0 + static_cast<double>(bytes) / 262144.0; }
+
 std::vector<analyze::Sweep> run_sweeps(BenchBackend& b, const SweepConfig& cfg,
-                                       const std::function<void(const std::string&)>& progress) {
+                                       const std::function<void(const SweepProgress&)>& progress) {
   const int n = b.rank_info().world_size;
   const bool root_rank = b.rank_info().rank == 0;
   cfg.validate(n);
   const auto sizes = cfg.sizes();
   const auto [send_bytes, result_bytes] = sweep_buffer_bytes(cfg, n);
   b.reserve(send_bytes, result_bytes);
+
+  SweepProgress done;  // the whole sweep's work, for the time left
+  for (auto coll : cfg.collectives)
+    for (auto type : cfg.types)
+      for ([[maybe_unused]] auto op : has_red_op(coll) ? cfg.ops : std::vector<RedOp>{RedOp::sum})
+        for (int root : has_root(coll) ? cfg.roots : std::vector<int>{-1})
+          if (b.supports(BenchCase{coll, type, op, std::max(root, 0), 0, false}))
+            for (std::uint64_t size : sizes) done.total += sweep_size_weight(count_for_size(coll, type, size, n).second);
 
   std::vector<analyze::Sweep> sweeps;
   for (auto coll : cfg.collectives)
@@ -191,9 +201,11 @@ std::vector<analyze::Sweep> run_sweeps(BenchBackend& b, const SweepConfig& cfg,
               (in_place ? row.in_place : row.out_of_place) = t;
             }
             if (root_rank) {
-              if (progress)
-                progress(fmt::format("comm: {} {} B: {:.2f} us, busbw {:.2f} GB/s", describe(base), row.size_bytes,
-                                     row.out_of_place.time_us.value_or(0), row.out_of_place.busbw_gbps.value_or(0)));
+              done.done += sweep_size_weight(row.size_bytes);
+              done.item = fmt::format("{} {} B", describe(base), row.size_bytes);
+              done.result = fmt::format("{:.2f} us, busbw {:.2f} GB/s", row.out_of_place.time_us.value_or(0),
+                                        row.out_of_place.busbw_gbps.value_or(0));
+              if (progress) progress(done);
               sweep.rows.push_back(row);
             }
           }

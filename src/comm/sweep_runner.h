@@ -43,9 +43,17 @@ std::pair<std::uint64_t, std::uint64_t> sweep_buffer_bytes(const SweepConfig& co
 
 /// Runs every (collective, type, op, root) combination of `config` over the sizes on this rank, in the same
 /// order on every rank. Returns one Sweep per combination on rank 0 (empty elsewhere). Cases the backend
-/// does not support are skipped with a warning in the sweep. `progress` gets a line per finished size on
-/// rank 0. Throws core::Error on backend failure.
+/// does not support are skipped with a warning in the sweep. `progress` is called on rank 0 after each size.
+/// Throws core::Error on backend failure.
+struct SweepProgress {
+  double done = 0, total = 0;  ///< work units: each size weighs 1 + bytes / 256 KiB (latency, then bandwidth)
+  std::string item;            ///< "all_reduce float sum 1048576 B"
+  std::string result;          ///< "12.30 us, busbw 85.25 GB/s"
+};
 std::vector<analyze::Sweep> run_sweeps(BenchBackend& backend, const SweepConfig& config,
-                                       const std::function<void(const std::string&)>& progress);
+                                       const std::function<void(const SweepProgress&)>& progress);
+
+/// The work units of one size in SweepProgress (1 + bytes / 256 KiB).
+double sweep_size_weight(std::uint64_t bytes);
 
 }  // namespace scalescope::comm

@@ -122,7 +122,7 @@ void check_world_sizes(const std::vector<int>& sizes) {
 }
 
 DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_size,
-                        const std::function<void(const std::string&)>& progress) {
+                        const std::function<void(std::size_t index, std::size_t count, const std::string& what)>& progress) {
   DoctorReport report;
   report.backend = train::to_string(config.job.backend);
   report.devices = devices;
@@ -148,7 +148,8 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
   // For the whole sweep, not only while ranks run: a Ctrl-C while the next world size loads its data killed the
   // process and lost the world sizes already measured. Now it ends the sweep with those kept (complete: false).
   const comm::StopSignalScope stop_signals;
-  for (int n : sizes) {
+  for (std::size_t index = 0; index < sizes.size(); ++index) {
+    const int n = sizes[index];
     if (const int sig = comm::received_stop_signal()) {
       report.failure = fmt::format("world size {} not measured: {}", n, comm::interrupted_message(sig));
       break;
@@ -156,7 +157,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     train::TrainJobConfig job = config.job;
     job.world_size = n;
     job.kernel_trace_dir = trace_dir_of(n);
-    progress(fmt::format("doctor: world size {} ({} backend) …", n, report.backend));
+    progress(index, sizes.size(), fmt::format("world size {} ({} backend)", n, report.backend));
     DoctorPoint point;
     try {
       point.result = train::launch_job(job);
@@ -189,6 +190,7 @@ DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_s
     }
     report.points.push_back(std::move(point));
   }
+  if (report.failure.empty()) progress(sizes.size(), sizes.size(), "done");
   if (const int sig = comm::received_stop_signal(); sig != 0 && report.failure.empty())
     report.notes.push_back(fmt::format("{} after the last world size had finished: every figure above was measured",
                                        comm::interrupted_message(sig)));

@@ -102,12 +102,12 @@ struct DoctorReport {
 };
 
 /// Runs every world size in order (each through train::launch_job). A failing world size stops the sweep:
-/// its error goes to report.failure and the points measured so far are kept. `progress` receives one-line
-/// messages for stderr. Throws core::Error only for a bad configuration (nothing measured).
+/// its error goes to report.failure and the points measured so far are kept. `progress(index, count, what)`
+/// is called as world size `index` of `count` (from 0) starts, and with index == count at the end. Throws core::Error only for a bad configuration (nothing measured).
 /// `devices`: GPUs visible or CPU cores found; `max_world_size`: the largest world size of the default sweep
 /// (≤ devices for GPUs; CPU ranks may oversubscribe).
 DoctorReport run_doctor(const DoctorConfig& config, int devices, int max_world_size,
-                        const std::function<void(const std::string&)>& progress);
+                        const std::function<void(std::size_t index, std::size_t count, const std::string& what)>& progress);
 
 /// Overlap rule of issue #2, checked per world size ≥ 2: when backward compute takes at least twice the
 /// all-reduce time, exposed communication should stay under 10 % of the all-reduce time. Returns a note

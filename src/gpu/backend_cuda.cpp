@@ -1,4 +1,5 @@
-// GPU rank backend: CUDA device per local rank, NCCL communicator, bf16 MLP model, CUDA-event timeline.
+// GPU rank backend: CUDA device per local rank, NCCL communicator, bf16 model, CUDA-event timeline. Part of the
+// GPU module (module_entry.cpp); the binary reaches it through train::make_gpu_rank_backend (train/backend_gpu.cpp).
 
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -19,12 +20,19 @@
 #include "gpu/nccl_bench_backend.h"
 #include "gpu/nccl_communicator.h"
 #include "gpu/step_graph.h"
+#include "gpu/backend_cuda.h"
 #include "train/backend.h"
 #include "train/cuda/cudnn_attention.h"
 #include "train/cuda/gpt_cuda.h"
 #include "train/cuda/mlp_lm_cuda.h"
 
-namespace scalescope::train {
+namespace scalescope::gpu {
+
+using train::ModelFamily;
+using train::ModelSpec;
+using train::RankBackend;
+using train::StreamPriority;
+
 namespace {
 
 /// Owns the compute stream; destroyed after the model, communicator and timeline that use it.
@@ -43,9 +51,7 @@ struct GpuRankBackend final : RankBackend {
 
 }  // namespace
 
-bool built_with_cuda() noexcept { return true; }
-
-int visible_gpu_count(std::string* why_none) {
+int visible_device_count(std::string* why_none) {
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
@@ -60,15 +66,13 @@ int visible_gpu_count(std::string* why_none) {
   return n;
 }
 
-std::vector<std::pair<std::string, std::string>> gpu_launch_environment() { return gpu::nccl_launch_environment(); }
-
-std::unique_ptr<comm::BenchBackend> make_gpu_bench_backend() {
-  return std::make_unique<gpu::NcclBenchBackend>(gpu::bootstrap_gpu_rank());
+std::unique_ptr<comm::BenchBackend> make_bench_backend() {
+  return std::make_unique<NcclBenchBackend>(bootstrap_gpu_rank());
 }
 
-std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model, StreamPriority priority, bool cuda_graph) {
+std::unique_ptr<RankBackend> make_rank_backend(const ModelSpec& model, StreamPriority priority, bool cuda_graph) {
   auto b = std::make_unique<GpuRankBackend>();
-  const gpu::RankBootstrap boot = gpu::bootstrap_gpu_rank();
+  const RankBootstrap boot = bootstrap_gpu_rank();
   b->mpi_initialised_here = boot.mpi_initialised;
   const comm::RankInfo& info = boot.info;
   cudaDeviceProp prop{};
@@ -78,27 +82,27 @@ std::unique_ptr<RankBackend> make_gpu_rank_backend(const ModelSpec& model, Strea
   SCALESCOPE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
   SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithPriority(&b->stream, cudaStreamNonBlocking,
                                                      priority == StreamPriority::compute ? highest : lowest));
-  gpu::StepGraph* graph = nullptr;
+  StepGraph* graph = nullptr;
   if (cuda_graph) {
-    auto owned = std::make_unique<gpu::StepGraph>(b->stream);
+    auto owned = std::make_unique<StepGraph>(b->stream);
     graph = owned.get();
     b->step_replay = std::move(owned);
   }
-  b->timeline = std::make_unique<gpu::CudaTimeline>(b->stream, graph);
-  b->comm = std::make_unique<gpu::NcclCommunicator>(info, boot.id, b->stream,
+  b->timeline = std::make_unique<CudaTimeline>(b->stream, graph);
+  b->comm = std::make_unique<NcclCommunicator>(info, boot.id, b->stream,
                                                     priority == StreamPriority::comm ? highest : lowest, graph);
-  if (model.family == ModelFamily::mlp) b->model = std::make_unique<MlpLmCuda>(model.mlp, b->stream);
-  else b->model = std::make_unique<GptCuda>(model.gpt, b->stream);
+  if (model.family == ModelFamily::mlp) b->model = std::make_unique<train::MlpLmCuda>(model.mlp, b->stream);
+  else b->model = std::make_unique<train::GptCuda>(model.gpt, b->stream);
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   b->device = fmt::format("cuda:{} {} ({} SMs, {:.0f} GB)", info.local_rank, prop.name, prop.multiProcessorCount,
                           prop.totalGlobalMem / 1e9);
   b->library_versions =
-      fmt::format("{}, CUDA runtime {}.{}", gpu::nccl_version_string(), runtime / 1000, (runtime % 1000) / 10);
+      fmt::format("{}, CUDA runtime {}.{}", nccl_version_string(), runtime / 1000, (runtime % 1000) / 10);
   if (model.family == ModelFamily::gpt && model.gpt.uses_cudnn_attention())
-    b->library_versions += ", cuDNN " + gpt_kernels::CudnnAttention::library_version();
-  b->kernel_tracer = gpu::make_cupti_tracer();
+    b->library_versions += ", cuDNN " + train::gpt_kernels::CudnnAttention::library_version();
+  b->kernel_tracer = make_cupti_tracer();
   return b;
 }
 
-}  // namespace scalescope::train
+}  // namespace scalescope::gpu

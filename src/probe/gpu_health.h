@@ -58,6 +58,10 @@ diagnose::FactSet gpu_probe_facts(const GpuProbes& p);
 /// One line per GPU: copies with the PCIe link under load, GEMM TFLOP/s with clocks, power and throttle reasons.
 std::string render_gpu_probes(const GpuProbes& p);
 
+/// Runs the probes on GPUs 0 … devices-1 (host↔device copies, one GEMM, NVML read under load) through the GPU
+/// module (runtime/gpu_module.h; gpu/probes.cpp). Throws core::Error when the module cannot be loaded.
+GpuProbes run_gpu_probes(int devices);
+
 void to_json(nlohmann::json& j, const GpuProbes& p);
 
 }  // namespace scalescope::probe

@@ -202,6 +202,27 @@ void read_network(const PlatformRoots& roots, PlatformReading& r) {
   }
 }
 
+/// The GPUs that exist, below NVML and CUDA: NVIDIA display/3D functions on the PCI bus, and what the driver manages.
+void read_gpus(const PlatformRoots& roots, PlatformReading& r) {
+  std::error_code ec;
+  const auto pci = at(roots, "sys/bus/pci/devices");
+  if (fs::is_directory(pci, ec))
+    for (const auto& e : fs::directory_iterator(pci, ec)) {
+      const auto vendor = read_text(e.path() / "vendor", 64);
+      const auto cls = read_text(e.path() / "class", 64);
+      if (!vendor || !cls || trim(*vendor) != "0x10de") continue;
+      const std::string c = trim(*cls);
+      if (c.rfind("0x0300", 0) == 0 || c.rfind("0x0302", 0) == 0) r.nvidia_gpus.push_back(e.path().filename().string());
+    }
+  std::sort(r.nvidia_gpus.begin(), r.nvidia_gpus.end());
+  const auto driver = at(roots, "proc/driver/nvidia/gpus");
+  if (fs::is_directory(driver, ec)) {
+    int n = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(driver, ec)) ++n;
+    r.driver_gpus = n;
+  }
+}
+
 }  // namespace
 
 PlatformReading read_platform(const PlatformRoots& roots) {
@@ -212,6 +233,7 @@ PlatformReading read_platform(const PlatformRoots& roots) {
     read_hypervisor(roots, r);
     read_container(roots, r);
     read_network(roots, r);
+    read_gpus(roots, r);
   } catch (const std::exception& e) {
     r.notes.push_back(std::string("platform probe stopped: ") + e.what());
   }
@@ -260,6 +282,14 @@ diagnose::FactSet platform_facts(const PlatformReading& r) {
     f.add(Claim{"ipc-private", "the process has its own IPC namespace (a container without --ipc=host)"},
           {"platform probe (/proc/self/ns/ipc)", 0, "IPC namespace differs from PID 1's"});
   if (r.in_container) f.add(Claim{"container", "detected from the platform (/.dockerenv, cgroup)"}, {"platform probe", 0, "container"});
+  // GPUs on the bus and under the driver. Informational ("pci", "driver"): a container or a scheduler hands a job
+  // some of a machine's GPUs on purpose, so only NVML's count against CUDA's and NCCL's names a hidden GPU.
+  if (!r.nvidia_gpus.empty())
+    f.add(GpuCount{static_cast<int>(r.nvidia_gpus.size()), "pci", std::nullopt},
+          {"platform probe (/sys/bus/pci)", 0, fmt::format("{} NVIDIA display/3D function(s) on the PCI bus", r.nvidia_gpus.size())});
+  if (r.driver_gpus)
+    f.add(GpuCount{*r.driver_gpus, "driver", std::nullopt},
+          {"platform probe (/proc/driver/nvidia/gpus)", 0, fmt::format("{} GPU(s) under the NVIDIA driver", *r.driver_gpus)});
   return f;
 }
 
@@ -278,6 +308,8 @@ void to_json(nlohmann::json& j, const PlatformReading& r) {
        {"private_ipc", r.private_ipc ? nlohmann::json(*r.private_ipc) : nlohmann::json()},
        {"in_container", r.in_container},
        {"rdma_devices", r.rdma_devices},
+       {"nvidia_gpus", r.nvidia_gpus},
+       {"driver_gpus", r.driver_gpus ? nlohmann::json(*r.driver_gpus) : nlohmann::json()},
        {"peermem_loaded", r.peermem_loaded ? nlohmann::json(*r.peermem_loaded) : nlohmann::json()},
        {"nics", nics},
        {"notes", r.notes}};

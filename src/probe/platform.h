@@ -47,6 +47,8 @@ struct PlatformReading {
   std::vector<std::string> rdma_devices;    ///< /sys/class/infiniband/*
   std::optional<bool> peermem_loaded;       ///< nvidia_peermem (or nv_peer_mem) loaded; absent: /proc/modules unreadable
   std::vector<NetInterface> nics;           ///< physical-looking interfaces (not lo, docker*, veth*, br-*, virbr*)
+  std::vector<std::string> nvidia_gpus;     ///< PCI functions of vendor 0x10de, class 0x0300/0x0302 (display, 3D)
+  std::optional<int> driver_gpus;           ///< entries of /proc/driver/nvidia/gpus; absent: no NVIDIA driver loaded
   std::vector<std::string> notes;           ///< what could not be read, and why
 };
 

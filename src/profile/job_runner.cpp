@@ -123,13 +123,16 @@ JobResult run_job(const JobSpec& spec) {
       const ssize_t r = ::read(fds[i].fd, buffer, sizeof buffer);
       if (r > 0) {
         const std::string_view chunk(buffer, static_cast<std::size_t>(r));
+        if (terminal_ok && spec.before_output) spec.before_output();
         if (terminal_ok && !core::write_all(fds[i].fd == out.fd[0] ? STDOUT_FILENO : STDERR_FILENO, chunk))
           terminal_ok = false;  // our reader is gone: the log keeps everything
+        if (terminal_ok && spec.after_output) spec.after_output(chunk.back() == '\n');
         core::write_all(log, chunk);  // a full disk must not stop the job: what fits is kept
       } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
         (fds[i].fd == out.fd[0] ? open_out : open_err) = false;
       }
     }
+    if (spec.on_tick && !exited) spec.on_tick();
     if (!exited) {
       const pid_t w = ::waitpid(pid, &status, WNOHANG | WUNTRACED);
       if (w == pid && WIFSTOPPED(status)) ::kill(-pid, SIGCONT);  // stopped (SIGSTOP, SIGTSTP): it must run to its end

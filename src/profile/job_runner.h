@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,12 @@ struct JobSpec {
   std::string log_path;                                           ///< stdout and stderr together
   double timeout_seconds = 0;                                     ///< 0: none
   double grace_seconds = 10;                                      ///< after SIGTERM/SIGINT, before SIGKILL
+  /// Called about every 100 ms while the job runs (profile's progress line); may be empty.
+  std::function<void()> on_tick;
+  /// Called before the job's output is written to the terminal, and after (with whether it ended a line): a
+  /// progress line is erased and drawn again around it. May be empty.
+  std::function<void()> before_output;
+  std::function<void(bool line_ended)> after_output;
 };
 
 struct JobResult {

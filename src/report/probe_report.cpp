@@ -1,5 +1,7 @@
 #include "report/probe_report.h"
 
+#include "core/terminal_text.h"
+
 #include <fmt/format.h>
 
 namespace scalescope::report {
@@ -34,7 +36,32 @@ std::string render_platform(const probe::PlatformReading& r) {
   for (const auto& n : r.nics)
     nics += (nics.empty() ? "" : ", ") + n.name + " " + n.operstate + (n.speed_gbit ? fmt::format(" {:g} Gb/s", *n.speed_gbit) : "");
   if (!nics.empty()) o += "  network interfaces: " + nics + "\n";
+  if (!r.nvidia_gpus.empty() || r.driver_gpus)
+    o += fmt::format("  NVIDIA GPUs: {} on the PCI bus, {}\n", r.nvidia_gpus.size(),
+                     r.driver_gpus ? fmt::format("{} under the driver (/proc/driver/nvidia/gpus)", *r.driver_gpus)
+                                   : std::string("no NVIDIA driver loaded"));
   for (const auto& n : r.notes) o += "  note: " + n + "\n";
+  return o;
+}
+
+std::string render_nccl_probe(const runtime::NcclProbe& p) {
+  std::string o = fmt::format("NCCL probe ({} rank{}, all-reduce 8 B – 1 MiB with NCCL_DEBUG=INFO, {:.1f} s):\n", p.world_size,
+                              p.world_size == 1 ? "" : "s", p.seconds);
+  if (!p.error.empty()) o += "  did not complete: " + p.error + "\n";
+  if (!p.nccl_version.empty()) o += "  NCCL " + p.nccl_version + "\n";
+  if (!p.transports.empty()) {
+    o += "  transports:";
+    for (std::size_t i = 0; i < p.transports.size() && i < 12; ++i) o += (i ? ", " : " ") + p.transports[i];
+    if (p.transports.size() > 12) o += fmt::format(" (+{} more)", p.transports.size() - 12);
+    o += "\n";
+  } else if (p.ran && p.world_size > 1) {
+    o += "  transports: none reported\n";
+  }
+  o += "  NCCL_* set in the environment: ";
+  if (p.settings.empty()) o += "none";
+  for (std::size_t i = 0; i < p.settings.size(); ++i) o += (i ? ", " : "") + p.settings[i];
+  o += "\n";
+  for (const auto& w : p.warnings) o += "  NCCL warning: " + core::terminal_text(w, 160) + "\n";
   return o;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_file.h"
+#include "core/progress.h"
 #include "train/job.h"
 
 namespace scalescope::runtime {
@@ -97,10 +99,15 @@ std::optional<CommRun> run_comm_rank(const CommJobConfig& config) {
     throw core::Error(fmt::format("{} ranks were started but the sweep asks for world size {}", info.world_size,
                                   config.world_size),
                       comm::rank_count_remedy("-g/--world-size"));
-  auto progress = [&](const std::string& line) {
-    if (config.progress) std::fprintf(stderr, "  %s\n", line.c_str());
+  // Rank 0 shows the sweep's progress: a line redrawn in place on a terminal, one line per size in a log.
+  std::optional<core::Progress> bar;
+  auto progress = [&](const comm::SweepProgress& p) {
+    if (!config.progress) return;
+    if (!bar) bar.emplace(fmt::format("comm ws={}", info.world_size), p.total);
+    bar->update(p.done, p.item + ": " + p.result);
   };
   auto sweeps = comm::run_sweeps(*backend, config.sweep, progress);
+  if (bar) bar->finish();
   if (info.rank != 0) return std::nullopt;
   CommRun run;
   run.backend = backend->name();

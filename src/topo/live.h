@@ -20,15 +20,15 @@ struct CudaDevice {
 };
 
 struct CudaFacts {
-  bool built = true;     ///< false in CPU-only builds (no CUDA runtime linked)
+  bool built = true;     ///< false when the GPU module is not there (CPU-only build, module or its libraries missing)
   int count = 0;
   std::string message;  ///< "CUDA runtime 13.0: 4 devices", or why none ("built without CUDA", "no driver")
   std::vector<CudaDevice> devices;
   std::vector<std::vector<bool>> p2p;  ///< by ordinal; cudaDeviceCanAccessPeer(i, j)
 };
 
-/// The CUDA runtime's view (implemented in live_cuda.cpp, or live_nocuda.cpp in CPU-only builds, which reports
-/// count 0 and "built without CUDA"). Never throws: CUDA errors become `message`.
+/// The CUDA runtime's view, from the GPU module (gpu/cuda_facts.cpp); without the module, count 0, built false
+/// and the loader's reason in `message`. Never throws: CUDA errors become `message`.
 CudaFacts discover_cuda();
 
 /// PCI bus id in one form for matching across CUDA, NVML and hwloc: "dddd:bb:dd.f" in lower-case hex.

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <limits>
 #include <sstream>
 #include <thread>
@@ -21,6 +22,8 @@
 #include "comm/mpi_communicator.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/progress.h"
+#include "runtime/gpu_module.h"
 #include "core/json_file.h"
 #include "core/terminal_text.h"
 #include "train/text_data.h"
@@ -518,6 +521,9 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
                  "only %d: the first timed steps run eagerly or are captured (the report counts the replayed ones)\n",
                  DataParallelEngine::kEagerStepsBeforeCapture, proto.warmup_rounds * proto.steps_per_round);
   int replayed_before_timed = 0;
+  // Rank 0's rounds: a line redrawn in place on a terminal, one line per round in a log (core/progress.h).
+  std::optional<core::Progress> bar;
+  if (report) bar.emplace(fmt::format("  [{} ws={}]", to_string(config.backend), config.world_size), rounds);
   for (int round = 0; round < rounds; ++round) {
     const bool timed = round >= proto.warmup_rounds;
     if (round == proto.warmup_rounds) replayed_before_timed = engine.replay_counts().replayed;
@@ -544,12 +550,13 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
       for (const auto& t : timings) step_totals.push_back(t.total);
       timed_steps.insert(timed_steps.end(), timings.begin(), timings.end());
     }
-    if (report)
-      std::fprintf(stderr, "  [%s ws=%d] round %d/%d %s: %.2f ms/step, rank 0 loss %.4f\n", to_string(config.backend).c_str(),
-                   config.world_size, round + 1, rounds, timed ? "timed  " : "warm-up", 1e3 * wall / proto.steps_per_round,
-                   losses.empty() ? 0.0 : losses.back());
+    if (bar)
+      bar->update(round + 1, fmt::format("round {} {}: {:.2f} ms/step, rank 0 loss {:.4f}", round + 1,
+                                         timed ? "timed" : "warm-up", 1e3 * wall / proto.steps_per_round,
+                                         losses.empty() ? 0.0 : losses.back()));
   }
 
+  if (bar) bar->finish();
   const int replayed_timed_steps = engine.replay_counts().replayed - replayed_before_timed;
   if (!config.kernel_trace_dir.empty()) trace_one_round(config, *backend, engine, loader, rank);
 
@@ -658,6 +665,8 @@ void require_devices(BackendKind backend, int world_size) {
     throw core::Error("--backend gpu, but this scalescope was built without CUDA",
                       "rebuild where nvcc and NCCL are installed (scripts/setup.sh, then scripts/build.sh), or use "
                       "--backend cpu");
+  if (gpus == 0 && !runtime::gpu_module())  // the GPU module or a library under it is missing: name it
+    runtime::require_gpu_module();
   if (gpus == 0)  // the machine, not the command line: exit 1
     throw core::Error(fmt::format("--backend gpu, but no GPU is usable here{}", why.empty() ? "" : " (" + why + ")"),
                       "use --backend cpu (or auto), or run on a machine with an NVIDIA GPU and driver; check "

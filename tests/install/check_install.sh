@@ -26,6 +26,13 @@ for f in bin/scalescope lib/scalescope/libscalescope-nccl-profiler.so share/scal
 done
 exe=$prefix/bin/scalescope
 "$exe" --version
+# The GPU module (CUDA builds): installed beside the plugin, and the installed binary loads that one.
+if ! "$exe" --version | grep -q "built without CUDA"; then
+  [ -e "$prefix/lib/scalescope/libscalescope-gpu.so" ] || { echo "missing after install: lib/scalescope/libscalescope-gpu.so"; exit 1; }
+  "$exe" topo > "$tmp/topo.log" 2>&1 || true
+  grep -q "GPU module $prefix/lib/scalescope/libscalescope-gpu.so" "$tmp/topo.log" ||
+    { echo "the installed binary did not load the installed GPU module"; cat "$tmp/topo.log"; exit 1; }
+fi
 "$exe" analyze "$src/tests/fixtures/diagnosis/no-overlap/train.json" | grep -q "no-overlap" || { echo "analyze failed"; exit 1; }
 # profile from the installed tree: the job's environment names the installed shim and plugin.
 (cd "$tmp" && env -u SCALESCOPE_SHIM_DIR -u SCALESCOPE_NCCL_PLUGIN "$exe" profile --keep "$tmp/job" -- true > "$tmp/profile.log" 2>&1) || true

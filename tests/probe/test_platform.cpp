@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "diagnose/engine.h"
@@ -200,6 +201,41 @@ TEST(GpuProbes, EvenGpusGiveNoStraggler) {
   auto p = four_gpus_one_slow();
   for (auto& g : p.gemms) g.tflops = 640 - g.device;  // within noise
   EXPECT_TRUE(probe::gpu_probe_facts(p).of<diagnose::Straggler>().empty());
+}
+
+}  // namespace
+
+namespace {
+
+TEST(PlatformProbe, CountsNvidiaGpusOnTheBusAndUnderTheDriverWithoutNamingACause) {
+  // Eight H100s on the bus and under the driver, one NVIDIA audio function and one other vendor's GPU: the census
+  // is information (a scheduler hands out some GPUs on purpose), never a cause by itself.
+  const auto root = scalescope::testing::scratch_dir("platform_gpus");
+  for (int i = 0; i < 8; ++i) {
+    const auto d = root / "sys/bus/pci/devices" / fmt::format("0000:{:02x}:00.0", 0x18 + i);
+    write(d / "vendor", "0x10de\n");
+    write(d / "class", "0x030200\n");
+    write(root / "proc/driver/nvidia/gpus" / fmt::format("0000:{:02x}:00.0", 0x18 + i) / "information", "Model: H100\n");
+  }
+  write(root / "sys/bus/pci/devices/0000:18:00.1/vendor", "0x10de\n");
+  write(root / "sys/bus/pci/devices/0000:18:00.1/class", "0x040300\n");
+  write(root / "sys/bus/pci/devices/0000:c1:00.0/vendor", "0x1002\n");
+  write(root / "sys/bus/pci/devices/0000:c1:00.0/class", "0x030000\n");
+  const auto r = probe::read_platform({root.string(), (root / "no-shm").string()});
+  EXPECT_EQ(r.nvidia_gpus.size(), 8u);
+  ASSERT_TRUE(r.driver_gpus);
+  EXPECT_EQ(*r.driver_gpus, 8);
+  const auto facts = probe::platform_facts(r);
+  int pci = 0, driver = 0;
+  for (const auto& c : facts.of<diagnose::GpuCount>()) {
+    pci += c.fact.scope == "pci" ? c.fact.count : 0;
+    driver += c.fact.scope == "driver" ? c.fact.count : 0;
+  }
+  EXPECT_EQ(pci, 8);
+  EXPECT_EQ(driver, 8);
+  const auto d = diagnose::diagnose(facts);
+  EXPECT_FALSE(d.primary && d.primary->cause == "gpu-hidden");
+  fs::remove_all(root);
 }
 
 }  // namespace

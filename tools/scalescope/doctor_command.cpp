@@ -18,11 +18,11 @@
 #include "topo/analysis.h"
 #include "topo/live.h"
 #include "predict/fix_gain.h"
+#include "core/progress.h"
 #include "probe/gpu_health.h"
 #include "probe/platform.h"
-#ifdef SCALESCOPE_HAVE_CUDA
-#include "gpu/probes.h"
-#endif
+#include "runtime/nccl_probe.h"
+#include "core/json_file.h"
 #include "report/probe_report.h"
 #include "report/html_builders.h"
 #include "train/backend.h"
@@ -39,6 +39,7 @@ struct DoctorFlags {
   std::string out, html;
   std::optional<std::string> world_size;  // train's -n/--world-size, accepted only to say what doctor takes instead
   std::optional<std::string> kernel_trace;
+  bool no_nccl_probe = false;
 };
 
 int run(const DoctorFlags& f) {
@@ -85,16 +86,25 @@ int run(const DoctorFlags& f) {
   std::fputs((report::render_platform(platform) + "\n").c_str(), stdout);
   // Each GPU on its own before training (issue #31): copies over its PCIe link and one GEMM, NVML read under load.
   std::optional<probe::GpuProbes> gpu_probes;
-#ifdef SCALESCOPE_HAVE_CUDA
-  if (gpu) {
-    gpu_probes = gpu::run_gpu_probes(max_world_size);
+  if (gpu) {  // GPU ranks: the GPU module is loaded (visible_gpu_count found devices through it)
+    gpu_probes = probe::run_gpu_probes(max_world_size);
     std::fputs((probe::render_gpu_probes(*gpu_probes) + "\n").c_str(), stdout);
   }
-#endif
+  // What NCCL itself sees over the GPUs the sweep will use (issue #31): its log read as analyze reads one.
+  std::optional<runtime::NcclProbe> nccl_probe;
+  if (gpu && !f.no_nccl_probe) {
+    core::TemporaryDirectory logs;
+    nccl_probe = runtime::run_nccl_probe(max_world_size, logs.path());
+    std::fputs((report::render_nccl_probe(*nccl_probe) + "\n").c_str(), stdout);
+  }
   std::fflush(stdout);
   std::fflush(stdout);
-  auto progress = [&](const std::string& line) {
-    if (config.job.progress) std::fprintf(stderr, "%s\n", line.c_str());
+  // One plain line per world size with the time left (the ranks' own progress is drawn below it).
+  std::optional<core::Progress> sweep;
+  auto progress = [&](std::size_t index, std::size_t count, const std::string& what) {
+    if (!config.job.progress) return;
+    if (!sweep) sweep.emplace("doctor", static_cast<double>(count), core::ProgressStyle::lines);
+    sweep->update(static_cast<double>(index), what);
   };
   const auto report = doctor::run_doctor(config, devices, max_world_size, progress);
   std::fputs(report::render_doctor_report(report).c_str(), stdout);
@@ -105,6 +115,7 @@ int run(const DoctorFlags& f) {
   // The platform's findings concern NCCL's paths between GPUs: CPU ranks (MPI) leave them out of the diagnosis.
   if (gpu) facts.append(probe::platform_facts(platform));
   if (gpu_probes) facts.append(probe::gpu_probe_facts(*gpu_probes));
+  if (nccl_probe) facts.append(runtime::nccl_probe_facts(*nccl_probe));
   auto diagnosis = diagnose::diagnose(facts);
   {
     nlohmann::json with_topology = j;
@@ -133,6 +144,7 @@ int run(const DoctorFlags& f) {
     j["topology"] = topology;
     j["platform"] = platform;
     if (gpu_probes) j["gpu_probes"] = *gpu_probes;
+    if (nccl_probe) j["nccl_probe"] = *nccl_probe;
     j["diagnosis"] = diagnosis;
     out_file.write(j.dump(1) + "\n");
     say_written(f.out, report.complete() ? "" : " (incomplete)");
@@ -158,6 +170,8 @@ Action add_doctor_command(CLI::App& app) {
       ->delimiter(',')->check(number_check(false));
   cmd->add_option("--max-world-size", flags->max_world_size, "largest world size of the default sweep")
       ->check(number_check(false))->excludes("--world-sizes");  // it would be silently ignored
+  cmd->add_flag("--no-nccl-probe", flags->no_nccl_probe,
+               "GPU ranks: skip the short all-reduce with NCCL's INFO log that shows NCCL's transports and settings");
   cmd->add_option("--html", flags->html, "write one self-contained HTML page of the report (diagnosis, scaling, waterfall, topology)")
       ->check(output_file_check());
   cmd->add_option("-o,--out", flags->out, "write the report as JSON to this file (atomically)")

@@ -17,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "core/progress.h"
 #include "core/error.h"
 #include "train/flash_attention_shape.h"  // cudnn_attention_built
 
@@ -54,10 +55,11 @@ namespace {
 
 int run_command_line(int argc, char** argv) {
   CLI::App app{"scalescope: measures and explains the scaling of data-parallel training"};
+  // Says what was built without loading the GPU module (--version stays fast and runs without CUDA).
   const char* backends = !SCALESCOPE_BUILT_WITH_CUDA ? " (CPU/MPI backend only; built without CUDA)"
                          : scalescope::train::gpt_kernels::cudnn_attention_built()
-                             ? " (CUDA/NCCL and CPU/MPI backends; cuDNN's fused attention)"
-                             : " (CUDA/NCCL and CPU/MPI backends; the project's fused attention, built without cuDNN)";
+                             ? " (CPU/MPI backend, and CUDA/NCCL in the GPU module libscalescope-gpu.so; cuDNN's fused attention)"
+                             : " (CPU/MPI backend, and CUDA/NCCL in the GPU module libscalescope-gpu.so; the project's fused attention, built without cuDNN)";
   app.set_version_flag("--version", std::string("scalescope ") + SCALESCOPE_VERSION + backends);
   app.require_subcommand(1);
   std::vector<scalescope::cli::Action> actions = {scalescope::cli::add_train_command(app),
@@ -180,6 +182,8 @@ int main(int argc, char** argv) {
     setrlimit(RLIMIT_NOFILE, &files);
   }
   scalescope::cli::set_command_line(std::vector<std::string>(argv, argv + argc));
+  // Decided once here, where stderr may be the user's terminal; ranks started through mpirun write into pipes.
+  scalescope::core::export_progress_style();
   const int status = run_command_line(argc, argv);
   // A report that could not reach stdout (/dev/full, a closed descriptor) is a failed run, not a silent success.
   // (A pipe closed early ends the process by SIGPIPE first, as for any Unix tool.)

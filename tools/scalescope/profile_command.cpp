@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -21,6 +22,8 @@
 #include "core/error.h"
 #include "profile/job_env.h"
 #include "profile/job_runner.h"
+#include "profile/job_progress.h"
+#include "core/progress.h"
 #include "workload_options.h"
 
 namespace scalescope::cli {
@@ -118,7 +121,30 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   for (const auto& n : not_captured) std::fprintf(stderr, "profile: not captured: %s\n", n.c_str());
   std::fflush(stderr);
 
+  // Progress: rank 0's optimizer steps against the warm-up and the window (from the shim's record), with the time
+  // left until the window is captured; redrawn below the job's own output on a terminal, a line per stage in a log.
+  core::Progress bar("profile", f.steps > 0 ? f.warmup + 1 + f.steps : f.warmup);
+  std::string last_stage;
+  auto last_poll = std::chrono::steady_clock::now();
+  if (shim) {
+    spec.on_tick = [&] {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_poll < std::chrono::milliseconds(500)) return;
+      last_poll = now;
+      const auto p = profile::read_capture_progress(job_dir, f.steps);
+      const std::string stage = p ? p->stage() : "starting";
+      const std::string what = p ? fmt::format("{} (rank 0: step {})", stage, p->steps) : "job starting";
+      if (bar.style() == core::ProgressStyle::terminal || stage != last_stage)
+        bar.update(p ? std::min(p->steps, p->target()) : 0, what);
+      last_stage = stage;
+    };
+    spec.before_output = [&] { bar.hide(); };
+    spec.after_output = [&](bool line_ended) {
+      if (line_ended) bar.show();
+    };
+  }
   const auto result = profile::run_job(spec);
+  bar.finish();
   job["ended"] = result.describe();
   job["exit_status"] = result.exit_status;
   job["timed_out"] = result.timed_out;

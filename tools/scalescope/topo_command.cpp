@@ -6,10 +6,8 @@
 
 #include "probe/gpu_health.h"
 #include "probe/platform.h"
-#ifdef SCALESCOPE_HAVE_CUDA
-#include "gpu/probes.h"
-#endif
 #include "report/probe_report.h"
+#include "runtime/gpu_module.h"
 #include "commands.h"
 #include "workload_options.h"
 #include "core/atomic_file.h"
@@ -46,15 +44,17 @@ int run(const TopoFlags& f) {
     const auto platform = probe::read_platform();
     std::fputs(("\n" + report::render_platform(platform)).c_str(), stdout);
     j["platform"] = platform;
-#ifdef SCALESCOPE_HAVE_CUDA
     int gpus = 0;
     for (const auto& d : report.topology.devices) gpus += d.kind == topo::DeviceKind::gpu ? 1 : 0;
-    if (gpus > 0) {
-      const auto g = gpu::run_gpu_probes(gpus);
+    std::string why;
+    if (gpus > 0 && runtime::gpu_module(&why)) {
+      const auto g = probe::run_gpu_probes(gpus);
       std::fputs(("\n" + probe::render_gpu_probes(g)).c_str(), stdout);
       j["gpu_probes"] = g;
+    } else if (gpus > 0) {
+      std::fprintf(stdout, "\nGPU probes not run: %s\n", why.c_str());
+      j["gpu_probes_skipped"] = why;
     }
-#endif
   }
   if (other) {
     int compared = 0;

@@ -1,12 +1,15 @@
-// The CUDA runtime's view of the GPUs for live discovery (CUDA builds only).
+// The CUDA runtime's view of the GPUs for live discovery (in the GPU module; topo::discover_cuda calls it).
 
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
 
-#include "topo/live.h"
+#include "gpu/cuda_facts.h"
 
-namespace scalescope::topo {
+namespace scalescope::gpu {
+
+using topo::CudaDevice;
+using topo::CudaFacts;
 
 CudaFacts discover_cuda() {
   CudaFacts f;
@@ -31,7 +34,7 @@ CudaFacts discover_cuda() {
     CudaDevice c;
     c.ordinal = d;
     c.name = p.name;
-    c.bus_id = format_bus_id(static_cast<unsigned>(p.pciDomainID), static_cast<unsigned>(p.pciBusID),
+    c.bus_id = topo::format_bus_id(static_cast<unsigned>(p.pciDomainID), static_cast<unsigned>(p.pciBusID),
                              static_cast<unsigned>(p.pciDeviceID), 0);
     c.major = p.major;
     c.minor = p.minor;
@@ -50,4 +53,4 @@ CudaFacts discover_cuda() {
   return f;
 }
 
-}  // namespace scalescope::topo
+}  // namespace scalescope::gpu
