@@ -4,12 +4,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "analyze/input_kind.h"
 #include "analyze/nccl_profile.h"
 #include "analyze/nccl_tests_parser.h"
+#include "analyze/trace_analysis.h"
+#include "analyze/trace_reader.h"
 #include "core/error.h"
 #include "core/stats.h"
 
@@ -222,6 +225,88 @@ LinkModel link_from(const std::string& spec) {
                       "pass scalescope comm --out JSON, an all_reduce_perf output or a named link (\"H200:NV18\")");
   }
   return LinkModel::from_sweeps(sweeps, spec);
+}
+
+bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::string* why) {
+  const auto fail = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  auto& buckets = in.profile.buckets;
+  if (buckets.empty()) return fail("no buckets to time");
+  analyze::Trace t;
+  try {
+    t = analyze::read_trace_file(trace_path);
+  } catch (const core::Error& e) {
+    return fail(e.what());
+  }
+  struct Range {
+    std::int64_t begin = 0, end = 0;
+  };
+  std::vector<Range> steps;
+  std::unordered_map<std::int64_t, std::int64_t> launch_ns;  // correlation → the launch call's start
+  for (const auto& e : t.events) {
+    if (e.kind == analyze::EventKind::user_annotation && t.names[e.name].rfind("ProfilerStep#", 0) == 0)
+      steps.push_back({e.ts_ns, e.ts_ns + e.dur_ns});
+    else if ((e.kind == analyze::EventKind::cuda_runtime || e.kind == analyze::EventKind::cuda_driver) && e.correlation >= 0)
+      launch_ns[e.correlation] = e.ts_ns;
+  }
+  if (steps.empty()) return fail("the trace has no ProfilerStep#N ranges");
+  std::sort(steps.begin(), steps.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  // Every GPU activity by its launch: (launch start, GPU end), in launch order.
+  std::vector<std::pair<std::int64_t, std::int64_t>> launched;
+  for (const auto& e : t.events)
+    if (analyze::is_gpu_activity(e.kind))
+      if (const auto l = launch_ns.find(e.correlation); l != launch_ns.end()) launched.emplace_back(l->second, e.ts_ns + e.dur_ns);
+  std::sort(launched.begin(), launched.end());
+  // DDP's all-reduce calls (the "nccl:all_reduce" range its reducer opens for each bucket, else c10d::allreduce_) in
+  // each step. At one rank NCCL launches no kernel for them, so a bucket's readiness on the GPU is read as the end of
+  // the last GPU work launched before its all-reduce was called: the gradient it waited for.
+  std::vector<std::vector<std::int64_t>> starts(steps.size());
+  bool annotations = false;
+  for (const auto& e : t.events)
+    annotations |= e.kind == analyze::EventKind::user_annotation && t.names[e.name] == "nccl:all_reduce";
+  for (const auto& e : t.events) {
+    const auto& name = t.names[e.name];
+    const bool call = annotations ? (e.kind == analyze::EventKind::user_annotation && name == "nccl:all_reduce")
+                                  : (e.kind == analyze::EventKind::cpu_op && name == "c10d::allreduce_");
+    if (!call) continue;
+    const auto before = std::lower_bound(launched.begin(), launched.end(), std::make_pair(e.ts_ns, std::int64_t{0}));
+    if (before == launched.begin()) continue;
+    const std::int64_t ready = std::prev(before)->second;
+    for (std::size_t k = 0; k < steps.size(); ++k)
+      if (e.ts_ns >= steps[k].begin && e.ts_ns < steps[k].end) {
+        starts[k].push_back(ready);
+        break;
+      }
+  }
+  std::vector<std::vector<double>> before_end(buckets.size());  // seconds before the last bucket's all-reduce
+  int used = 0;
+  std::string counts;
+  for (auto& s : starts) {
+    counts += (counts.empty() ? "" : ", ") + std::to_string(s.size());
+    if (s.size() != buckets.size()) continue;
+    std::sort(s.begin(), s.end());
+    for (std::size_t i = 0; i < s.size(); ++i) before_end[i].push_back(static_cast<double>(s.back() - s[i]) * 1e-9);
+    ++used;
+  }
+  if (used == 0)
+    return fail(fmt::format("no profiled step has one all-reduce call per bucket ({} buckets; calls per step: {})",
+                            buckets.size(), counts.empty() ? "none" : counts));
+  const double backward = in.profile.backward_s;
+  double earliest = 0;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    const double gap = core::quantile(before_end[i], 0.5);
+    buckets[i].ready_s = std::max(0.0, backward - gap);
+    earliest = std::max(earliest, gap);
+  }
+  std::erase_if(in.profile.assumptions, [](const std::string& a) { return a.rfind("buckets become ready at an even rate", 0) == 0; });
+  in.profile.assumptions.push_back(fmt::format(
+      "bucket ready times measured in the trace ({}): the GPU end of the work each all-reduce waited for, before the "
+      "last bucket's, median of {} step(s); the first bucket {:.2f} ms before backward's end{}",
+      trace_path, used, earliest * 1e3,
+      earliest > backward ? " (more than backward as DDP's logging data times it: clipped to backward's start)" : ""));
+  return true;
 }
 
 }  // namespace scalescope::predict

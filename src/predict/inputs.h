@@ -31,6 +31,16 @@ struct RunInput {
 /// Throws core::Error naming what is missing (no world-size-1 run, no phases, no buckets).
 RunInput run_from_report(const nlohmann::json& report, const std::string& source);
 
+/// Bucket ready times measured in a one-rank PyTorch profiler trace (`scalescope profile`'s trace.rank0.json.gz):
+/// in each ProfilerStep#N, DDP's all-reduce calls (its reducer's "nccl:all_reduce" range, one per bucket in bucket
+/// order, called when the bucket's last gradient has been launched) and, for each, the GPU end t_i of the last GPU
+/// work launched before it (at one rank NCCL launches no kernel, so the call's own GPU time cannot be used). Bucket
+/// i is then ready (t_last − t_i) before backward ends, the last bucket at backward's end; the median over the steps
+/// whose call count equals the bucket count. Replaces `profile.buckets[i].ready_s` and the
+/// even-rate assumption; returns false (leaving `in` as it was) with the reason in `why` when the trace is
+/// unreadable or no step has one all-reduce per bucket. Throws nothing.
+bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::string* why);
+
 /// The link from a file: `scalescope comm` JSON (one report or several), an nccl-tests output, or an NCCL profiler
 /// plugin record; else, when `spec` is not a file, a named link (LinkModel::named). Throws core::Error /
 /// core::UsageError naming the cause.

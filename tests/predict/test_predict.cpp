@@ -179,3 +179,48 @@ TEST(FixGain, TheNoOverlapFixCarriesThePredictedStep) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace scalescope;
+
+TEST(PredictInputs, BucketReadyTimesComeFromTheOneRankTraceOfAProfiledDdpJob) {
+  // A one-rank DDP job profiled on an H200 (tests/fixtures/profile-h200/none): 8 buckets, 5 profiled steps.
+  const std::string dir = std::string(SCALESCOPE_SOURCE_DIR) + "/tests/fixtures/profile-h200/none/";
+  std::ifstream in(dir + "capture.rank0.json");
+  ASSERT_TRUE(in) << dir;
+  auto run = predict::run_from_report(nlohmann::json::parse(in), dir + "capture.rank0.json");
+  const auto even = run.profile.buckets;
+  std::string why;
+  ASSERT_TRUE(predict::ready_times_from_trace(run, dir + "trace.rank0.json.gz", &why)) << why;
+  const auto& b = run.profile.buckets;
+  ASSERT_EQ(b.size(), 8u);
+  for (std::size_t i = 1; i < b.size(); ++i) EXPECT_GE(b[i].ready_s, b[i - 1].ready_s) << i;  // in bucket order
+  EXPECT_NEAR(b.back().ready_s, run.profile.backward_s, 1e-12);  // the last at backward's end
+  EXPECT_GE(b.front().ready_s, 0.0);
+  bool differs = false;  // measured, not the even-rate guess
+  for (std::size_t i = 0; i + 1 < b.size(); ++i) differs |= std::abs(b[i].ready_s - even[i].ready_s) > 1e-5;
+  EXPECT_TRUE(differs);
+  bool said = false;
+  for (const auto& a : run.profile.assumptions) {
+    EXPECT_EQ(a.rfind("buckets become ready at an even rate", 0), std::string::npos) << a;
+    said |= a.find("measured in the trace") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+}
+
+TEST(PredictInputs, ATraceThatCannotTimeTheBucketsLeavesTheInputAsItWas) {
+  const std::string dir = std::string(SCALESCOPE_SOURCE_DIR) + "/tests/fixtures/profile-h200/none/";
+  std::ifstream in(dir + "capture.rank0.json");
+  auto run = predict::run_from_report(nlohmann::json::parse(in), dir + "capture.rank0.json");
+  const auto before = run.profile.buckets;
+  std::string why;
+  EXPECT_FALSE(predict::ready_times_from_trace(run, dir + "job.log", &why));  // not a trace
+  EXPECT_FALSE(why.empty());
+  run.profile.buckets.push_back({1e6, 0});  // one bucket more than the trace has calls per step
+  EXPECT_FALSE(predict::ready_times_from_trace(run, dir + "trace.rank0.json.gz", &why));
+  EXPECT_NE(why.find("calls per step"), std::string::npos) << why;
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_EQ(run.profile.buckets[i].ready_s, before[i].ready_s);
+}
+
+}  // namespace

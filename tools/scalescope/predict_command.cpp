@@ -51,7 +51,16 @@ int run_predict(const PredictFlags& f) {
   if (!std::filesystem::is_regular_file(run_path))
     throw core::UsageError(fmt::format("'{}': no capture.rank0.json in this directory", f.run),
                            "pass a train/doctor JSON, or the job directory of scalescope profile --keep DIR at one rank");
-  const auto run = predict::run_from_report(core::read_json_file(run_path, "the one-rank run"), run_path);
+  const auto report = core::read_json_file(run_path, "the one-rank run");
+  auto run = predict::run_from_report(report, run_path);
+  // A profile job's trace times each bucket's readiness (DDP's all-reduce launches) instead of the even-rate guess.
+  if (report.value("schema", "") == "scalescope.capture/1" && report.contains("window") &&
+      report["window"].value("trace", nlohmann::json()).is_string()) {
+    const auto trace = std::filesystem::path(run_path).parent_path() / report["window"]["trace"].get<std::string>();
+    std::string why;
+    if (!predict::ready_times_from_trace(run, trace.string(), &why))
+      run.profile.assumptions.push_back("buckets taken as ready at an even rate: the trace could not time them (" + why + ")");
+  }
   auto link = predict::link_from(f.link);
   if (!f.network.empty() || f.gpus_per_node > 0) {
     // net:GBIT or net:GBITxPORTS, between nodes of --gpus-per-node GPUs
