@@ -4,7 +4,7 @@
 # and its NCCL probe); (2) predict from a 1-GPU PyTorch DDP job under `scalescope profile` (bench/peers/gpt_pytorch.py
 # under torchrun at one rank), against the DDP efficiencies measured on 2 and 4 H200s (bench/predict_rows.csv).
 # Logs under $OUT; the tables last.
-#   bench/device-module.sh        (from the repository root; MODELS="tiny14m gpt2-124m gpt-1.3b")
+#   bench/device-module.sh        (from the repository root; MODELS="tiny-14m gpt2-124m gpt-1.3b")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -32,9 +32,9 @@ sed -n '/^NCCL probe/,/^$/p' "$OUT/doctor.txt"
 grep -A3 "^diagnosis\|primary\|no-defect" "$OUT/doctor.txt" | head -8
 
 # DDP at one GPU under profile, then predict.
-MODELS=${MODELS:-"tiny14m gpt2-124m gpt-1.3b"}
+MODELS=${MODELS:-"tiny-14m gpt2-124m gpt-1.3b"}
 for m in $MODELS; do
-  case $m in tiny14m) b=64 ;; gpt2-124m) b=16 ;; gpt-1.3b) b=8 ;; esac
+  case $m in tiny-14m) b=64 ;; gpt2-124m) b=16 ;; gpt-1.3b) b=8 ;; esac
   t0=$SECONDS
   $EXE profile --keep "$OUT/ddp-$m" --warmup 20 --steps 5 -- torchrun --standalone --nproc_per_node 1 --redirects 1 --tee 1 \
     bench/peers/gpt_pytorch.py --model "$m" --batch "$b" --json "$OUT/ddp-$m.result.json" > "$OUT/profile-$m.txt" 2>&1
@@ -45,7 +45,7 @@ done
 python3 - "$OUT" $MODELS <<'PY'
 import csv, json, statistics, sys
 out, models = sys.argv[1], sys.argv[2:]
-names = {"tiny14m": "tiny-14m"}
+names = {}
 rows = list(csv.DictReader(open("bench/predict_rows.csv")))
 print("\n| model | ranks | 1-GPU step ms (profiled job) | predicted step ms | predicted eff. | measured eff. (median of rows) | error |")
 print("|---|---:|---:|---:|---:|---:|---:|")
