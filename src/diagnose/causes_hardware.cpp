@@ -261,6 +261,21 @@ std::optional<Assessment> assess_p2p_blocked_acs_iommu(const Context& ctx) {
                                   *bw_where[pair]));
       score = std::max(score, redirecting ? 0.85 : 0.6);
     }
+  // doctor's A/B: the same all-reduce faster with NCCL_P2P_DISABLE=1 than with P2P, on this machine.
+  for (const auto& c : ctx.variants.comparisons)
+    if (c.dim == "p2p_probe" && c.worse_value == "on" && c.better_value == "off" && c.beyond_noise) {
+      a.evidence.push_back(line(fmt::format("{} with P2P against {} with NCCL_P2P_DISABLE=1: peer-to-peer is slower than the path "
+                                            "around it", figure(*c.worse.m), figure(*c.better.m)),
+                                *c.worse.where));
+      score = std::max(score, redirecting ? 0.85 : 0.65);
+    }
+  // Peer access that CUDA reports but that moves wrong bytes (a probe's checked copy): the redirection's signature.
+  for (const auto& st : ctx.facts.of<P2pStatus>())
+    if (st.fact.status == "copy failed") {
+      a.evidence.push_back(line(fmt::format("{} → {}: CUDA reports peer access, but the peer copy arrived wrong", st.fact.a, st.fact.b),
+                                st.where));
+      score = std::max(score, 0.85);
+    }
   // A job that hangs where NCCL would use PCIe peer-to-peer, and works with P2P off: the signature of peer traffic
   // that ACS redirection or the IOMMU swallows (NCCL's troubleshooting guide names ACS first for such hangs).
   std::optional<EvidenceLine> hang;

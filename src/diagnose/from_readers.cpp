@@ -321,6 +321,10 @@ Reading facts_from_topology(const topo::Topology& t, const std::string& source) 
       s.active = n.active;
       if (n.version) s.version = n.version;
       r.facts.add(std::move(s), {source, 0, fmt::format("{} NVLink {} {}", dev.label, n.link, n.active ? "active" : "inactive")});
+      for (const auto& [counter, value] : n.errors)
+        if (value > 0)  // zero counters are the normal state: only errors become facts
+          r.facts.add(NvlinkCounter{dev.label, n.link, counter, value},
+                      {source, 0, fmt::format("{} NVLink {}: {} = {} (NVML)", dev.label, n.link, counter, value)});
     }
   }
   if (gpus > 0) r.facts.add(GpuCount{gpus, t.live ? "cuda-matrix" : "matrix", std::nullopt}, {source, 0, fmt::format("{} GPU rows", gpus)});

@@ -201,6 +201,87 @@ probe::GemmProbe gemm_probe(int device, const Nvml& nvml) {
   return g;
 }
 
+/// p2pBandwidthLatencyTest's method on one pair (see probe::PairProbe).
+probe::PairProbe pair_probe(int a, int b) {
+  probe::PairProbe p;
+  p.a = a;
+  p.b = b;
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, a, b) == cudaSuccess) p.can_access = can != 0;
+  cudaGetLastError();
+  constexpr std::size_t kBytes = 64u << 20, kSmall = 4;
+  void *src = nullptr, *dst = nullptr;
+  cudaStream_t s = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  bool peer_on = false;
+  try {
+    SCALESCOPE_CUDA_CHECK(cudaSetDevice(b));
+    SCALESCOPE_CUDA_CHECK(cudaMalloc(&dst, kBytes));
+    SCALESCOPE_CUDA_CHECK(cudaSetDevice(a));
+    SCALESCOPE_CUDA_CHECK(cudaMalloc(&src, kBytes));
+    SCALESCOPE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    SCALESCOPE_CUDA_CHECK(cudaEventCreate(&e0));
+    SCALESCOPE_CUDA_CHECK(cudaEventCreate(&e1));
+    // Seconds per copy of `bytes` from a to b: one warm-up, then `reps` timed back to back.
+    auto timed = [&](std::size_t bytes, int reps) {
+      SCALESCOPE_CUDA_CHECK(cudaMemcpyPeerAsync(dst, b, src, a, bytes, s));
+      SCALESCOPE_CUDA_CHECK(cudaEventRecord(e0, s));
+      for (int i = 0; i < reps; ++i) SCALESCOPE_CUDA_CHECK(cudaMemcpyPeerAsync(dst, b, src, a, bytes, s));
+      SCALESCOPE_CUDA_CHECK(cudaEventRecord(e1, s));
+      SCALESCOPE_CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      SCALESCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      return ms * 1e-3 / reps;
+    };
+    p.staged_gbps = static_cast<double>(kBytes) / timed(kBytes, 5) / 1e9;
+    p.staged_latency_us = timed(kSmall, 100) * 1e6;
+    if (p.can_access) {
+      SCALESCOPE_CUDA_CHECK(cudaDeviceEnablePeerAccess(b, 0));
+      peer_on = true;
+      SCALESCOPE_CUDA_CHECK(cudaSetDevice(b));
+      if (cudaDeviceEnablePeerAccess(a, 0) != cudaSuccess) cudaGetLastError();  // the other way, as the sample does
+      SCALESCOPE_CUDA_CHECK(cudaSetDevice(a));
+      // The data must arrive: a pattern through the peer copy, read back from b.
+      SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(src, 0x5a, kBytes, s));
+      SCALESCOPE_CUDA_CHECK(cudaMemsetAsync(dst, 0x00, kBytes, s));  // (b's memory, written from a's stream: peer on)
+      SCALESCOPE_CUDA_CHECK(cudaMemcpyPeerAsync(dst, b, src, a, kBytes, s));
+      SCALESCOPE_CUDA_CHECK(cudaStreamSynchronize(s));
+      std::vector<unsigned char> head(4096), tail(4096);
+      SCALESCOPE_CUDA_CHECK(cudaMemcpy(head.data(), dst, head.size(), cudaMemcpyDeviceToHost));
+      SCALESCOPE_CUDA_CHECK(cudaMemcpy(tail.data(), static_cast<char*>(dst) + kBytes - tail.size(), tail.size(),
+                                       cudaMemcpyDeviceToHost));
+      bool intact = true;
+      for (unsigned char c : head) intact &= c == 0x5a;
+      for (unsigned char c : tail) intact &= c == 0x5a;
+      p.works = intact;
+      p.p2p_gbps = static_cast<double>(kBytes) / timed(kBytes, 5) / 1e9;
+      p.p2p_latency_us = timed(kSmall, 100) * 1e6;
+    }
+  } catch (const std::exception& e) {
+    p.error = e.what();
+    if (p.can_access && !p.works) p.works = false;  // peer access reported, and using it failed
+    cudaGetLastError();
+  }
+  cudaSetDevice(a);
+  if (peer_on) {
+    cudaDeviceDisablePeerAccess(b);
+    cudaSetDevice(b);
+    cudaDeviceDisablePeerAccess(a);
+    cudaSetDevice(a);
+  }
+  if (e0) cudaEventDestroy(e0);
+  if (e1) cudaEventDestroy(e1);
+  if (s) cudaStreamDestroy(s);
+  if (src) cudaFree(src);
+  if (dst) {
+    cudaSetDevice(b);
+    cudaFree(dst);
+    cudaSetDevice(a);
+  }
+  cudaGetLastError();  // leave no error behind (a failed disable of a link never enabled)
+  return p;
+}
+
 }  // namespace
 
 probe::GpuProbes run_gpu_probes(int devices) {
@@ -218,6 +299,9 @@ probe::GpuProbes run_gpu_probes(int devices) {
       p.notes.push_back("GPU" + std::to_string(dev) + ": probe failed: " + e.what());
     }
   }
+  // Every pair, one way each (a < b): p2pBandwidthLatencyTest's unidirectional matrices, upper half.
+  for (int a = 0; a < devices; ++a)
+    for (int b = a + 1; b < devices; ++b) p.pairs.push_back(pair_probe(a, b));
   p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return p;
 }

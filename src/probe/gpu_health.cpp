@@ -83,6 +83,18 @@ diagnose::FactSet gpu_probe_facts(const GpuProbes& p) {
       }
     }
   }
+  for (const auto& q : p.pairs) {
+    const Provenance where{"doctor's GPU pair probe (p2pBandwidthLatencyTest's method)", 0,
+                           fmt::format("GPU{} → GPU{}: {}staged through the host {:.1f} GB/s, {:.1f} µs{}", q.a, q.b,
+                                       q.p2p_gbps ? fmt::format("peer {:.1f} GB/s, {:.1f} µs; ", *q.p2p_gbps,
+                                                                q.p2p_latency_us.value_or(0))
+                                                  : std::string(),
+                                       q.staged_gbps, q.staged_latency_us, q.error.empty() ? "" : " (" + q.error + ")")};
+    if (q.staged_gbps > 0) f.add(P2pMeasurement{q.a, q.b, false, false, q.staged_gbps, q.staged_latency_us}, where);
+    if (q.p2p_gbps && q.works.value_or(false)) f.add(P2pMeasurement{q.a, q.b, true, false, q.p2p_gbps, q.p2p_latency_us}, where);
+    if (q.can_access && q.works && !*q.works)
+      f.add(P2pStatus{"GPU" + std::to_string(q.a), "GPU" + std::to_string(q.b), "copy failed", "peer copy"}, where);
+  }
   return f;
 }
 
@@ -102,6 +114,14 @@ std::string render_gpu_probes(const GpuProbes& p) {
                      g.nvml.power_w ? fmt::format("{:.0f} of {:.0f} W", *g.nvml.power_w, g.nvml.power_limit_w.value_or(0)) : "unknown",
                      g.nvml.temperature_c ? fmt::format("{:.0f} °C", *g.nvml.temperature_c) : "temperature unknown",
                      reasons.empty() ? "none" : reasons);
+  }
+  for (const auto& q : p.pairs) {
+    std::string peer = !q.can_access ? "no peer access (CUDA)"
+                       : !q.works    ? "peer access not tried"
+                       : *q.works    ? fmt::format("peer {:.1f} GB/s, {:.1f} µs", q.p2p_gbps.value_or(0), q.p2p_latency_us.value_or(0))
+                                     : "peer access reported, but the peer copy moved wrong bytes";
+    o += fmt::format("  GPU{} → GPU{}: {}; staged through the host {:.1f} GB/s, {:.1f} µs{}\n", q.a, q.b, peer, q.staged_gbps,
+                     q.staged_latency_us, q.error.empty() ? "" : " (error: " + q.error + ")");
   }
   for (const auto& n : p.notes) o += "  note: " + n + "\n";
   return o;
@@ -126,7 +146,13 @@ void to_json(nlohmann::json& j, const GpuProbes& p) {
     copies.push_back({{"device", c.device}, {"bus_id", c.bus_id}, {"name", c.name}, {"h2d_gbps", c.h2d_gbps}, {"d2h_gbps", c.d2h_gbps}, {"nvml", nvml_json(c.nvml)}});
   for (const auto& g : p.gemms)
     gemms.push_back({{"device", g.device}, {"bus_id", g.bus_id}, {"name", g.name}, {"tflops", g.tflops}, {"nvml", nvml_json(g.nvml)}});
-  j = {{"copies", copies}, {"gemms", gemms}, {"seconds", p.seconds}, {"notes", p.notes}};
+  nlohmann::json pairs = nlohmann::json::array();
+  auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  for (const auto& q : p.pairs)
+    pairs.push_back({{"a", q.a}, {"b", q.b}, {"can_access", q.can_access}, {"works", opt(q.works)}, {"p2p_gbps", opt(q.p2p_gbps)},
+                     {"p2p_latency_us", opt(q.p2p_latency_us)}, {"staged_gbps", q.staged_gbps},
+                     {"staged_latency_us", q.staged_latency_us}, {"error", q.error}});
+  j = {{"copies", copies}, {"gemms", gemms}, {"pairs", pairs}, {"seconds", p.seconds}, {"notes", p.notes}};
 }
 
 }  // namespace scalescope::probe

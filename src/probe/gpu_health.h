@@ -38,9 +38,23 @@ struct GemmProbe {
   NvmlUnderLoad nvml;
 };
 
+/// Copies between two GPUs as NVIDIA's p2pBandwidthLatencyTest makes them: 64 MiB one way with peer access
+/// enabled (P2P over NVLink or PCIe) and disabled (the runtime stages through host memory), and 4-byte copies for
+/// the latency, CUDA events after a warm-up. The peer copy's data is checked: peer access that CUDA reports but
+/// that moves wrong bytes (an IOMMU or ACS in the way) is `works == false`.
+struct PairProbe {
+  int a = 0, b = 0;                    ///< CUDA ordinals
+  bool can_access = false;             ///< cudaDeviceCanAccessPeer(a, b)
+  std::optional<bool> works;           ///< the peer copy arrived intact (absent: no peer access to try)
+  std::optional<double> p2p_gbps, p2p_latency_us;        ///< peer access enabled
+  double staged_gbps = 0, staged_latency_us = 0;         ///< peer access disabled
+  std::string error;                   ///< a CUDA error on the way ("" none)
+};
+
 struct GpuProbes {
   std::vector<CopyProbe> copies;
   std::vector<GemmProbe> gemms;
+  std::vector<PairProbe> pairs;    ///< every pair of the GPUs probed (none with one GPU)
   double seconds = 0;              ///< how long the probes took
   std::vector<std::string> notes;  ///< what could not run and why (no NVML, a failing GPU …)
 };
@@ -52,7 +66,9 @@ std::vector<std::string> clock_event_reason_names(std::uint64_t mask);
 
 /// Facts: PcieLinkState per GPU read under load; a Measurement "host-to-device copy" (GB/s, dims gpu) per GPU;
 /// GpuClocks per GPU (SM clock, power, temperature, the active throttle reasons other than idle); and a Straggler
-/// when one GPU's GEMM is ≥ 8 % slower than the median of the others (which rank will set the pace). Throws nothing.
+/// when one GPU's GEMM is ≥ 8 % slower than the median of the others (which rank will set the pace). Per GPU pair,
+/// P2pMeasurement facts (peer access on and off: GB/s and latency, as p2pBandwidthLatencyTest's matrices give them)
+/// and a P2pStatus "copy failed" when CUDA reported peer access that moved wrong bytes. Throws nothing.
 diagnose::FactSet gpu_probe_facts(const GpuProbes& p);
 
 /// One line per GPU: copies with the PCIe link under load, GEMM TFLOP/s with clocks, power and throttle reasons.

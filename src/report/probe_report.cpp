@@ -62,6 +62,12 @@ std::string render_nccl_probe(const runtime::NcclProbe& p) {
   for (std::size_t i = 0; i < p.settings.size(); ++i) o += (i ? ", " : "") + p.settings[i];
   o += "\n";
   for (const auto& w : p.warnings) o += "  NCCL warning: " + core::terminal_text(w, 160) + "\n";
+  if (p.busbw_gbps) o += fmt::format("  all-reduce 128 MiB: busbw {:.1f} GB/s\n", *p.busbw_gbps);
+  if (p.p2p_off_busbw_gbps)
+    o += fmt::format("  A/B: with NCCL_P2P_DISABLE=1 busbw {:.1f} GB/s ({})\n", *p.p2p_off_busbw_gbps,
+                     *p.p2p_off_busbw_gbps > *p.busbw_gbps * 1.05 ? "faster without P2P: the P2P path is at fault"
+                                                                  : "P2P is not what makes it slow");
+  if (!p.ab_reason.empty() && p.world_size >= 2) o += "  A/B: " + p.ab_reason + "\n";
   return o;
 }
 

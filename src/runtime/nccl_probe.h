@@ -4,6 +4,7 @@
 // P2P/PCIe, SHM, NET), channels, the NCCL_* variables in force and NCCL's warnings go to the diagnosis as facts,
 // before training says whether it scales.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,15 +26,26 @@ struct NcclProbe {
   std::vector<std::string> transports;
   std::vector<std::string> settings;   ///< NCCL_* set by the environment, as "NAME=value"
   std::vector<std::string> warnings;   ///< NCCL's WARN lines
+  // A/B (issue #31, item 5), two or more ranks:
+  std::optional<double> busbw_gbps;           ///< all-reduce busbw at the largest size (128 MiB)
+  std::optional<double> expected_pair_gbps;   ///< the slowest GPU pair's expected unidirectional GB/s (topo)
+  std::optional<double> p2p_off_busbw_gbps;   ///< the same all-reduce again with NCCL_P2P_DISABLE=1, when measured
+  std::string ab_reason;                      ///< why the A/B ran, or why not
 };
 
-/// Runs an all-reduce sweep of 8 B – 1 MiB on `world_size` GPU ranks of this node (scalescope's own comm job),
-/// with NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,P2P,SHM,NET and NCCL_DEBUG_FILE into `log_dir` (which
-/// must exist), for this probe only (the variables are restored after), then reads the logs. Never throws: a
-/// failure is `error`.
-NcclProbe run_nccl_probe(int world_size, const std::string& log_dir);
+/// busbw below this share of the slowest pair's expected bandwidth triggers the A/B: NCCL's ring reaches about
+/// 0.8 of NVLink's line rate (topo/hardware.h) and 0.7–0.8 of a PCIe link's, so half is well below a healthy path.
+inline constexpr double kAbTrigger = 0.5;
 
-/// The probe's logs as diagnosis facts (analyze's NCCL-log reader), minus the probe's own debug variables.
+/// Runs an all-reduce sweep of 8 B – 128 MiB on `world_size` GPU ranks of this node (scalescope's own comm job),
+/// with NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH,P2P,SHM,NET and NCCL_DEBUG_FILE into `log_dir` (which
+/// must exist), for this probe only (the variables are restored after), then reads the logs. With two or more
+/// ranks, when the largest size's busbw is under kAbTrigger × `expected_pair_gbps` and NCCL used P2P, the sweep
+/// runs once more with NCCL_P2P_DISABLE=1 (the seed engineer's A/B). Never throws: a failure is `error`.
+NcclProbe run_nccl_probe(int world_size, const std::string& log_dir, std::optional<double> expected_pair_gbps = std::nullopt);
+
+/// The probe's logs as diagnosis facts (analyze's NCCL-log reader), minus the probe's own debug variables; with an
+/// A/B, both busbw figures as Measurements of one table (dimension "p2p_probe": on / off).
 diagnose::FactSet nccl_probe_facts(const NcclProbe& p);
 
 /// Summarises the logs (transports, settings, warnings, version) into `p`.

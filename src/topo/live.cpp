@@ -67,6 +67,9 @@ class Nvml {
   LinkUintFn link_version = nullptr, link_remote_type = nullptr;
   LinkPciFn link_remote_pci = nullptr;
   CommonAncestorFn common_ancestor = nullptr;
+  // nvmlDeviceGetNvLinkErrorCounter(device, link, nvmlNvLinkErrorCounter_t, unsigned long long*): counters
+  // NVML_NVLINK_ERROR_DL_REPLAY 0, _DL_RECOVERY 1, _DL_CRC_FLIT 2, _DL_CRC_DATA 3 (NVML API Reference, NvLink Methods).
+  nvmlReturn_t (*link_error)(nvmlDevice_t, unsigned, int, unsigned long long*) = nullptr;
 
   /// Loads and initialises NVML; false with the reason in `why` when it cannot.
   bool load(std::string& why) {
@@ -95,6 +98,7 @@ class Nvml {
     sym(link_version, "nvmlDeviceGetNvLinkVersion");
     sym(link_remote_type, "nvmlDeviceGetNvLinkRemoteDeviceType");
     sym(link_remote_pci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    sym(link_error, "nvmlDeviceGetNvLinkErrorCounter");
     sym(common_ancestor, "nvmlDeviceGetTopologyCommonAncestor");
     nvmlReturn_t r = init();
     if (r != NVML_SUCCESS) {
@@ -308,6 +312,14 @@ TopologyReading discover_live() {
           unsigned type = 0;
           if (lane.active && nvml.link_remote_type && nvml.link_remote_type(g.handle, l, &type) == NVML_SUCCESS)
             lane.remote_is_switch = static_cast<int>(type) == NVML_NVLINK_DEVICE_TYPE_SWITCH;
+          if (lane.active && nvml.link_error) {  // cumulative since the driver loaded; NVLink 5 drops some (NOT_SUPPORTED)
+            static constexpr std::pair<int, const char*> kCounters[] = {
+                {0, "Replay Errors"}, {1, "Recovery Errors"}, {2, "CRC Flit Errors"}, {3, "CRC Data Errors"}};
+            for (const auto& [counter, label] : kCounters) {
+              unsigned long long value = 0;
+              if (nvml.link_error(g.handle, l, counter, &value) == NVML_SUCCESS) lane.errors.emplace_back(label, value);
+            }
+          }
           d.nvlinks.push_back(std::move(lane));
         }
       }

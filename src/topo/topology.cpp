@@ -170,9 +170,12 @@ void to_json(nlohmann::json& j, const Device& d) {
                  {"current_width", d.pcie.current_width}, {"max_width", d.pcie.max_width}};
   if (!d.nvlinks.empty()) {
     auto& lanes = j["nvlinks"] = nlohmann::json::array();
-    for (const auto& l : d.nvlinks)
+    for (const auto& l : d.nvlinks) {
+      nlohmann::json errors = nlohmann::json::object();
+      for (const auto& [name, value] : l.errors) errors[name] = value;
       lanes.push_back({{"link", l.link}, {"active", l.active}, {"nvml_version", l.version},
-                       {"remote_bus_id", l.remote_bus_id}, {"remote_is_switch", l.remote_is_switch}});
+                       {"remote_bus_id", l.remote_bus_id}, {"remote_is_switch", l.remote_is_switch}, {"errors", errors}});
+    }
   }
 }
 

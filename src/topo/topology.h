@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -84,6 +85,9 @@ struct NvLinkLane {
   int version = 0;
   std::string remote_bus_id;
   bool remote_is_switch = false;
+  /// NVML's error counters of an active link ("Replay Errors", "Recovery Errors", "CRC Flit Errors", "CRC Data
+  /// Errors"), cumulative since the driver loaded; those NVML does not support on the GPU are absent.
+  std::vector<std::pair<std::string, std::uint64_t>> errors;
 };
 
 enum class DeviceKind { gpu, nic };

@@ -14,6 +14,7 @@
 #include "diagnose/catalogue.h"
 #include "diagnose/context.h"
 #include "diagnose/engine.h"
+#include "diagnose/from_readers.h"
 #include "diagnose/evidence.h"
 
 using namespace scalescope;
@@ -403,3 +404,37 @@ TEST(NcclEnvOverride, ShmBesideActiveNvlinksIsAHiddenP2pSetting) {
   const auto d2 = scalescope::diagnose::diagnose(without_nvlink);
   EXPECT_FALSE(d2.primary && d2.primary->cause == "nccl-env-override");
 }
+
+namespace {
+
+TEST(LiveTopologyFacts, NvmlNvlinkErrorCountersBecomeEvidenceOfADegradedLink) {
+  // One H200 as live discovery reads it: 18 NVLinks up, one with replay errors counted by NVML.
+  topo::Topology t;
+  t.source = "live";
+  t.live = topo::LiveFacts{};
+  t.live->nvml = true;
+  topo::Device d;
+  d.label = "GPU0";
+  d.name = "NVIDIA H200";
+  for (int l = 0; l < 18; ++l) {
+    topo::NvLinkLane lane;
+    lane.link = l;
+    lane.active = true;
+    lane.version = 5;
+    lane.errors = {{"Replay Errors", l == 7 ? 4096u : 0u}, {"CRC Flit Errors", 0u}};
+    d.nvlinks.push_back(lane);
+  }
+  t.devices.push_back(d);
+  t.links = {{topo::Link{topo::LinkClass::self, 0}}};
+  const auto facts = facts_from_topology(t, "topo (live)").facts;
+  ASSERT_EQ(facts.of<NvlinkCounter>().size(), 1u);  // the zero counters are not facts
+  EXPECT_EQ(facts.of<NvlinkCounter>().front().fact.link, 7);
+  EXPECT_EQ(facts.of<NvlinkState>().size(), 18u);
+  const auto d2 = scalescope::diagnose::diagnose(facts);
+  std::vector<std::string> named;
+  if (d2.primary) named.push_back(d2.primary->cause);
+  for (const auto& c : d2.contributing) named.push_back(c.cause);
+  EXPECT_NE(std::find(named.begin(), named.end(), "nvlink-degraded"), named.end()) << ::testing::PrintToString(named);
+}
+
+}  // namespace

@@ -67,3 +67,27 @@ TEST(NcclProbe, NothingToReadIsNotAFinding) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(NcclProbe, AnAbFasterWithoutP2pNamesTheBlockedP2pPathAndNoSettingCause) {
+  auto p = probe_of(std::string(kHeader) + "box:100:120 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n");
+  p.busbw_gbps = 3.1;             // P2P over PCIe through a redirecting switch
+  p.expected_pair_gbps = 25.0;
+  p.p2p_off_busbw_gbps = 9.4;     // through host memory
+  const auto named = causes(diagnose::diagnose(runtime::nccl_probe_facts(p)));
+  EXPECT_NE(std::find(named.begin(), named.end(), "p2p-blocked-acs-iommu"), named.end()) << ::testing::PrintToString(named);
+  EXPECT_EQ(std::find(named.begin(), named.end(), "nccl-env-override"), named.end()) << ::testing::PrintToString(named);
+}
+
+TEST(NcclProbe, AnAbWhereP2pIsFasterBlamesNeitherP2pNorASetting) {
+  auto p = probe_of(std::string(kHeader) + "box:100:120 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n");
+  p.busbw_gbps = 9.0;
+  p.expected_pair_gbps = 25.0;
+  p.p2p_off_busbw_gbps = 6.0;
+  const auto named = causes(diagnose::diagnose(runtime::nccl_probe_facts(p)));
+  for (const char* id : {"p2p-blocked-acs-iommu", "nccl-env-override"})
+    EXPECT_EQ(std::find(named.begin(), named.end(), id), named.end()) << id << ": " << ::testing::PrintToString(named);
+}
+
+}  // namespace

@@ -239,3 +239,69 @@ TEST(PlatformProbe, CountsNvidiaGpusOnTheBusAndUnderTheDriverWithoutNamingACause
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<std::string> named_causes(const diagnose::FactSet& facts) {
+  const auto d = diagnose::diagnose(facts);
+  std::vector<std::string> named;
+  if (d.primary) named.push_back(d.primary->cause);
+  for (const auto& c : d.contributing) named.push_back(c.cause);
+  return named;
+}
+
+TEST(GpuPairProbe, PeerCopiesSlowerThanStagingThroughTheHostNameTheBlockedP2pPath) {
+  probe::GpuProbes p;
+  probe::PairProbe q;  // p2pBandwidthLatencyTest's signature of ACS redirection: P2P on slower than off
+  q.a = 0;
+  q.b = 1;
+  q.can_access = true;
+  q.works = true;
+  q.p2p_gbps = 2.1;
+  q.p2p_latency_us = 48;
+  q.staged_gbps = 9.8;
+  q.staged_latency_us = 14;
+  p.pairs.push_back(q);
+  const auto facts = probe::gpu_probe_facts(p);
+  EXPECT_EQ(facts.of<diagnose::P2pMeasurement>().size(), 2u);
+  const auto named = named_causes(facts);
+  EXPECT_NE(std::find(named.begin(), named.end(), "p2p-blocked-acs-iommu"), named.end()) << ::testing::PrintToString(named);
+  EXPECT_NE(probe::render_gpu_probes(p).find("GPU0 → GPU1: peer 2.1 GB/s"), std::string::npos);
+}
+
+TEST(GpuPairProbe, PeerAccessThatMovesWrongBytesIsNamed) {
+  probe::GpuProbes p;
+  probe::PairProbe q;
+  q.a = 0;
+  q.b = 2;
+  q.can_access = true;
+  q.works = false;
+  q.staged_gbps = 20;
+  q.staged_latency_us = 10;
+  p.pairs.push_back(q);
+  const auto facts = probe::gpu_probe_facts(p);
+  EXPECT_EQ(facts.of<diagnose::P2pStatus>().size(), 1u);
+  const auto named = named_causes(facts);
+  ASSERT_FALSE(named.empty());
+  EXPECT_EQ(named.front(), "p2p-blocked-acs-iommu");
+}
+
+TEST(GpuPairProbe, HealthyNvlinkPairsNameNothing) {
+  probe::GpuProbes p;
+  for (int b = 1; b < 4; ++b) {
+    probe::PairProbe q;
+    q.a = 0;
+    q.b = b;
+    q.can_access = true;
+    q.works = true;
+    q.p2p_gbps = 390;
+    q.p2p_latency_us = 2.5;
+    q.staged_gbps = 40;
+    q.staged_latency_us = 12;
+    p.pairs.push_back(q);
+  }
+  const auto named = named_causes(probe::gpu_probe_facts(p));
+  EXPECT_EQ(std::find(named.begin(), named.end(), "p2p-blocked-acs-iommu"), named.end()) << ::testing::PrintToString(named);
+}
+
+}  // namespace

@@ -94,7 +94,16 @@ int run(const DoctorFlags& f) {
   std::optional<runtime::NcclProbe> nccl_probe;
   if (gpu && !f.no_nccl_probe) {
     core::TemporaryDirectory logs;
-    nccl_probe = runtime::run_nccl_probe(max_world_size, logs.path());
+    // The slowest expected GPU pair among the GPUs the probe uses (topo's bandwidth model), for the A/B trigger.
+    std::optional<double> slowest;
+    const auto gpus = topology.topology.gpus();
+    for (std::size_t i = 0; i < gpus.size() && static_cast<int>(i) < max_world_size; ++i)
+      for (std::size_t k = i + 1; k < gpus.size() && static_cast<int>(k) < max_world_size; ++k) {
+        const auto& bw = topology.bandwidth.gbps;
+        const auto a = static_cast<std::size_t>(gpus[i]), b = static_cast<std::size_t>(gpus[k]);
+        if (a < bw.size() && b < bw[a].size() && bw[a][b] > 0) slowest = std::min(slowest.value_or(bw[a][b]), bw[a][b]);
+      }
+    nccl_probe = runtime::run_nccl_probe(max_world_size, logs.path(), slowest);
     std::fputs((report::render_nccl_probe(*nccl_probe) + "\n").c_str(), stdout);
   }
   std::fflush(stdout);
