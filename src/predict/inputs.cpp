@@ -70,13 +70,33 @@ RunInput from_train(const nlohmann::json& r, const std::string& source) {
   }
   const double params = number(r, "parameters");
   if (params > 0) p.grad_element_bytes = std::max(1, static_cast<int>(std::lround(total / params)));
+  if (const double t = number(r, "embedding_table_gradient_bytes"), g = number(r, "embedding_gather_bytes_per_rank");
+      t > 0 && g > 0) {
+    p.embedding_table_bytes = t;
+    p.embedding_gather_bytes = g;
+    const auto& config = r.value("config", nlohmann::json::object());
+    const auto& engine = config.value("engine", config);
+    p.embedding_exchange = engine.value("embedding_exchange", config.value("embedding_exchange", std::string("all-reduce")));
+  }
   const auto& cfg = r.value("config", nlohmann::json::object());
   if (cfg.contains("model") && cfg["model"].is_object()) in.model = cfg["model"].value("name", "");
   p.basis = fmt::format("{}: one rank, {} step {:.2f} ms (forward {:.2f}, backward {:.2f}, optimizer {:.2f}), {} bucket(s) "
                         "of {:.1f} MB", source, in.model.empty() ? "the" : in.model, step * 1e3, fwd * 1e3, bwd * 1e3,
                         opt * 1e3, sizes.size(), total / 1e6);
-  p.assumptions.push_back("buckets become ready at an even rate of gradient bytes over backward (the report has no "
-                          "per-bucket ready times)");
+  // The DP engine's own ready times (rank 0, median of the timed steps), when the report has one per bucket.
+  std::vector<double> ready;
+  if (r.contains("bucket_ready_s") && r["bucket_ready_s"].is_array())
+    for (const auto& t : r["bucket_ready_s"])
+      if (t.is_number() && t.get<double>() >= 0) ready.push_back(t.get<double>());
+  if (ready.size() == p.buckets.size()) {
+    for (std::size_t k = 0; k < ready.size(); ++k) p.buckets[k].ready_s = std::min(ready[k], bwd);
+    p.assumptions.push_back(fmt::format("bucket ready times measured by the DP engine (rank 0, median of the timed steps): the "
+                                        "first {:.2f} ms, the last {:.2f} ms after backward began", ready.front() * 1e3,
+                                        ready.back() * 1e3));
+  } else {
+    p.assumptions.push_back("buckets become ready at an even rate of gradient bytes over backward (the report has no "
+                            "per-bucket ready times)");
+  }
   return in;
 }
 

@@ -125,26 +125,47 @@ LinkModel LinkModel::with_network(int gpus_per_node, double gbit, int ports) con
   m.net_busbw_gbps_ = ports * topo::nic_busbw_gbps(gbit);
   m.description_ += fmt::format("; between nodes of {} GPUs: {} × {:g} Gb/s port(s), {:.1f} GB/s busbw per node", gpus_per_node,
                                 ports, gbit, m.net_busbw_gbps_);
-  m.assumptions_.push_back(fmt::format("beyond {} GPUs: busbw the lower of the node's inside busbw and {:.1f} GB/s, latency + "
-                                       "2·⌈log2 nodes⌉ × {:.1f} µs", gpus_per_node, m.net_busbw_gbps_, kNamedAlphaS * 1e6));
+  m.assumptions_.push_back(fmt::format(
+      "beyond {} GPUs, per message the faster of NCCL's two algorithms, as its tuner picks: ring (one step per rank; busbw the "
+      "lower of the node's inside busbw and {:.1f} GB/s) or tree (one node's latency + 2·⌈log2 nodes⌉ × {:.1f} µs; {:.0f} % of "
+      "that busbw)", gpus_per_node, m.net_busbw_gbps_, kNamedAlphaS * 1e6, 100 * kTreeBandwidthShare));
   return m;
 }
 
-double LinkModel::all_reduce_s(double bytes, int ranks) const {
-  if (ranks <= 1 || bytes <= 0) return 0;
-  if (gpus_per_node_ > 0 && ranks > gpus_per_node_) {
-    const int nodes = (ranks + gpus_per_node_ - 1) / gpus_per_node_;
-    const int g = gpus_per_node_;
-    const double latency = (g >= 2 ? inside_s(1, g) : 0) + 2 * std::ceil(std::log2(nodes)) * kNamedAlphaS;
-    double inside_busbw = 1e30;  // GB/s
-    if (g >= 2) {
-      const double t = inside_s(bytes, g) - inside_s(1, g);
-      if (t > 0) inside_busbw = bytes * ring_factor(g) / t / 1e9;
-    }
-    const double busbw = std::min(inside_busbw, net_busbw_gbps_);
-    return latency + bytes * ring_factor(ranks) / (busbw * 1e9);
+LinkModel::Cost LinkModel::costs(double bytes, int ranks) const {
+  Cost c;
+  if (ranks <= 1 || bytes <= 0) return c;
+  if (!(gpus_per_node_ > 0 && ranks > gpus_per_node_)) {
+    c.ring_s = c.tree_s = inside_s(bytes, ranks);  // one node: NCCL's ring (its tree inside a node is a chain)
+    return c;
   }
-  return inside_s(bytes, ranks);
+  const int nodes = (ranks + gpus_per_node_ - 1) / gpus_per_node_;
+  const int g = gpus_per_node_;
+  double inside_busbw = 1e30;  // GB/s
+  if (g >= 2) {
+    const double t = inside_s(bytes, g) - inside_s(1, g);
+    if (t > 0) inside_busbw = bytes * ring_factor(g) / t / 1e9;
+  }
+  const double busbw = std::min(inside_busbw, net_busbw_gbps_);
+  // Ring over every rank: one step per rank, the slower of the node's inside busbw and its network.
+  const double ring_latency = (g >= 2 ? inside_s(1, g) / (g - 1) : kNamedAlphaS) * (ranks - 1);
+  c.ring_s = ring_latency + bytes * ring_factor(ranks) / (busbw * 1e9);
+  // Tree between nodes: one node's latency, then up and down a binary tree of nodes; NCCL's tuner gives the tree
+  // less bandwidth than the ring for the same links (kTreeBandwidthShare).
+  const double tree_latency = (g >= 2 ? inside_s(1, g) : 0) + 2 * std::ceil(std::log2(nodes)) * kNamedAlphaS;
+  c.tree_s = tree_latency + bytes * ring_factor(ranks) / (kTreeBandwidthShare * busbw * 1e9);
+  return c;
+}
+
+double LinkModel::all_reduce_s(double bytes, int ranks) const {
+  const Cost c = costs(bytes, ranks);
+  return std::min(c.ring_s, c.tree_s);
+}
+
+std::string LinkModel::algorithm(double bytes, int ranks) const {
+  if (ranks <= 1 || !(gpus_per_node_ > 0 && ranks > gpus_per_node_)) return "ring";
+  const Cost c = costs(bytes, ranks);
+  return c.tree_s < c.ring_s ? "tree" : "ring";
 }
 
 double LinkModel::inside_s(double bytes, int ranks) const {

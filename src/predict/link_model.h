@@ -19,6 +19,11 @@
 
 namespace scalescope::predict {
 
+/// The share of the ring's busbw taken for NCCL's tree on the same links: 0.9. NCCL's tuner (src/graph/tuning.cc)
+/// models the tree with less bandwidth than the ring; the value here is an assumption, not measured (no multi-node
+/// run was), and it is printed with every multi-node prediction.
+inline constexpr double kTreeBandwidthShare = 0.9;
+
 class LinkModel {
  public:
   /// From the all-reduce sweeps among `sweeps` (others are ignored); each needs its rank count and ≥ 1 row with a
@@ -34,15 +39,23 @@ class LinkModel {
   static LinkModel alpha_beta(double busbw_gbps, const std::string& description);
 
   /// Several nodes: this model inside a node of `gpus_per_node` GPUs, and `ports` network ports of `gbit` each per
-  /// node between nodes. Beyond one node an all-reduce's busbw is the lower of the node's inside busbw at that
-  /// size and the node's network busbw (ports × nic_busbw_gbps: NCCL's rings leave a node through its NICs), and
-  /// its latency that of one node plus 2·⌈log2 nodes⌉ network steps of 20.7 µs (NCCL's tree over nodes; the step
-  /// latency is the one measured figure, NVLink's, taken as an assumption). Throws core::UsageError for
-  /// gpus_per_node < 1, ports < 1 or gbit ≤ 0.
+  /// node between nodes. Beyond one node each all-reduce takes the faster of NCCL's ring and tree (its tuner picks
+  /// the lower modelled time per message): the ring runs one step per rank (the node's measured step latency)
+  /// at the lower of the node's inside busbw and its network busbw (ports × nic_busbw_gbps: rings leave a node
+  /// through its NICs); the tree costs one node's latency plus 2·⌈log2 nodes⌉ network steps of 20.7 µs (the one
+  /// measured step latency, NVLink's, taken as an assumption) at kTreeBandwidthShare of that busbw. Throws
+  /// core::UsageError for gpus_per_node < 1, ports < 1 or gbit ≤ 0.
   LinkModel with_network(int gpus_per_node, double gbit, int ports) const;
 
-  /// All-reduce of `bytes` (per rank's buffer) over `ranks` ≥ 2, seconds. 0 for ranks ≤ 1.
+  /// All-reduce of `bytes` (per rank's buffer) over `ranks` ≥ 2, seconds: the faster algorithm's. 0 for ranks ≤ 1.
   double all_reduce_s(double bytes, int ranks) const;
+  /// Ring and tree apart (equal inside one node, where NCCL runs rings), seconds.
+  struct Cost {
+    double ring_s = 0, tree_s = 0;
+  };
+  Cost costs(double bytes, int ranks) const;
+  /// "ring" or "tree": which all_reduce_s used.
+  std::string algorithm(double bytes, int ranks) const;
 
   const std::string& description() const { return description_; }
   const std::vector<std::string>& assumptions() const { return assumptions_; }

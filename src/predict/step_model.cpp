@@ -45,6 +45,24 @@ Prediction predict_step(const StepProfile& profile, const LinkModel& link, const
     b.bytes *= dtype_scale;
     b.ready_s = profile.backward_s > 0 ? b.ready_s / profile.backward_s * bwd : 0;
   }
+  // The tied embedding exchanged by all-gather (scalescope's DP engine, EmbeddingExchange): its tables' gradient
+  // leaves the last bucket, the head part is all-reduced early in backward, and after backward each rank
+  // all-gathers the others' rows — (n−1)·P bytes received, which costs what an all-reduce of n·P/2 bytes does
+  // (bus factors (n−1)/n and 2(n−1)/n, nccl-tests' definitions).
+  double gather_s = 0;
+  if (s.ranks >= 2 && profile.embedding_table_bytes > 0 && profile.embedding_gather_bytes > 0 && !buckets.empty()) {
+    const double per_rank = profile.embedding_gather_bytes * work;  // rows per rank scale with the batch
+    const std::string mode = s.embedding_exchange.value_or(profile.embedding_exchange);
+    const bool gather = mode == "all-gather" || (mode == "auto" && per_rank < 2.0 * profile.embedding_table_bytes / s.ranks);
+    if (gather) {
+      const double moved = std::min(buckets.back().bytes, profile.embedding_table_bytes * dtype_scale);
+      buckets.back().bytes -= moved;
+      if (buckets.back().bytes <= 0) buckets.pop_back();
+      buckets.push_back({moved, kHeadReadyShare * bwd});
+      std::stable_sort(buckets.begin(), buckets.end(), [](const Bucket& a, const Bucket& b) { return a.ready_s < b.ready_s; });
+      gather_s = link.all_reduce_s(s.ranks * per_rank / 2, s.ranks);
+    }
+  }
   // The schedule, twice: backward stretched by the all-reduces beside it delays the buckets' readiness.
   double stretch = 1, comm_total = 0, comm_end = 0, overlapped = 0;
   for (int pass = 0; pass < 2; ++pass) {
@@ -64,6 +82,10 @@ Prediction predict_step(const StepProfile& profile, const LinkModel& link, const
       comm_end = start + dur;
       comm_total += dur;
       overlapped += std::max(0.0, std::min(comm_end, bwd_end) - start);
+    }
+    if (gather_s > 0) {  // after backward (the input side is complete only then), behind the all-reduces
+      comm_end = std::max(comm_end, bwd_end) + gather_s;
+      comm_total += gather_s;
     }
     stretch = bwd > 0 ? 1 + k.contention * overlapped / bwd : 1;
   }

@@ -21,6 +21,10 @@
 namespace scalescope::predict {
 
 /// One gradient bucket: bytes all-reduced, and when its last gradient is ready, seconds after backward starts.
+/// When the head part of a tied embedding's gradient is ready, as a share of backward: the LM head's backward is
+/// the first thing backward does. An assumption (not measured per model), printed with the what-if.
+inline constexpr double kHeadReadyShare = 0.1;
+
 struct Bucket {
   double bytes = 0;
   double ready_s = 0;
@@ -31,6 +35,10 @@ struct StepProfile {
   double forward_s = 0, backward_s = 0, optimizer_s = 0, other_s = 0;
   std::vector<Bucket> buckets;  ///< in the order DDP all-reduces them (the last layers' first)
   int grad_element_bytes = 4;   ///< bytes per gradient element as measured (fp32 4, bf16 2)
+  /// A tied embedding (scalescope's GPT): its tables' gradient bytes, in the last bucket when all-reduced, and
+  /// the bytes one rank all-gathers instead (TrainResult's fields; 0: no such model, e.g. a DDP capture).
+  double embedding_table_bytes = 0, embedding_gather_bytes = 0;
+  std::string embedding_exchange = "all-reduce";  ///< the run's setting: "auto", "all-reduce" or "all-gather"
   std::string basis;            ///< where the figures come from
   std::vector<std::string> assumptions;
   double compute_s() const { return forward_s + backward_s + optimizer_s; }
@@ -51,6 +59,9 @@ struct Scenario {
   std::optional<double> bucket_cap_bytes;  ///< re-bucket (first bucket 1 MiB as DDP) when set
   std::optional<int> grad_element_bytes;   ///< all-reduce gradients of this size (2: bf16) instead of the measured
   double batch_factor = 1;       ///< per-rank batch × this (compute scales with it)
+  /// The tied embedding's exchange at these ranks: "auto" (all-gather when one rank's gather bytes are under
+  /// 2 × table bytes / ranks, the DP engine's rule), "all-reduce", "all-gather"; unset: the run's setting.
+  std::optional<std::string> embedding_exchange;
   std::string label;             ///< "2 ranks", "bucket 100 MiB" …
 };
 

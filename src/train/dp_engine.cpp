@@ -131,6 +131,7 @@ void DataParallelEngine::launch_ready_buckets() {
 
 void DataParallelEngine::start_bucket(std::size_t bucket) {
   const auto& b = plan_.buckets[bucket];
+  if (ready_marks_) ready_marks_->push_back(timeline_.record());  // eager backward: when this bucket was ready
   comm_.start_all_reduce(gradients_ + b.offset, b.numel, options_.gradient_reduction);
   if (capturing_) bookkeeping_.push_back({BookkeepingCall::all_reduce, bucket});
 }
@@ -153,7 +154,11 @@ void DataParallelEngine::issue_forward_backward_join(const AdamWConfig& adamw, S
   if (gather_) start_gather(BookkeepingCall::gather_tokens);  // tiny; done long before the scatter-add reads it
   model_.forward();
   m.forward_end = record_marker(BookkeepingCall::forward_end);
+  // Each bucket's readiness is marked as its all-reduce is issued during backward; not while capturing a CUDA graph
+  // (the record's markers are bound in a fixed order) and not without overlap (nothing starts before backward ends).
+  if (!capturing_ && options_.overlap) ready_marks_ = &m.bucket_ready;
   model_.backward([this](std::size_t p) { on_gradient_ready(p); });
+  ready_marks_ = nullptr;
   m.backward_end = record_marker(BookkeepingCall::backward_end);
   if (ready_parameters_ != bucketed_parameters_)
     throw core::Error(fmt::format("backward reported {} of {} parameter gradients", ready_parameters_,
@@ -287,6 +292,7 @@ std::vector<StepTiming> DataParallelEngine::take_step_timings() {
     t.total = t.data_wait + timeline_.seconds_between(m.begin, m.optimizer_end);
     t.host_stage = m.host_stage;
     t.host_issue = m.host_issue;
+    for (Marker r : m.bucket_ready) t.bucket_ready.push_back(timeline_.seconds_between(m.forward_end, r));
     for (std::size_t k = 0; k < per_step; ++k) {
       const auto& c = collectives[s * per_step + k];
       if (c.kind == comm::CollectiveKind::all_gather) {

@@ -53,6 +53,10 @@ struct StepTiming {
   /// Host wall-clock seconds spent issuing the rest of the step (forward, backward with the all-reduce
   /// launches, join, optimizer). On GPU the step is launch-bound when this approaches `total`.
   double host_issue = 0;
+  /// When each bucket was ready, seconds after backward began (its all-reduce was issued: the timeline's marker
+  /// sits where the bucket's last gradient is computed — on GPU an event on the compute stream), in bucket order.
+  /// Empty for steps replayed from a CUDA graph or captured, and without overlap (all buckets start after backward).
+  std::vector<double> bucket_ready;
   /// Compute time: forward + backward + optimizer (the seed's "compute time" in the comm ratio).
   double compute() const { return forward + backward + optimizer; }
   /// Gradient communication: the all-reduces plus the tied embedding's all-gathers, seconds (what the comm ratio
@@ -146,6 +150,7 @@ class DataParallelEngine {
     Marker begin, staged, forward_end, backward_end, comm_end, optimizer_end;
     // splits_optimizer(): after the wait for all but the last bucket, and after the optimizer of their parameters.
     Marker early_joined = 0, early_optimized = 0;
+    std::vector<Marker> bucket_ready;  // one per bucket as it starts during backward (eager steps only)
     double data_wait;
     double host_stage, host_issue;  // steady-clock seconds (StepTiming's fields of the same names)
   };
@@ -191,6 +196,7 @@ class DataParallelEngine {
 
   StepReplay* replay_ = nullptr;
   bool capturing_ = false;
+  std::vector<Marker>* ready_marks_ = nullptr;  ///< the step's bucket_ready while backward issues (else null)
   bool captured_ = false;                   // a record for `shape_` exists
   std::pair<int, int> shape_{-1, -1};       // rows, row tokens of the last step
   int eager_since_shape_ = 0;               // eager steps of the current batch shape

@@ -23,6 +23,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/stats.h"
 #include "runtime/gpu_module.h"
 #include "core/json_file.h"
 #include "core/terminal_text.h"
@@ -368,6 +369,9 @@ void to_json(nlohmann::json& j, const TrainResult& r) {
        {"parameters", r.parameters},
        {"flops_per_token", r.flops_per_token},
        {"bucket_bytes", r.bucket_bytes},
+       {"bucket_ready_s", r.bucket_ready_seconds},
+       {"embedding_table_gradient_bytes", r.embedding_table_gradient_bytes},
+       {"embedding_gather_bytes_per_rank", r.embedding_gather_bytes_per_rank},
        {"embedding_all_gathered", r.embedding_all_gathered},
        {"tokens_per_step", r.tokens_per_step},
        {"round_step_s", r.round_step_seconds},
@@ -394,6 +398,9 @@ void from_json(const nlohmann::json& j, TrainResult& r) {
   r.timing_source = j.at("timing_source"); r.data_description = j.at("data");
   r.parameters = j.at("parameters"); r.flops_per_token = j.at("flops_per_token");
   r.bucket_bytes = j.at("bucket_bytes").get<std::vector<std::uint64_t>>();
+  r.bucket_ready_seconds = j.value("bucket_ready_s", std::vector<double>{});  // absent in older results
+  r.embedding_table_gradient_bytes = j.value("embedding_table_gradient_bytes", std::uint64_t{0});
+  r.embedding_gather_bytes_per_rank = j.value("embedding_gather_bytes_per_rank", std::uint64_t{0});
   r.embedding_all_gathered = j.value("embedding_all_gathered", false);
   r.tokens_per_step = j.at("tokens_per_step");
   r.round_step_seconds = j.at("round_step_s").get<std::vector<double>>();
@@ -592,6 +599,18 @@ std::optional<TrainResult> run_rank(const TrainJobConfig& config) {
   r.flops_per_token = model.flops_per_token();
   for (const auto& b : engine.plan().buckets) r.bucket_bytes.push_back(b.numel * sizeof(float));
   r.embedding_all_gathered = engine.gathers_embedding();
+  if (const auto g = model.embedding_gather()) {
+    r.embedding_table_gradient_bytes = g->table_gradient_bytes;
+    r.embedding_gather_bytes_per_rank = static_cast<std::uint64_t>(config.rows_per_rank()) * g->gather_bytes_per_row;
+  }
+  {  // rank 0's bucket ready times: per bucket, the median over the timed eager steps that marked every bucket
+    std::vector<std::vector<double>> ready(r.bucket_bytes.size());
+    for (const auto& t : timed_steps)
+      if (t.bucket_ready.size() == ready.size())
+        for (std::size_t k = 0; k < ready.size(); ++k) ready[k].push_back(t.bucket_ready[k]);
+    if (!ready.empty() && !ready.front().empty())
+      for (auto& v : ready) r.bucket_ready_seconds.push_back(core::quantile(v, 0.5));
+  }
   r.tokens_per_step = static_cast<std::uint64_t>(config.global_rows()) * model.predictions_per_row();
   r.round_step_seconds.assign(n_rounds, 0.0);
   std::vector<double> slowest_step(n_steps, 0.0);

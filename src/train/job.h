@@ -84,9 +84,17 @@ struct TrainResult {
   std::uint64_t parameters = 0;
   double flops_per_token = 0;
   std::vector<std::uint64_t> bucket_bytes;  ///< size of each gradient bucket, in all-reduce order
+  /// Rank 0's bucket ready times, seconds after backward began, per bucket (median over the timed eager steps;
+  /// empty without overlap or when every timed step was replayed from a CUDA graph).
+  std::vector<double> bucket_ready_seconds;
   /// Whether the tied embedding's input-side gradient was all-gathered (EmbeddingExchange) rather than its
   /// whole gradient all-reduced in the last bucket.
   bool embedding_all_gathered = false;
+  /// Models with a tied embedding (Model::embedding_gather): the tables' fp32 gradient bytes (what all-reducing it
+  /// moves) and the bytes one rank would all-gather instead (its rows × tokens and embedding-output gradient per
+  /// row); 0 for models without one. For `predict`'s embedding-exchange what-if.
+  std::uint64_t embedding_table_gradient_bytes = 0;
+  std::uint64_t embedding_gather_bytes_per_rank = 0;
   std::uint64_t tokens_per_step = 0;        ///< predicted tokens per step over all ranks
   /// Step time of the job (slowest rank) per timed round: round wall time / steps. Headline statistic:
   /// step_seconds.trimmed_mean (mean of the middle 3 of 5 rounds).

@@ -224,3 +224,96 @@ TEST(PredictInputs, ATraceThatCannotTimeTheBucketsLeavesTheInputAsItWas) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(LinkModelAlgorithms, BetweenNodesSmallMessagesTakeTheTreeAndLargeOnesTheRing) {
+  // 8 H200s per node over NVLink, 8 × 400 Gb/s per node between nodes.
+  const auto m = predict::LinkModel::named("H200:NV18").with_network(8, 400, 8);
+  // 1024 ranks, 1 MiB: a ring of 1023 steps of ~20 µs is ~21 ms of latency; a tree over 128 nodes ~0.4 ms.
+  const auto small = m.costs(1 << 20, 1024);
+  EXPECT_LT(small.tree_s, small.ring_s / 10);
+  EXPECT_EQ(m.algorithm(1 << 20, 1024), "tree");
+  EXPECT_DOUBLE_EQ(m.all_reduce_s(1 << 20, 1024), small.tree_s);
+  // 16 ranks (2 nodes), 4 GB: bandwidth decides, and the ring has more of it.
+  const auto large = m.costs(4e9, 16);
+  EXPECT_LT(large.ring_s, large.tree_s);
+  EXPECT_EQ(m.algorithm(4e9, 16), "ring");
+  // Inside one node there is only the ring.
+  EXPECT_EQ(m.algorithm(1 << 20, 8), "ring");
+  const auto inside = m.costs(1 << 20, 8);
+  EXPECT_DOUBLE_EQ(inside.ring_s, inside.tree_s);
+  // More nodes never make the tree's latency smaller.
+  EXPECT_LE(m.costs(8, 64).tree_s, m.costs(8, 1024).tree_s);
+}
+
+}  // namespace
+
+namespace {
+
+nlohmann::json train_report(bool with_ready) {
+  nlohmann::json r = {{"schema", "scalescope.train/1"}, {"config", {{"world_size", 1}}},
+                      {"phases", {{"forward_s", 0.010}, {"backward_s", 0.020}, {"optimizer_s", 0.002}, {"total_s", 0.033}}},
+                      {"bucket_bytes", {1000000, 26000000, 26000000}},
+                      {"parameters", 13250000}};
+  if (with_ready) r["bucket_ready_s"] = {0.001, 0.004, 0.019};
+  return r;
+}
+
+TEST(PredictInputs, TheDpEnginesOwnBucketReadyTimesReplaceTheEvenRate) {
+  const auto even = predict::run_from_report(train_report(false), "even.json");
+  const auto measured = predict::run_from_report(train_report(true), "ready.json");
+  ASSERT_EQ(measured.profile.buckets.size(), 3u);
+  EXPECT_DOUBLE_EQ(measured.profile.buckets[0].ready_s, 0.001);
+  EXPECT_DOUBLE_EQ(measured.profile.buckets[1].ready_s, 0.004);
+  EXPECT_DOUBLE_EQ(measured.profile.buckets[2].ready_s, 0.019);
+  EXPECT_NE(even.profile.buckets[1].ready_s, 0.004);  // the even rate put it elsewhere
+  bool said = false;
+  for (const auto& a : measured.profile.assumptions) said |= a.find("measured by the DP engine") != std::string::npos;
+  EXPECT_TRUE(said);
+  // A list that does not match the buckets is not used.
+  auto odd = train_report(true);
+  odd["bucket_ready_s"] = {0.001};
+  const auto fallback = predict::run_from_report(odd, "odd.json");
+  EXPECT_DOUBLE_EQ(fallback.profile.buckets[1].ready_s, even.profile.buckets[1].ready_s);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(StepModelEmbedding, AllGatheringTheTiedEmbeddingTakesItsTableOutOfTheLastBucket) {
+  predict::StepProfile p;
+  p.forward_s = 0.010;
+  p.backward_s = 0.020;
+  p.optimizer_s = 0.002;
+  p.buckets = {{26e6, 0.006}, {26e6, 0.013}, {160e6, 0.020}};  // the last holds a 154 MB tied table
+  p.embedding_table_bytes = 154e6;
+  p.embedding_gather_bytes = 25e6;
+  p.embedding_exchange = "auto";
+  const auto link = predict::LinkModel::named("H200:NV18");
+  predict::Scenario s;
+  s.ranks = 2;
+  predict::ModelConstants k;
+  s.embedding_exchange = "all-reduce";
+  const auto reduce = predict::predict_step(p, link, s, k);
+  s.embedding_exchange = "all-gather";
+  const auto gather = predict::predict_step(p, link, s, k);
+  s.embedding_exchange.reset();  // the run's "auto": 25 MB < 2 × 154 MB / 2, so all-gather
+  const auto automatic = predict::predict_step(p, link, s, k);
+  EXPECT_LT(gather.exposed_s, reduce.exposed_s);  // 154 MB after backward against 25 MB gathered
+  EXPECT_DOUBLE_EQ(automatic.step_s, gather.step_s);
+  // A gather larger than the table's share: auto keeps the all-reduce.
+  p.embedding_gather_bytes = 400e6;
+  const auto big = predict::predict_step(p, link, s, k);
+  s.embedding_exchange = "all-reduce";
+  EXPECT_DOUBLE_EQ(big.step_s, predict::predict_step(p, link, s, k).step_s);
+  // A DDP capture has no embedding figures: the setting changes nothing.
+  p.embedding_table_bytes = p.embedding_gather_bytes = 0;
+  s.embedding_exchange = "all-gather";
+  const auto ddp = predict::predict_step(p, link, s, k);
+  s.embedding_exchange = "all-reduce";
+  EXPECT_DOUBLE_EQ(ddp.step_s, predict::predict_step(p, link, s, k).step_s);
+}
+
+}  // namespace

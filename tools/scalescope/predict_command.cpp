@@ -26,6 +26,7 @@ struct PredictFlags {
   int gpus_per_node = 0;
   std::vector<int> gpus{2, 4, 8};
   bool strong = false, what_if = false;
+  std::optional<std::string> embedding_exchange;
   double contention = predict::ModelConstants{}.contention;
   double comm_beside = predict::ModelConstants{}.comm_beside;
 };
@@ -61,6 +62,13 @@ int run_predict(const PredictFlags& f) {
     if (!predict::ready_times_from_trace(run, trace.string(), &why))
       run.profile.assumptions.push_back("buckets taken as ready at an even rate: the trace could not time them (" + why + ")");
   }
+  if (run.profile.embedding_table_bytes > 0 && run.profile.embedding_gather_bytes > 0)
+    run.profile.assumptions.push_back(fmt::format(
+        "tied embedding: {:.1f} MB of table gradient (all-reduced in the last bucket) or {:.1f} MB per rank all-gathered "
+        "after backward, its head part then all-reduced at {:.0f} % of backward; exchange {} (auto: all-gather when the "
+        "gathered bytes are under 2 × table / ranks)", run.profile.embedding_table_bytes / 1e6,
+        run.profile.embedding_gather_bytes / 1e6, 100 * predict::kHeadReadyShare,
+        f.embedding_exchange.value_or(run.profile.embedding_exchange)));
   auto link = predict::link_from(f.link);
   if (!f.network.empty() || f.gpus_per_node > 0) {
     // net:GBIT or net:GBITxPORTS, between nodes of --gpus-per-node GPUs
@@ -98,6 +106,7 @@ int run_predict(const PredictFlags& f) {
     predict::Scenario s;
     s.ranks = n;
     s.strong = f.strong;
+    s.embedding_exchange = f.embedding_exchange;
     const auto p = predict::predict_step(run.profile, link, s, k);
     std::string measured;
     nlohmann::json pj = p;
@@ -118,6 +127,7 @@ int run_predict(const PredictFlags& f) {
       predict::Scenario s;
       s.ranks = n;
       s.strong = f.strong;
+      s.embedding_exchange = f.embedding_exchange;
       s.label = std::move(label);
       change(s);
       ss.push_back(s);
@@ -128,6 +138,9 @@ int run_predict(const PredictFlags& f) {
     if (run.profile.grad_element_bytes != 4) add("fp32 gradients", [](auto& s) { s.grad_element_bytes = 4; });
     add("overlap off", [](auto& s) { s.overlap = false; });
     add("batch x2", [](auto& s) { s.batch_factor = 2; });
+    if (run.profile.embedding_table_bytes > 0 && run.profile.embedding_gather_bytes > 0)  // a tied embedding
+      for (const char* e : {"all-reduce", "all-gather"})
+        add(fmt::format("embedding {}", e), [e](auto& s) { s.embedding_exchange = e; });
     for (const auto& s : ss) {
       const auto p = predict::predict_step(run.profile, link, s, k);
       text += row(p, "");
@@ -178,7 +191,11 @@ Action add_predict_command(CLI::App& app) {
   cmd->add_option("--network", flags->network, "the ports between nodes: net:GBIT or net:GBITxPORTS per node (net:400x8)");
   cmd->add_option("--gpus", flags->gpus, "rank counts to predict")->delimiter(',')->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_flag("--strong", flags->strong, "strong scaling: the one-rank batch split over the ranks (default: weak)");
-  cmd->add_flag("--what-if", flags->what_if, "also bucket 1/25/100 MiB, other gradient dtype, overlap off, batch x2 at the first --gpus");
+  cmd->add_flag("--what-if", flags->what_if, "also bucket 1/25/100 MiB, other gradient dtype, overlap off, batch x2 (and, "
+                "for a tied embedding, its all-reduce and all-gather exchange) at the first --gpus");
+  cmd->add_option("--embedding-exchange", flags->embedding_exchange,
+                  "scalescope's GPT runs: the tied embedding's exchange at the predicted ranks (default: the run's own setting)")
+      ->check(CLI::IsMember({"auto", "all-reduce", "all-gather"}));
   cmd->add_option("--contention", flags->contention, "backward slowdown per second of all-reduce beside it")
       ->check(CLI::Range(0.0, 10.0))->capture_default_str();
   cmd->add_option("--comm-beside", flags->comm_beside, "all-reduce slowdown while it runs beside backward")
