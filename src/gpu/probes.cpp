@@ -37,6 +37,10 @@ struct Nvml {
   nvmlReturn_t (*limit)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned*) = nullptr;
   nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long*) = nullptr;
+  // nvmlDeviceGetRemappedRows(device, &corrRows, &uncRows, &isPending, &failureOccurred);
+  // nvmlDeviceGetRetiredPages(device, cause (0 multiple single-bit, 1 double-bit), &count, addresses or NULL).
+  nvmlReturn_t (*remapped)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  nvmlReturn_t (*retired)(nvmlDevice_t, int, unsigned*, unsigned long long*) = nullptr;
   bool ok = false;
 
   template <class F>
@@ -63,6 +67,8 @@ struct Nvml {
     sym(limit, "nvmlDeviceGetEnforcedPowerLimit");
     sym(temperature, "nvmlDeviceGetTemperature");
     sym(reasons, "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons");
+    sym(remapped, "nvmlDeviceGetRemappedRows");
+    sym(retired, "nvmlDeviceGetRetiredPages");
     if (!init || !by_bus || init() != 0) {
       why = "NVML could not be initialised: no PCIe link, clocks or throttle reasons under load";
       return false;
@@ -91,6 +97,19 @@ struct Nvml {
     if (temperature && temperature(d, 0, &u) == 0) n.temperature_c = u;
     unsigned long long r = 0;
     if (reasons && reasons(d, &r) == 0) n.clock_event_reasons = r;
+    unsigned corr = 0, unc = 0, pending = 0, failed = 0;
+    if (remapped && remapped(d, &corr, &unc, &pending, &failed) == 0) {
+      n.remapped_correctable = corr;
+      n.remapped_uncorrectable = unc;
+      n.remap_pending = pending != 0;
+      n.remap_failed = failed != 0;
+    }
+    constexpr int kInsufficientSize = 7;  // NVML_ERROR_INSUFFICIENT_SIZE: the count is set, the addresses not asked for
+    for (int cause : {0, 1}) {
+      unsigned count = 0;
+      const int rc = retired ? retired(d, cause, &count, nullptr) : -1;
+      if (rc == 0 || rc == kInsufficientSize) (cause == 0 ? n.retired_sbe : n.retired_dbe) = count;
+    }
     return n;
   }
 };

@@ -115,6 +115,15 @@ std::string render_gpu_probes(const GpuProbes& p) {
                      g.nvml.temperature_c ? fmt::format("{:.0f} °C", *g.nvml.temperature_c) : "temperature unknown",
                      reasons.empty() ? "none" : reasons);
   }
+  for (const auto& g : p.gemms) {  // memory health: only what is not clean is worth a line
+    const auto& n = g.nvml;
+    std::string bad;
+    if (n.remapped_uncorrectable.value_or(0) > 0) bad += fmt::format("{} rows remapped for uncorrectable errors; ", *n.remapped_uncorrectable);
+    if (n.remap_pending.value_or(false)) bad += "a row remap pending until the GPU is reset; ";
+    if (n.remap_failed.value_or(false)) bad += "a row remap failed; ";
+    if (n.retired_dbe.value_or(0) > 0) bad += fmt::format("{} pages retired for double-bit ECC errors; ", *n.retired_dbe);
+    if (!bad.empty()) o += fmt::format("  GPU{}: memory: {}see nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT\n", g.device, bad);
+  }
   for (const auto& q : p.pairs) {
     std::string peer = !q.can_access ? "no peer access (CUDA)"
                        : !q.works    ? "peer access not tried"
@@ -136,7 +145,10 @@ nlohmann::json nvml_json(const NvmlUnderLoad& n) {
   return {{"pcie_gen", opt(n.pcie_gen)},     {"pcie_width", opt(n.pcie_width)},   {"pcie_max_gen", opt(n.pcie_max_gen)},
           {"pcie_max_width", opt(n.pcie_max_width)}, {"sm_mhz", opt(n.sm_mhz)},   {"max_sm_mhz", opt(n.max_sm_mhz)},
           {"power_w", opt(n.power_w)},       {"power_limit_w", opt(n.power_limit_w)}, {"temperature_c", opt(n.temperature_c)},
-          {"clock_event_reasons", reasons}};
+          {"clock_event_reasons", reasons},
+          {"remapped_rows", {{"correctable", opt(n.remapped_correctable)}, {"uncorrectable", opt(n.remapped_uncorrectable)},
+                             {"pending", opt(n.remap_pending)}, {"failed", opt(n.remap_failed)}}},
+          {"retired_pages", {{"multiple_single_bit", opt(n.retired_sbe)}, {"double_bit", opt(n.retired_dbe)}}}};
 }
 }  // namespace
 

@@ -20,6 +20,12 @@ struct NvmlUnderLoad {
   std::optional<unsigned> sm_mhz, max_sm_mhz;
   std::optional<double> power_w, power_limit_w, temperature_c;
   std::optional<std::uint64_t> clock_event_reasons;  ///< nvmlClocksEventReasons bit mask (throttle reasons)
+  /// Memory health where NVML has it: row remapping (A100 and later: rows remapped for correctable and
+  /// uncorrectable errors, a remap pending until the next reset, a remap that failed) and, on older GPUs, pages
+  /// retired for multiple single-bit and for double-bit ECC errors.
+  std::optional<unsigned> remapped_correctable, remapped_uncorrectable;
+  std::optional<bool> remap_pending, remap_failed;
+  std::optional<unsigned> retired_sbe, retired_dbe;
 };
 
 /// Pinned host↔device copies of one GPU (256 MiB, CUDA events, after a warm-up copy).

@@ -305,3 +305,26 @@ TEST(GpuPairProbe, HealthyNvlinkPairsNameNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GpuHealthProbe, MemoryTroubleIsShownAndACleanGpuSaysNothing) {
+  probe::GpuProbes p;
+  probe::GemmProbe g;
+  g.device = 3;
+  g.tflops = 650;
+  g.nvml.remapped_correctable = 2;
+  g.nvml.remapped_uncorrectable = 0;
+  g.nvml.remap_pending = false;
+  g.nvml.remap_failed = false;
+  p.gemms.push_back(g);
+  EXPECT_EQ(probe::render_gpu_probes(p).find("memory:"), std::string::npos);  // correctable remaps are routine
+  p.gemms[0].nvml.remapped_uncorrectable = 1;
+  p.gemms[0].nvml.remap_pending = true;
+  const std::string text = probe::render_gpu_probes(p);
+  EXPECT_NE(text.find("GPU3: memory: 1 rows remapped for uncorrectable errors; a row remap pending"), std::string::npos) << text;
+  const nlohmann::json j = p;
+  EXPECT_EQ(j["gemms"][0]["nvml"]["remapped_rows"]["pending"], true);
+}
+
+}  // namespace
