@@ -1,15 +1,23 @@
 #include "probe/platform.h"
 
+#include <unistd.h>
+
+#include <fcntl.h>
+
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "analyze/system_tools.h"
 
 namespace scalescope::probe {
 
@@ -223,6 +231,38 @@ void read_gpus(const PlatformRoots& roots, PlatformReading& r) {
   }
 }
 
+/// The kernel log's Xid lines: /dev/kmsg gives one record per read ("PRI,SEQ,USEC,FLAGS;TEXT"), a fixture file many
+/// lines per read; both are split at newlines and the text after ';' kept.
+void read_kernel_log(const PlatformRoots& roots, PlatformReading& r) {
+  const int fd = ::open(at(roots, "dev/kmsg").c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    r.notes.push_back(std::string("kernel log (/dev/kmsg) not readable: ") + std::strerror(errno) +
+                      " — Xid events not read (root needed; dmesg's output can be given to analyze)");
+    return;
+  }
+  std::vector<std::string> lines;
+  std::string pending;
+  char buffer[8192];
+  for (int records = 0; records < 200000; ++records) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EPIPE) continue;  // records overwritten while reading: go on with the next
+    if (n <= 0) break;                      // EAGAIN: the end of the log; 0: the end of a file
+    pending.append(buffer, static_cast<std::size_t>(n));
+    std::size_t start = 0, nl;
+    while ((nl = pending.find('\n', start)) != std::string::npos) {
+      std::string line = pending.substr(start, nl - start);
+      start = nl + 1;
+      if (line.find("NVRM: Xid") == std::string::npos) continue;
+      if (const auto semi = line.find(';'); semi != std::string::npos && semi < line.find("NVRM")) line.erase(0, semi + 1);
+      lines.push_back(std::move(line));
+      if (lines.size() > 200) lines.erase(lines.begin());
+    }
+    pending.erase(0, start);
+  }
+  ::close(fd);
+  r.xid_lines = std::move(lines);
+}
+
 }  // namespace
 
 PlatformReading read_platform(const PlatformRoots& roots) {
@@ -234,6 +274,7 @@ PlatformReading read_platform(const PlatformRoots& roots) {
     read_container(roots, r);
     read_network(roots, r);
     read_gpus(roots, r);
+    read_kernel_log(roots, r);
   } catch (const std::exception& e) {
     r.notes.push_back(std::string("platform probe stopped: ") + e.what());
   }
@@ -287,6 +328,11 @@ diagnose::FactSet platform_facts(const PlatformReading& r) {
   if (!r.nvidia_gpus.empty())
     f.add(GpuCount{static_cast<int>(r.nvidia_gpus.size()), "pci", std::nullopt},
           {"platform probe (/sys/bus/pci)", 0, fmt::format("{} NVIDIA display/3D function(s) on the PCI bus", r.nvidia_gpus.size())});
+  if (r.xid_lines && !r.xid_lines->empty()) {  // read as analyze reads a pasted dmesg
+    std::string text;
+    for (const auto& l : *r.xid_lines) text += l + "\n";
+    f.append(analyze::read_system_tools(text, "platform probe (/dev/kmsg)").facts);
+  }
   if (r.driver_gpus)
     f.add(GpuCount{*r.driver_gpus, "driver", std::nullopt},
           {"platform probe (/proc/driver/nvidia/gpus)", 0, fmt::format("{} GPU(s) under the NVIDIA driver", *r.driver_gpus)});
@@ -310,6 +356,7 @@ void to_json(nlohmann::json& j, const PlatformReading& r) {
        {"rdma_devices", r.rdma_devices},
        {"nvidia_gpus", r.nvidia_gpus},
        {"driver_gpus", r.driver_gpus ? nlohmann::json(*r.driver_gpus) : nlohmann::json()},
+       {"xid_lines", r.xid_lines ? nlohmann::json(*r.xid_lines) : nlohmann::json()},
        {"peermem_loaded", r.peermem_loaded ? nlohmann::json(*r.peermem_loaded) : nlohmann::json()},
        {"nics", nics},
        {"notes", r.notes}};

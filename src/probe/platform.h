@@ -49,6 +49,9 @@ struct PlatformReading {
   std::vector<NetInterface> nics;           ///< physical-looking interfaces (not lo, docker*, veth*, br-*, virbr*)
   std::vector<std::string> nvidia_gpus;     ///< PCI functions of vendor 0x10de, class 0x0300/0x0302 (display, 3D)
   std::optional<int> driver_gpus;           ///< entries of /proc/driver/nvidia/gpus; absent: no NVIDIA driver loaded
+  /// The NVIDIA driver's Xid lines in the kernel log (/dev/kmsg, root only: absent when not readable), as dmesg
+  /// prints them ("NVRM: Xid (PCI:0000:3b:00): 79, …"); at most the last 200.
+  std::optional<std::vector<std::string>> xid_lines;
   std::vector<std::string> notes;           ///< what could not be read, and why
 };
 

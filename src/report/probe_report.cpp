@@ -40,6 +40,10 @@ std::string render_platform(const probe::PlatformReading& r) {
     o += fmt::format("  NVIDIA GPUs: {} on the PCI bus, {}\n", r.nvidia_gpus.size(),
                      r.driver_gpus ? fmt::format("{} under the driver (/proc/driver/nvidia/gpus)", *r.driver_gpus)
                                    : std::string("no NVIDIA driver loaded"));
+  if (r.xid_lines)
+    o += r.xid_lines->empty() ? std::string("  kernel log: no NVIDIA Xid event\n")
+                              : fmt::format("  kernel log: {} NVIDIA Xid event(s), the last: {}\n", r.xid_lines->size(),
+                                            core::terminal_text(r.xid_lines->back(), 120));
   for (const auto& n : r.notes) o += "  note: " + n + "\n";
   return o;
 }

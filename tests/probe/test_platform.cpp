@@ -328,3 +328,32 @@ TEST(GpuHealthProbe, MemoryTroubleIsShownAndACleanGpuSaysNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(PlatformProbe, XidEventsInTheKernelLogNameTheirCause) {
+  // /dev/kmsg's record format ("PRI,SEQ,USEC,FLAGS;TEXT"), as root reads it: one GPU fell off the bus.
+  const auto root = scalescope::testing::scratch_dir("platform_kmsg");
+  write(root / "dev/kmsg", "6,1001,5000,-;usb 1-1: new device\n"
+                           "3,1002,6000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python3, GPU has fallen off the bus.\n"
+                           " SUBSYSTEM=pci\n");
+  const auto r = probe::read_platform({root.string(), (root / "no-shm").string()});
+  ASSERT_TRUE(r.xid_lines);
+  ASSERT_EQ(r.xid_lines->size(), 1u);
+  EXPECT_EQ(r.xid_lines->front().rfind("NVRM: Xid (PCI:0000:3b:00): 79", 0), 0u) << r.xid_lines->front();
+  const auto facts = probe::platform_facts(r);
+  ASSERT_EQ(facts.of<diagnose::XidEvent>().size(), 1u);
+  EXPECT_EQ(facts.of<diagnose::XidEvent>().front().fact.code, 79);
+  const auto named = named_causes(facts);
+  EXPECT_NE(std::find(named.begin(), named.end(), "gpu-hidden"), named.end()) << ::testing::PrintToString(named);
+  // Without the file (not root), a note says so and nothing is invented.
+  fs::remove(root / "dev/kmsg");
+  const auto none = probe::read_platform({root.string(), (root / "no-shm").string()});
+  EXPECT_FALSE(none.xid_lines);
+  bool noted = false;
+  for (const auto& n : none.notes) noted |= n.find("/dev/kmsg") != std::string::npos;
+  EXPECT_TRUE(noted);
+  fs::remove_all(root);
+}
+
+}  // namespace
