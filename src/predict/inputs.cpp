@@ -14,6 +14,7 @@
 #include "analyze/trace_analysis.h"
 #include "analyze/trace_reader.h"
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/stats.h"
 
 namespace scalescope::predict {
@@ -327,6 +328,26 @@ bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::st
       trace_path, used, earliest * 1e3,
       earliest > backward ? " (more than backward as DDP's logging data times it: clipped to backward's start)" : ""));
   return true;
+}
+
+RunInput run_from_path(const std::string& path) {
+  std::string run_path = path;  // a profile job directory stands for its rank-0 capture
+  if (std::filesystem::is_directory(run_path)) run_path = (std::filesystem::path(run_path) / "capture.rank0.json").string();
+  if (!std::filesystem::is_regular_file(run_path))
+    throw core::UsageError(fmt::format("'{}': no capture.rank0.json in this directory", path),
+                           "pass a train/doctor JSON, or the job directory of scalescope profile --keep DIR at one rank");
+  const auto report = core::read_json_file(run_path, "the one-rank run");
+  auto run = run_from_report(report, run_path);
+  // A profile job's trace times each bucket's readiness (DDP's all-reduce calls) instead of the even-rate guess.
+  if (report.value("schema", "") == "scalescope.capture/1" && report.contains("window") &&
+      report["window"].value("trace", nlohmann::json()).is_string()) {
+    const auto trace = std::filesystem::path(run_path).parent_path() / report["window"]["trace"].get<std::string>();
+    std::string why;
+    if (!ready_times_from_trace(run, trace.string(), &why))
+      for (auto& a : run.profile.assumptions)
+        if (a.rfind("buckets become ready at an even rate", 0) == 0) a += " (the trace could not time them: " + why + ")";
+  }
+  return run;
 }
 
 }  // namespace scalescope::predict

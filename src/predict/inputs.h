@@ -41,6 +41,12 @@ RunInput run_from_report(const nlohmann::json& report, const std::string& source
 /// unreadable or no step has one all-reduce per bucket. Throws nothing.
 bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::string* why);
 
+/// The one-rank run a user names on the command line: a train/doctor JSON, or a `scalescope profile` job directory
+/// (its capture.rank0.json, and the bucket ready times from the trace of its profiled window when
+/// ready_times_from_trace can time them; else the even rate, with the trace's reason in the assumption). Throws
+/// core::UsageError when a directory has no capture, core::Error as run_from_report.
+RunInput run_from_path(const std::string& path);
+
 /// The link from a file: `scalescope comm` JSON (one report or several), an nccl-tests output, or an NCCL profiler
 /// plugin record; else, when `spec` is not a file, a named link (LinkModel::named). Throws core::Error /
 /// core::UsageError naming the cause.

@@ -1,5 +1,6 @@
 #include "runtime/nccl_probe.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>

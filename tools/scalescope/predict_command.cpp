@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,7 +10,6 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "core/json_file.h"
 #include "predict/inputs.h"
 #include "predict/step_model.h"
 #include "report/html_builders.h"
@@ -46,22 +44,7 @@ int run_predict(const PredictFlags& f) {
   if (!f.out.empty()) core::check_output_path_writable(f.out);
   core::check_outputs_differ(f.out, "--out", f.html, "--html");
   if (!f.html.empty()) core::check_output_path_writable(f.html);
-  // A profile job directory stands for its rank-0 capture.
-  std::string run_path = f.run;
-  if (std::filesystem::is_directory(run_path)) run_path = (std::filesystem::path(run_path) / "capture.rank0.json").string();
-  if (!std::filesystem::is_regular_file(run_path))
-    throw core::UsageError(fmt::format("'{}': no capture.rank0.json in this directory", f.run),
-                           "pass a train/doctor JSON, or the job directory of scalescope profile --keep DIR at one rank");
-  const auto report = core::read_json_file(run_path, "the one-rank run");
-  auto run = predict::run_from_report(report, run_path);
-  // A profile job's trace times each bucket's readiness (DDP's all-reduce launches) instead of the even-rate guess.
-  if (report.value("schema", "") == "scalescope.capture/1" && report.contains("window") &&
-      report["window"].value("trace", nlohmann::json()).is_string()) {
-    const auto trace = std::filesystem::path(run_path).parent_path() / report["window"]["trace"].get<std::string>();
-    std::string why;
-    if (!predict::ready_times_from_trace(run, trace.string(), &why))
-      run.profile.assumptions.push_back("buckets taken as ready at an even rate: the trace could not time them (" + why + ")");
-  }
+  auto run = predict::run_from_path(f.run);
   if (run.profile.embedding_table_bytes > 0 && run.profile.embedding_gather_bytes > 0)
     run.profile.assumptions.push_back(fmt::format(
         "tied embedding: {:.1f} MB of table gradient (all-reduced in the last bucket) or {:.1f} MB per rank all-gathered "
@@ -164,7 +147,7 @@ int run_predict(const PredictFlags& f) {
     }
     if (!f.html.empty()) {
       report::HtmlPage page;
-      page.title = "scalescope predict — " + run_path;
+      page.title = "scalescope predict — " + f.run;
       page.provenance = report::default_provenance(command_line());
       report::add_predictions(page, j);
       core::write_file_atomically(f.html, report::render_html(page));
