@@ -316,7 +316,27 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   return d;
 }
 
-InputFile read_input_file(const std::string& path) {
+namespace {
+
+/// The first and last `half` bytes of the regular file `path` of `size` bytes, cut at line ends, with one line
+/// between them saying how much was passed over (InputFile::bytes_skipped).
+std::string head_and_tail(const std::string& path, std::uint64_t size, std::uint64_t half, std::uint64_t& skipped) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw core::Error(fmt::format("cannot open '{}': {}", path, std::strerror(errno)), "check the path and its permissions");
+  std::string head(static_cast<std::size_t>(half), '\0'), tail(static_cast<std::size_t>(half), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(half));
+  in.seekg(static_cast<std::streamoff>(size - half));
+  in.read(tail.data(), static_cast<std::streamsize>(half));
+  if (!in) throw core::Error(fmt::format("cannot read '{}': read error", path), "check the disk and the file");
+  if (const auto nl = head.rfind('\n'); nl != std::string::npos) head.resize(nl + 1);
+  if (const auto nl = tail.find('\n'); nl != std::string::npos) tail.erase(0, nl + 1);
+  skipped = size - head.size() - tail.size();
+  return head + fmt::format("[… {} bytes of this file not read: only its first and last {} KiB are …]\n", skipped, half >> 10) + tail;
+}
+
+}  // namespace
+
+InputFile read_input_file(const std::string& path, std::uint64_t excerpt_bytes) {
   InputFile f;
   f.path = path;
   struct stat st {};
@@ -335,6 +355,11 @@ InputFile read_input_file(const std::string& path) {
     }
   }
   // Not a regular file (read_text_file names the problem), or a text longer than the head.
+  if (excerpt_bytes > 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > excerpt_bytes) {
+    f.text = head_and_tail(path, static_cast<std::uint64_t>(st.st_size), excerpt_bytes / 2, f.bytes_skipped);
+    f.detection = detect_input(f.text, path, true);
+    return f;
+  }
   f.text = read_text_file(path, "input", 256ull << 20);
   f.detection = detect_input(f.text, path, true);
   return f;

@@ -72,10 +72,16 @@ struct InputFile {
   std::string path;
   InputDetection detection;
   std::string text;  ///< empty for traces (their readers read the file themselves)
+  /// Bytes of the middle of a text larger than the excerpt asked for that were not read (0: the whole text). The
+  /// text then holds the head, a line "[… N bytes not read …]", and the tail; line numbers of the tail count from
+  /// that line, not from the file's start.
+  std::uint64_t bytes_skipped = 0;
 };
 
-/// Reads the head of `path`, detects, and reads the whole file (at most 256 MiB) when it is not a trace.
+/// Reads the head of `path`, detects, and reads the whole file (at most 256 MiB) when it is not a trace. With
+/// `excerpt_bytes` > 0, a text larger than that is read as its first and last excerpt_bytes / 2 (cut at line ends),
+/// whatever its size: memory and time stay bounded for a job log of any length.
 /// Throws core::Error when the file cannot be read (missing, a directory or device, too large, I/O error).
-InputFile read_input_file(const std::string& path);
+InputFile read_input_file(const std::string& path, std::uint64_t excerpt_bytes = 0);
 
 }  // namespace scalescope::analyze

@@ -222,7 +222,7 @@ class Scanner {
  public:
   /// `size_hint`: the input's size when known (a plain file), so that a small trace gets a small window.
   Scanner(ByteSource& src, std::string name, const TraceReadOptions& options, std::uint64_t size_hint)
-      : src_(src), name_(std::move(name)), max_value_(options.max_value_bytes) {
+      : src_(src), name_(std::move(name)), max_value_(options.max_value_bytes), max_bytes_(options.max_json_bytes) {
     const std::uint64_t window = std::clamp<std::uint64_t>(size_hint + 1, 64 * 1024, kInitialWindow);
     buf_.resize(static_cast<std::size_t>(window) + simdjson::SIMDJSON_PADDING);
   }
@@ -500,6 +500,10 @@ class Scanner {
       const std::size_t got = src_.read(buf_.data() + end_, room);
       if (got == 0) eof_ = true;
       end_ += got;
+      if (base_offset_ + end_ > max_bytes_)  // a decompression bomb, or a trace larger than any real one
+        throw core::Error(fmt::format("'{}' holds more than {} bytes of JSON{}: the bound on one trace", name_, max_bytes_,
+                                      max_bytes_ >= (1u << 30) ? fmt::format(" ({:.1f} GiB)", max_bytes_ / double(1u << 30)) : ""),
+                          "profile a shorter window, or raise the bound (analyze --max-trace-bytes N) if the trace is genuine");
     }
     // simdjson reads up to SIMDJSON_PADDING bytes past a value; make them harmless whitespace.
     std::memset(buf_.data() + end_, ' ', simdjson::SIMDJSON_PADDING);
@@ -509,6 +513,7 @@ class Scanner {
   ByteSource& src_;
   std::string name_;
   std::size_t max_value_;
+  std::uint64_t max_bytes_;
   std::vector<char> buf_;
   std::size_t pos_ = 0;
   std::size_t end_ = 0;
@@ -881,6 +886,9 @@ class TraceReader {
       }
       if (!expect_value) scanner_.invalid(scanner_.position(), What{"the event array (',' or ']' was expected)"});
       const What what{{}, trace_.events_read + 1};
+      if (trace_.events_read >= options_.max_events)
+        throw core::Error(fmt::format("'{}' holds more than {} events: the bound on one trace", name_, options_.max_events),
+                          "profile fewer steps, or raise the bound (analyze --max-trace-events N) if the trace is genuine");
       if (c == '{') {
         const Span s = scanner_.scan_value(true, what);
         ++trace_.events_read;

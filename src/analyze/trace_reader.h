@@ -168,13 +168,22 @@ struct TraceReadOptions {
   /// distributedInfo), bytes. A larger event is an error; a larger top-level metadata value is skipped with a
   /// warning. Default 256 MiB.
   std::size_t max_value_bytes = std::size_t{256} << 20;
+  /// Largest trace read, in bytes of JSON (decompressed for gzip input): past it the read ends with core::Error
+  /// naming the bound, so a decompression bomb costs time and memory up to it only. Default 4 GiB (the largest real
+  /// trace recorded here, 1.5 GB, reads in 27 s and 1.0 GB). `analyze --max-trace-bytes`.
+  std::uint64_t max_json_bytes = std::uint64_t{4} << 30;
+  /// Most elements of the event array(s) read: past it the read ends with core::Error naming the bound. Memory grows
+  /// with the events kept (about 100 bytes each), so this bounds it near 2 GB. Default 20 M (the 1.5 GB trace holds
+  /// 9.6 M). `analyze --max-trace-events`.
+  std::uint64_t max_events = 20'000'000;
 };
 
 /// Reads the trace at `path` (.json, or gzip-compressed whatever its name) in one streaming pass.
 /// Throws core::Error (cause and remedy) when the file cannot be opened or read, is empty, is not a valid
 /// gzip stream, is not JSON (naming the byte offset, line and column of the first invalid byte and what it looks
 /// like, e.g. "unquoted hex value 0x262ca50 at byte 251 (line 7, column 82): not a Kineto trace (an NCCL
-/// profiler-plugin dump?)"), ends before the JSON is complete, or holds no event array. Events of kept kinds
+/// profiler-plugin dump?)"), ends before the JSON is complete, holds no event array, or is larger than
+/// options.max_json_bytes or options.max_events allow. Events of kept kinds
 /// that lack a field the analysis needs are skipped and counted in Trace::warnings, never guessed.
 Trace read_trace_file(const std::string& path, const TraceReadOptions& options = {});
 

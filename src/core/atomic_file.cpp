@@ -5,12 +5,15 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <cerrno>
 #include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iterator>
 #include <optional>
@@ -197,7 +200,33 @@ std::optional<unsigned long long> available_bytes(const std::string& path) {
 std::string temporary_file_template(const std::string& path) {
   const std::filesystem::path p(path);
   const std::string name = p.filename().string().substr(0, 32);
-  return (p.parent_path() / ("." + name + ".tmp.XXXXXX")).string();
+  return (p.parent_path() / ("." + name + "." + std::to_string(::getpid()) + ".tmp.XXXXXX")).string();
+}
+
+int remove_stale_temporary_files(const std::string& path, double min_age_seconds) {
+  const std::filesystem::path p(path);
+  const std::string prefix = "." + p.filename().string().substr(0, 32) + ".";
+  const std::filesystem::path dir = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  const auto now = std::time(nullptr);
+  int removed = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir, ec); !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    // "." NAME32 "." PID ".tmp." XXXXXX
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string rest = name.substr(prefix.size());
+    const auto dot = rest.find(".tmp.");
+    if (dot == std::string::npos || dot == 0 || rest.size() != dot + 5 + 6 ||
+        rest.substr(0, dot).find_first_not_of("0123456789") != std::string::npos || dot > 10)
+      continue;
+    const long long pid = std::stoll(rest.substr(0, dot));
+    if (pid <= 0 || (pid <= INT_MAX && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH))) continue;  // alive
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (static_cast<double>(now - st.st_mtime) < min_age_seconds) continue;
+    if (::unlink(it->path().c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 namespace {
@@ -310,6 +339,7 @@ void write_file_atomically_streamed(const std::string& given_path, const std::fu
   const DeferredStopSignals hold;  // a Ctrl-C now ends the process once the file is whole, not half-way
   const FileSizeSignalIgnored too_large_is_an_error;
   const mode_t mode = result_file_mode(path);
+  remove_stale_temporary_files(path);
   std::string tmp = temporary_file_template(path);
   int fd = mkstemp(tmp.data());
   if (fd < 0)

@@ -34,8 +34,16 @@ void write_file_atomically_streamed(const std::string& path, const std::function
 std::string resolve_output_link(const std::string& path);
 
 /// The mkstemp template of the temporary file written beside `path`: in its directory, "." + the first 32 bytes of
-/// its name + ".tmp.XXXXXX", so that a name as long as the file system allows still leaves room for the suffix.
+/// its name + "." + this process's id + ".tmp.XXXXXX", so that a name as long as the file system allows still leaves
+/// room for the suffix, and a later run can tell whose it was (remove_stale_temporary_files).
 std::string temporary_file_template(const std::string& path);
+
+/// Removes the temporary files that earlier writes of `path` left beside it when they were killed (SIGKILL, a power
+/// cut: no handler runs): names of temporary_file_template's form whose process id names no living process and whose
+/// last change is older than `min_age_seconds` (a write in progress changes its file as it goes). Another process's
+/// live write, files of other names, links and directories are left alone. Errors are ignored: this is tidying.
+/// Returns how many were removed. write_file_atomically calls it before each write.
+int remove_stale_temporary_files(const std::string& path, double min_age_seconds = 60);
 
 /// Writes all of `content` to the open descriptor `fd`, again after EINTR and short writes. Returns false on a
 /// failure, errno saying why (EIO for a write that wrote nothing). Throws nothing.

@@ -49,3 +49,61 @@ std::string terminal_text(const std::string& text, std::size_t max_code_points) 
 }
 
 }  // namespace scalescope::core
+
+namespace scalescope::core {
+namespace {
+
+/// The length of the well-formed UTF-8 sequence at `s[i]` (RFC 3629; Unicode Table 3-7), 0 when there is none.
+std::size_t well_formed_length(const std::string& s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  std::size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) len = 2;
+  else if (c == 0xE0) len = 3, lo = 0xA0;
+  else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) len = 3;
+  else if (c == 0xED) len = 3, hi = 0x9F;
+  else if (c == 0xF0) len = 4, lo = 0x90;
+  else if (c >= 0xF1 && c <= 0xF3) len = 4;
+  else if (c == 0xF4) len = 4, hi = 0x8F;
+  else return 0;
+  if (i + len > s.size() || b(1) < lo || b(1) > hi) return 0;
+  for (std::size_t k = 2; k < len; ++k)
+    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
+  return len;
+}
+
+}  // namespace
+
+std::string utf8_or_escaped(const std::string& bytes, bool* escaped) {
+  bool any = false;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const std::size_t len = well_formed_length(bytes, i);
+    if (len == 0) {
+      any = true;
+      break;
+    }
+    i += len;
+  }
+  if (escaped) *escaped = any;
+  if (!any) return bytes;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    const std::size_t len = well_formed_length(bytes, i);
+    if (len == 0) {
+      const auto c = static_cast<unsigned char>(bytes[i++]);
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xF];
+    } else {
+      if (bytes[i] == '\\') out += '\\';
+      out.append(bytes, i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+}  // namespace scalescope::core

@@ -11,4 +11,11 @@ namespace scalescope::core {
 /// with "...". Throws nothing.
 std::string terminal_text(const std::string& text, std::size_t max_code_points);
 
+/// `bytes` as valid UTF-8 that keeps every byte recoverable: well-formed UTF-8 (RFC 3629, Table 3-7 of the Unicode
+/// Standard: no overlong forms, no surrogates) is copied; each other byte becomes the four characters \xNN (NN its
+/// value in lower-case hex), and a backslash becomes two when anything was escaped, so the escaping can be undone.
+/// For arguments and environment values, which POSIX lets be any bytes but JSON cannot hold. Sets `*escaped` (when
+/// given) to whether anything was changed. Throws nothing.
+std::string utf8_or_escaped(const std::string& bytes, bool* escaped = nullptr);
+
 }  // namespace scalescope::core

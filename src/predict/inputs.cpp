@@ -330,6 +330,36 @@ bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::st
   return true;
 }
 
+namespace {
+
+/// Every figure predict computes with, checked finite and in range: a hand-edited or damaged report must give an
+/// error naming the figure, not a prediction of "inf ms". Throws core::Error.
+void check_figures(const RunInput& run, const std::string& source) {
+  const auto check = [&](double v, const std::string& what, bool positive) {
+    if (!std::isfinite(v) || v < 0 || (positive && v == 0))
+      throw core::Error(fmt::format("{}: {} is {}, not a {} number of seconds or bytes", source, what, v,
+                                    positive ? "finite positive" : "finite non-negative"),
+                        "pass the report as scalescope wrote it, from a run that completed");
+  };
+  const auto& p = run.profile;
+  check(p.forward_s, "the forward time", false);
+  check(p.backward_s, "the backward time", false);
+  check(p.optimizer_s, "the optimizer time", false);
+  if (!std::isfinite(p.other_s))  // the step less its phases: may be a little below 0 where they overlap
+    throw core::Error(fmt::format("{}: the step's other time is {}, not a finite number of seconds", source, p.other_s),
+                      "pass the report as scalescope wrote it, from a run that completed");
+  check(p.step_s(), "the step time", true);
+  check(p.embedding_table_bytes, "the embedding table's gradient bytes", false);
+  check(p.embedding_gather_bytes, "the embedding's all-gathered bytes", false);
+  for (std::size_t i = 0; i < p.buckets.size(); ++i) {
+    check(p.buckets[i].bytes, fmt::format("bucket {}'s size", i), false);
+    check(p.buckets[i].ready_s, fmt::format("bucket {}'s ready time", i), false);
+  }
+  for (const auto& m : run.measured) check(m.step_s, fmt::format("the measured step at {} ranks", m.ranks), true);
+}
+
+}  // namespace
+
 RunInput run_from_path(const std::string& path) {
   std::string run_path = path;  // a profile job directory stands for its rank-0 capture
   if (std::filesystem::is_directory(run_path)) run_path = (std::filesystem::path(run_path) / "capture.rank0.json").string();
@@ -338,6 +368,7 @@ RunInput run_from_path(const std::string& path) {
                            "pass a train/doctor JSON, or the job directory of scalescope profile --keep DIR at one rank");
   const auto report = core::read_json_file(run_path, "the one-rank run");
   auto run = run_from_report(report, run_path);
+  check_figures(run, run_path);
   // A profile job's trace times each bucket's readiness (DDP's all-reduce calls) instead of the even-rate guess.
   if (report.value("schema", "") == "scalescope.capture/1" && report.contains("window") &&
       report["window"].value("trace", nlohmann::json()).is_string()) {

@@ -1,6 +1,8 @@
 #include "predict/link_model.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 
@@ -8,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "topo/hardware.h"
 #include "topo/smi_topo_parser.h"
 
@@ -23,11 +26,22 @@ constexpr double kNamedAlphaS = 20.7e-6;
 
 }  // namespace
 
+std::optional<double> parse_port_gbit(std::string_view text) {
+  const std::string t(text);
+  if (t.empty() || t.find_first_not_of("0123456789.eE+-") != std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v) || !(v > 0) || v > kMaxPortGbit) return std::nullopt;
+  return v;
+}
+
 LinkModel LinkModel::from_sweeps(const std::vector<analyze::Sweep>& sweeps, const std::string& source) {
   LinkModel m;
   std::vector<std::string> skipped;
   for (const auto& sw : sweeps) {
     if (sw.collective != comm::Collective::all_reduce) continue;
+    for (const auto& w : sw.warnings) m.warnings_.push_back(sw.source + ": " + w);
     if (!sw.ranks || *sw.ranks < 2) {
       skipped.push_back(sw.source + ": " + (sw.ranks ? "one rank" : "no rank count"));
       continue;
@@ -35,7 +49,11 @@ LinkModel LinkModel::from_sweeps(const std::vector<analyze::Sweep>& sweeps, cons
     Table t;
     for (const auto& r : sw.rows) {
       const auto& tm = r.out_of_place.time_us ? r.out_of_place : r.in_place;
-      if (r.size_bytes == 0 || !tm.time_us || *tm.time_us <= 0) continue;
+      if (r.size_bytes == 0 || !tm.time_us) continue;
+      if (!std::isfinite(*tm.time_us) || *tm.time_us <= 0) {  // the parser refuses these; a JSON sweep may hold them
+        m.warnings_.push_back(fmt::format("{}: the row of {} B has a time of {} µs; not used", sw.source, r.size_bytes, *tm.time_us));
+        continue;
+      }
       t.points.emplace_back(static_cast<double>(r.size_bytes), *tm.time_us * 1e-6);
     }
     if (t.points.empty()) {
@@ -68,16 +86,37 @@ LinkModel LinkModel::named(std::string_view name) {
   if (colon == std::string_view::npos || colon == 0 || colon + 1 >= name.size()) throw usage();
   const std::string left(name.substr(0, colon)), right(name.substr(colon + 1));
   if (left == "net") {
-    char* end = nullptr;
-    const double gbit = std::strtod(right.c_str(), &end);
-    if (!end || *end != '\0' || !(gbit > 0)) throw usage();
+    const auto rate = parse_port_gbit(right);
+    if (!rate)
+      throw core::UsageError(fmt::format("--link '{}': '{}' is no port's line rate", name, right),
+                             fmt::format("give the port's rate in Gb/s, a number above 0 and at most {:g} (\"net:25\", \"net:400\")", kMaxPortGbit));
+    const double gbit = *rate;
     m.busbw_gbps_ = topo::nic_busbw_gbps(gbit);
     m.description_ = fmt::format("a {:g} Gb/s network port: {:.1f} GB/s all-reduce busbw (line / 8 × {:.2f})", gbit,
                                  m.busbw_gbps_, topo::kNicBusbwEfficiency);
   } else {
     const auto* gpu = topo::find_gpu(left);
-    if (!gpu) throw core::UsageError(fmt::format("--link '{}': GPU model '{}' is not in the hardware table", name, left),
-                                     "name a model as nvidia-smi prints it (H200, H100 SXM, A100, RTX 4090 …) or pass a measured sweep");
+    if (!gpu) {
+      // The models whose names hold what was typed ("H100": H100 SXM, H100 PCIe, H100 NVL), else the closest one.
+      std::vector<std::string> all, holding;
+      const auto lower = [](std::string s) {
+        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return s;
+      };
+      for (const auto& g : topo::gpu_table()) {
+        all.emplace_back(g.model);
+        if (lower(std::string(g.model)).find(lower(left)) != std::string::npos) holding.emplace_back(g.model);
+      }
+      std::string names;
+      if (!holding.empty()) names = fmt::format("{}", fmt::join(holding, ", "));
+      else if (const auto c = core::closest_name(left, all); !c.empty()) names = c;
+      throw core::UsageError(
+          fmt::format("--link '{}': GPU model '{}' is {} the hardware table{}", name, left,
+                      holding.size() > 1 ? "more than one model of" : "not in",
+                      names.empty() ? "" : fmt::format(" (did you mean {}{}?)", holding.size() > 1 ? "one of: " : "", names)),
+          fmt::format("name one model as nvidia-smi prints it, e.g. --link \"{}:{}\", or pass a measured sweep",
+                      holding.empty() ? "H100 SXM" : holding.front(), right));
+    }
     const auto link = topo::parse_link_token(right);
     if (!link) throw usage();
     const auto ceiling = topo::expected_path_busbw(gpu, *link);
@@ -117,7 +156,7 @@ double LinkModel::interpolate(const Table& t, double bytes) {
 }
 
 LinkModel LinkModel::with_network(int gpus_per_node, double gbit, int ports) const {
-  if (gpus_per_node < 1 || ports < 1 || !(gbit > 0))
+  if (gpus_per_node < 1 || ports < 1 || !std::isfinite(gbit) || !(gbit > 0) || gbit > kMaxPortGbit)
     throw core::UsageError("a network needs ≥ 1 GPU per node, ≥ 1 port and a line rate above 0",
                            "give --gpus-per-node 8 --network net:400x8");
   LinkModel m = *this;

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <string>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,14 @@ namespace scalescope::predict {
 /// models the tree with less bandwidth than the ring; the value here is an assumption, not measured (no multi-node
 /// run was), and it is printed with every multi-node prediction.
 inline constexpr double kTreeBandwidthShare = 0.9;
+
+/// The fastest network port a named link may have, Gb/s: above any Ethernet or InfiniBand port sold (800 Gb/s
+/// XDR/800GbE, 2025), with room for the next generation. A larger figure is a typo, not a port.
+inline constexpr double kMaxPortGbit = 3200;
+
+/// The line rate of "GBIT" (the text after "net:"): a finite number above 0 and at most kMaxPortGbit, written whole
+/// (no trailing text). nullopt otherwise ("inf", "nan", "1e400", "-5", "25G"). Throws nothing.
+std::optional<double> parse_port_gbit(std::string_view text);
 
 class LinkModel {
  public:
@@ -59,6 +68,9 @@ class LinkModel {
 
   const std::string& description() const { return description_; }
   const std::vector<std::string>& assumptions() const { return assumptions_; }
+  /// What of the measured input was not used, each naming its source and line ("…: line 11: out-of-place time
+  /// '-inf' is not a number"): rows whose figures are not finite or are negative, sweeps without a rank count.
+  const std::vector<std::string>& warnings() const { return warnings_; }
   /// Rank counts measured (empty for a named link).
   std::vector<int> measured_ranks() const;
 
@@ -74,6 +86,7 @@ class LinkModel {
   double net_busbw_gbps_ = 0;
   std::string description_;
   std::vector<std::string> assumptions_;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace scalescope::predict

@@ -1,12 +1,16 @@
 #include "profile/job_runner.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +20,7 @@
 #include "comm/launcher.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/process_stat.h"
 
 namespace scalescope::profile {
 
@@ -39,6 +44,38 @@ struct Pipe {
     fd[i] = -1;
   }
 };
+
+/// The living children of this process other than `except` (reaped already): with the runner as subreaper, the
+/// job's descendants whose parents have exited. Zombies among them are reaped first.
+std::vector<JobResult::LeftProcess> living_children() {
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  std::vector<JobResult::LeftProcess> out;
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return out;
+  const pid_t self = ::getpid();
+  while (const dirent* e = ::readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    const auto st = core::read_process_stat(static_cast<pid_t>(pid));
+    if (!st || st->parent != self || st->state == 'Z' || st->state == 'X') continue;
+    std::string cmd;
+    if (FILE* f = std::fopen(fmt::format("/proc/{}/cmdline", pid).c_str(), "rb")) {
+      char buf[4096];
+      const std::size_t n = std::fread(buf, 1, sizeof buf, f);
+      std::fclose(f);
+      cmd.assign(buf, n);
+      while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+      for (char& c : cmd)
+        if (c == '\0') c = ' ';
+    }
+    out.push_back({static_cast<int>(pid), cmd.empty() ? st->command : cmd});
+  }
+  ::closedir(proc);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
+  return out;
+}
 
 }  // namespace
 
@@ -69,6 +106,14 @@ JobResult run_job(const JobSpec& spec) {
     ~RestorePipe() { ::sigaction(SIGPIPE, &old, nullptr); }
   } restore_pipe{old_pipe};
   comm::StopSignalScope stop_scope;  // SIGINT/SIGTERM/SIGHUP only set a flag: we pass them on, then analyse
+  // Orphans of the job become our children, so that what it leaves running can be named when it ends.
+  int was_subreaper = 0;
+  ::prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  struct RestoreSubreaper {
+    int old;
+    ~RestoreSubreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, old); }
+  } restore_subreaper{was_subreaper};
   const auto start = Clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -176,6 +221,7 @@ JobResult run_job(const JobSpec& spec) {
   }
   ::close(log);
   result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  result.left_running = living_children();
   if (!result.start_error.empty()) result.exit_status = 127;
   else if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);

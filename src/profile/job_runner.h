@@ -36,11 +36,21 @@ struct JobResult {
   int stop_signal = 0;              ///< the stop signal received and forwarded (0: none)
   std::string start_error;          ///< why the command could not be started ("" when it was)
   double wall_seconds = 0;
+  /// A process the job started that was still running when the job ended and its output closed (a daemon, a server,
+  /// a rank that escaped its process group with setsid): the runner is their subreaper (prctl
+  /// PR_SET_CHILD_SUBREAPER) while the job runs, so they become its children when their parents exit.
+  struct LeftProcess {
+    int pid = 0;
+    std::string command;  ///< /proc/PID/cmdline, arguments joined by spaces (else the command name)
+  };
+  std::vector<LeftProcess> left_running;
   /// "exited with status 0", "killed by signal 9 (Killed) after the 60 s timeout", …
   std::string describe() const;
 };
 
-/// Runs the job to its end (see above). Throws core::Error only when the log file or the pipes cannot be made.
+/// Runs the job to its end (see above) and lists what it left running (JobResult::left_running; they are not
+/// stopped). The output is relayed in 64 KiB reads with a constant buffer, and the log written as it comes. Throws
+/// core::Error only when the log file or the pipes cannot be made.
 JobResult run_job(const JobSpec& spec);
 
 }  // namespace scalescope::profile

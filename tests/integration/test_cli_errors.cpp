@@ -59,6 +59,18 @@ TEST(CliErrors, UnknownFlagIsAUsageError) {
   expect_mentions(r.output, "--no-such-flag");
 }
 
+TEST(CliErrors, ATypoGetsDidYouMean) {
+  auto r = run_cli("analyse x");
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "did you mean 'scalescope analyze'?");
+  r = run_cli("doctor --worldsizes 1,2");
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "'--worldsizes': did you mean '--world-sizes'?");
+  r = run_cli(std::string("predict ") + SCALESCOPE_SOURCE_DIR + "/tests/fixtures/diagnosis/compute-contention/doctor.json --link H100:NV18");
+  EXPECT_EQ(r.status, 2);
+  expect_mentions(r.output, "H100 SXM");  // the models whose names hold what was typed
+}
+
 TEST(CliErrors, MissingCommandIsAUsageError) {
   auto r = run_cli("");
   EXPECT_EQ(r.status, 2);

@@ -20,6 +20,7 @@
 
 #include "analyze/chrome_trace_writer.h"
 #include "analyze/input_kind.h"
+#include "analyze/input_list.h"
 #include "analyze/nccl_log.h"
 #include "analyze/nccl_profile.h"
 #include "analyze/nccl_tests_parser.h"
@@ -30,6 +31,8 @@
 #include "workload_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/output_guard.h"
+#include "core/terminal_text.h"
 #include "diagnose/catalogue.h"
 #include "diagnose/engine.h"
 #include "diagnose/evidence.h"
@@ -66,8 +69,9 @@ struct TraceAnalysisOutput {
 /// Bad files are reported per file, and a timeline that cannot be written in timeline_error: never thrown.
 TraceAnalysisOutput analyze_trace_inputs(const std::vector<std::string>& paths, const std::string& baseline,
                                          bool strong, const std::string& timeline, const std::string& step_windows,
-                                         report::HtmlPage* page) {
+                                         const analyze::TraceReadOptions& read, report::HtmlPage* page) {
   analyze::TraceOptions options;
+  options.read = read;
   if (!baseline.empty()) options.baseline_path = baseline;
   options.mode = strong ? core::ScalingMode::strong : core::ScalingMode::weak;
   options.step_windows = step_windows == "annotation" ? analyze::StepWindows::annotation : analyze::StepWindows::gpu_launches;
@@ -279,6 +283,13 @@ std::pair<std::string, nlohmann::json> summarize_scalescope_json(const std::stri
     if (j.contains("command") && j["command"].is_array())
       for (const auto& a : j["command"]) if (a.is_string()) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
     line = fmt::format("job: {} — {} after {} s", cmd, j.value("ended", std::string("?")), j.contains("wall_s") ? num(j["wall_s"]) : "?");
+    if (j.contains("left_running") && j["left_running"].is_array() && !j["left_running"].empty()) {
+      std::string who;
+      for (const auto& p : j["left_running"])
+        if (p.is_object()) who += fmt::format("{}pid {} ({})", who.empty() ? "" : ", ", p.value("pid", 0),
+                          core::terminal_text(p.value("command", std::string("?")), 120));
+      line += fmt::format("; {} process(es) it started still running when it ended: {}", j["left_running"].size(), who);
+    }
   } else if (schema == "scalescope.topo/1") {
     std::size_t findings = j.contains("findings") && j["findings"].is_array() ? j["findings"].size() : 0;
     line = fmt::format("topo: {} finding(s)", findings);
@@ -325,83 +336,29 @@ int run_analyze(const AnalyzeFlags& f) {
   if (f.files.empty())
     throw core::UsageError("analyze needs the files to read", "pass them: scalescope analyze FILE… (or --causes for the catalogue)");
   // A directory stands for the files in it (a job directory of `scalescope profile`): those no reader recognises
-  // are listed as skipped, not as errors.
-  std::vector<std::string> files;
-  std::set<std::string> from_directory;
-  for (const auto& path : f.files) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(path, ec)) {
-      files.push_back(path);
-      continue;
-    }
-    std::vector<std::string> found;
-    for (auto it = std::filesystem::recursive_directory_iterator(path, std::filesystem::directory_options::skip_permission_denied, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      if (it.depth() > 3) it.disable_recursion_pending();
-      std::error_code fe;
-      const std::string name = it->path().filename().string();
-      if (it->is_regular_file(fe) && name.size() > 0 && name[0] != '.' && !name.ends_with(".tmp")) found.push_back(it->path().string());
-    }
-    if (ec)
-      throw core::Error(fmt::format("cannot list the directory '{}': {}", path, ec.message()), "check that it exists and is readable");
-    if (found.empty())
-      throw core::Error(fmt::format("the directory '{}' holds no files", path),
-                        "pass the job directory scalescope profile --keep wrote, or the files themselves");
-    std::sort(found.begin(), found.end());
-    for (auto& p : found) {
-      from_directory.insert(p);
-      files.push_back(std::move(p));
-    }
+  // are counted as skipped, not as errors.
+  std::vector<core::RunInput> given;
+  for (const auto& p : f.files) given.push_back({p, "an input"});
+  if (!f.baseline.empty()) given.push_back({f.baseline, "the --baseline trace"});
+  // Before anything is read: the analysis must not be lost to a bad output path, nor an input to an output.
+  core::check_run_outputs({{"--out", f.out}, {"--timeline", f.timeline}, {"--html", f.html}}, given);
+  auto listed = analyze::list_inputs(f.files, f.limits);
+  for (const auto& note : listed.notes) std::fprintf(stderr, "analyze: %s\n", note.c_str());
+  std::vector<std::string>& files = listed.files;
+  const std::set<std::string>& from_directory = listed.from_directory;
+  // A directory's file may be a link to a file outside it: the outputs are checked against every file read too.
+  for (const auto& [flag, path] : {std::pair{"--out", &f.out}, std::pair{"--timeline", &f.timeline}, std::pair{"--html", &f.html}})
+    core::check_output_is_not_input(*path, flag, files);
+  nlohmann::json inputs_json = {{"directories", nlohmann::json::array()}};
+  for (const auto& d : listed.directories) {
+    inputs_json["directories"].push_back({{"path", analyze::to_valid_utf8(d.path)}, {"files", d.files}, {"omitted", d.omitted}});
+    if (d.omitted > 0)
+      std::fprintf(stderr,
+                   "analyze: '%s' holds %zu files; the first %zu in name order were read, %zu were not (from '%s' on): "
+                   "raise --max-files to read more\n",
+                   d.path.c_str(), d.files, d.files - d.omitted, d.omitted, d.first_omitted.c_str());
   }
-  std::vector<std::string> inputs = files;
-  if (!f.baseline.empty()) inputs.push_back(f.baseline);
-  // One file given twice (or by two spellings) would count as two processes or ranks, its lines twice.
-  // By device and inode (one stat per file, not one per pair): a file given twice, or under two names.
-  {
-    std::map<std::pair<dev_t, ino_t>, std::string> seen;
-    std::vector<std::string> kept;
-    for (const auto& path : files) {
-      struct stat st {};
-      if (::stat(path.c_str(), &st) != 0) {  // a missing file is that file's error, below
-        kept.push_back(path);
-        continue;
-      }
-      auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), path);
-      if (fresh || path == it->second) {
-        if (!fresh && !from_directory.count(path))
-          throw core::UsageError(fmt::format("'{}' and '{}' are the same file: it would count twice (two processes, two ranks)", path, path),
-                                 "give each file once");
-        if (fresh) kept.push_back(path);
-        continue;
-      }
-      if (from_directory.count(path)) {  // another name for a file already read (a link inside the directory)
-        std::fprintf(stderr, "analyze: '%s' is the same file as '%s': read once\n", path.c_str(), it->second.c_str());
-        continue;
-      }
-      throw core::UsageError(fmt::format("'{}' and '{}' are the same file: it would count twice (two processes, "
-                                         "two ranks)", it->second, path),
-                             "give each file once");
-    }
-    files = std::move(kept);
-  }
-  core::check_output_is_not_input(f.out, "--out", inputs);
-  core::check_output_is_not_input(f.timeline, "--timeline", inputs);
-  core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");
-  core::check_output_is_not_input(f.html, "--html", inputs);
-  core::check_outputs_differ(f.out, "--out", f.html, "--html");
-  core::check_outputs_differ(f.timeline, "--timeline", f.html, "--html");
-  if (!f.html.empty()) core::check_output_path_writable(f.html);
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
   const core::OutputFile out_file(f.out);
-  if (!f.timeline.empty()) {  // before reading anything: the analysis must not be lost to a bad output path
-    try {
-      core::check_output_path_writable(f.timeline);
-    } catch (const core::UsageError& e) {  // exit 2, as for --out (stdout redirected to it)
-      throw core::UsageError(std::string("--timeline: ") + e.what(), e.remedy());
-    } catch (const core::Error& e) {  // exit 1, as a bad --out
-      throw core::Error(std::string("--timeline: ") + e.what(), e.remedy());
-    }
-  }
   std::vector<FileResult> results;
   diagnose::FactSet facts;
   std::vector<analyze::NcclLog> nccl_logs;
@@ -410,12 +367,23 @@ int run_analyze(const AnalyzeFlags& f) {
   std::vector<nlohmann::json> run_reports;  // train/doctor reports: the predictor's figures for the fixes
   report::HtmlPage page;                    // --html
   page.title = fmt::format("scalescope analyze — {} file(s)", files.size());
+  std::uint64_t bytes_read = 0;  // of every input together, as stored (InputLimits::total_bytes)
   for (const auto& path : files) {
     FileResult r;
     r.path = path;
+    struct stat st {};
+    const std::uint64_t size = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<std::uint64_t>(st.st_size) : 0;
+    if (bytes_read + size > f.limits.total_bytes) {
+      r.errors.push_back({fmt::format("'{}' ({} bytes) was not read: the run has read {} bytes of its inputs, and the bound "
+                                      "on one run is {}", path, size, bytes_read, f.limits.total_bytes),
+                          "pass fewer or smaller files, or raise the bound (--max-input-bytes N)"});
+      results.push_back(std::move(r));
+      continue;
+    }
+    bytes_read += size;
     analyze::InputFile input;
     try {
-      input = analyze::read_input_file(path);
+      input = analyze::read_input_file(path, f.limits.text_excerpt_bytes);
     } catch (const core::Error& e) {
       record_error(r, "", e);
       results.push_back(std::move(r));
@@ -426,6 +394,9 @@ int run_analyze(const AnalyzeFlags& f) {
       continue;
     }
     r.detection = input.detection;
+    if (input.bytes_skipped > 0)
+      r.terminal += fmt::format("  note: {} bytes of its middle were not read (its first and last {} KiB were)\n",
+                                input.bytes_skipped, f.limits.text_excerpt_bytes / 2048);
     if (!r.detection.kinds.empty()) {
       // What the diagnosis reads of it (traces: with the other traces below).
       auto reading = diagnose::facts_of_text(input);
@@ -565,7 +536,8 @@ int run_analyze(const AnalyzeFlags& f) {
     std::vector<std::string> paths;
     for (auto i : trace_files) paths.push_back(results[i].path);
     try {
-      auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline, f.step_windows, f.html.empty() ? nullptr : &page);
+      auto t = analyze_trace_inputs(paths, f.baseline, f.strong, f.timeline, f.step_windows, f.trace_read,
+                                    f.html.empty() ? nullptr : &page);
       if (!t.terminal.empty()) combined_text += "\n== profiler traces, all ranks together\n" + t.terminal;
       facts.append(std::move(t.facts));
       combined["trace"] = std::move(t.combined);
@@ -605,10 +577,18 @@ int run_analyze(const AnalyzeFlags& f) {
 
   int status = 0;
   nlohmann::json files_json = nlohmann::json::array();
+  // Files of a directory that no reader knows: the first few by name, then a count by reason, so that a directory of
+  // a million files gives a report of a few lines.
+  constexpr std::size_t kSkippedListed = 10;
+  std::size_t skipped = 0;
+  std::map<std::string, std::size_t> skipped_by_reason;
   for (auto& r : results) {
     if (!r.skipped.empty()) {
-      std::printf("== %s (skipped: not a kind analyze reads)\n", r.path.c_str());
-      files_json.push_back({{"file", analyze::to_valid_utf8(r.path)}, {"status", "skipped"}, {"detection", analyze::to_valid_utf8(r.skipped)}});
+      if (++skipped <= kSkippedListed) {
+        std::printf("== %s (skipped: not a kind analyze reads)\n", r.path.c_str());
+        files_json.push_back({{"file", analyze::to_valid_utf8(r.path)}, {"status", "skipped"}, {"detection", analyze::to_valid_utf8(r.skipped)}});
+      }
+      ++skipped_by_reason[r.skipped];
       continue;
     }
     std::printf("== %s%s\n", r.path.c_str(), r.detection.kinds.empty() ? "" : (" (" + kinds_text(r.detection) + ")").c_str());
@@ -625,10 +605,21 @@ int run_analyze(const AnalyzeFlags& f) {
     files_json.push_back(std::move(r.json));
     std::fflush(stderr);
   }
+  if (skipped > kSkippedListed) {
+    std::string reasons;
+    for (const auto& [why, n] : skipped_by_reason) reasons += fmt::format("{}  {} × {}", reasons.empty() ? "" : "\n", n, why);
+    std::printf("== skipped %zu files that no reader recognises (%zu named above):\n%s\n", skipped, kSkippedListed, reasons.c_str());
+  }
+  inputs_json["skipped"] = {{"count", skipped}, {"by_reason", nlohmann::json::object()}};
+  for (const auto& [why, n] : skipped_by_reason) inputs_json["skipped"]["by_reason"][analyze::to_valid_utf8(why)] = n;
   std::fputs(combined_text.c_str(), stdout);
   auto diagnosis = diagnose::diagnose(facts);
   for (const auto& rep : run_reports) predict::attach_fix_gains(diagnosis, rep);
-  std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
+  // When no file could be read, the errors above are the answer: a diagnosis of nothing would only bury them.
+  const bool anything_read = std::any_of(results.begin(), results.end(), [](const FileResult& r) {
+    return r.errors.empty() && r.skipped.empty();
+  });
+  if (anything_read) std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
   if (!baseline_errors.empty()) {
     status = 1;
     combined["baseline_errors"] = print_errors(baseline_errors);
@@ -650,7 +641,7 @@ int run_analyze(const AnalyzeFlags& f) {
     }
   }
   if (!f.out.empty()) {
-    nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"files", files_json}, {"combined", combined},
+    nlohmann::json out = {{"schema", "scalescope.analyze/1"}, {"inputs", inputs_json}, {"files", files_json}, {"combined", combined},
                           {"diagnosis", diagnosis}, {"facts", nlohmann::json(facts)["facts"]}};
     out_file.write(out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     say_written(f.out);
@@ -685,6 +676,20 @@ Action add_analyze_command(CLI::App& app) {
   cmd->add_option("--html", flags->html, "write one self-contained HTML page: diagnosis, scaling, waterfall, busbw, "
                                          "swimlanes, topology, provenance (opens offline)")
       ->check(output_file_check());
+  cmd->add_option("--max-files", flags->limits.files_per_directory,
+                  "read at most this many files of a directory given as input (the first in name order; the rest are "
+                  "counted and named in one line)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}))->capture_default_str();
+  cmd->add_option("--max-input-bytes", flags->limits.total_bytes,
+                  "read at most this many bytes of input files in one run, as stored (a file past it is not read, with "
+                  "an error)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 50))->capture_default_str();
+  cmd->add_option("--max-trace-bytes", flags->trace_read.max_json_bytes,
+                  "read at most this many bytes of JSON from one profiler trace (decompressed): a larger one is an error")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 50))->capture_default_str();
+  cmd->add_option("--max-trace-events", flags->trace_read.max_events,
+                  "read at most this many events from one profiler trace: a larger one is an error")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40))->capture_default_str();
   return [cmd, flags] { return cmd->parsed() ? run_analyze(*flags) : -1; };
 }
 

@@ -20,6 +20,7 @@
 #include "comm/launcher.h"
 #include "comm/mpi_communicator.h"
 #include "core/error.h"
+#include "core/output_guard.h"
 #include "core/json_file.h"
 #include "runtime/comm_job.h"
 #include "report/nccl_tests_table.h"
@@ -159,7 +160,7 @@ int run_live(const CommFlags& f) {
     return 0;
   }
   const auto config = resolve(f);
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  core::check_run_outputs({{"--out", f.out}}, {});
   const core::OutputFile out_file(f.out);
   std::optional<runtime::CommRun> run;
   if (comm::rank_from_launcher_environment() || comm::started_by_mpi_launcher()) {
@@ -223,8 +224,7 @@ std::vector<analyze::Sweep> sweeps_from_file(const CommFlags& f) {
 
 int run(const CommFlags& f) {
   if (f.from.empty()) return run_live(f);
-  core::check_output_is_not_input(f.out, "--out", {f.from});
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  core::check_run_outputs({{"--out", f.out}}, {{f.from, "the --from file"}});
   const core::OutputFile out_file(f.out);
   // One report per results table: a text of several tests (or of `comm --collective all`) is read table by table.
   const std::vector<analyze::Sweep> sweeps = sweeps_from_file(f);

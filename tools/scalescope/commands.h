@@ -8,6 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "analyze/input_list.h"
+#include "analyze/trace_reader.h"
+
 namespace scalescope::cli {
 
 /// Returns the exit status (0 success, 1 a failed run).
@@ -36,6 +39,8 @@ struct AnalyzeFlags {
   std::string html;                  ///< one self-contained HTML page of the results
   std::string step_windows = "gpu";  ///< analyze::StepWindows
   bool causes = false;               ///< print the cause catalogue and stop
+  analyze::InputLimits limits;       ///< --max-files, --max-input-bytes
+  analyze::TraceReadOptions trace_read;  ///< --max-trace-bytes, --max-trace-events
 };
 
 /// Runs `scalescope analyze` (terminal report, --out JSON, --timeline); returns its exit status (1 when a file

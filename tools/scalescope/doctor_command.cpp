@@ -61,11 +61,7 @@ int run(const DoctorFlags& f) {
     config.kernel_trace_dir = *f.kernel_trace;
   }
   if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());
-  if (!f.out.empty()) check_output_path(f.out, config.job);
-  if (!f.html.empty()) {
-    core::check_outputs_differ(f.out, "--out", f.html, "--html");
-    check_output_path(f.html, config.job);
-  }
+  check_outputs({{"--out", f.out}, {"--html", f.html}}, config.job);
   const core::OutputFile out_file(f.out);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;

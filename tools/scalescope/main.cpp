@@ -15,13 +15,43 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "commands.h"
 #include "core/progress.h"
 #include "core/error.h"
+#include "core/suggest.h"
 #include "train/flash_attention_shape.h"  // cudnn_attention_built
 
 namespace {
+
+/// "did you mean …?" after a command line CLI11 refused: for a first word that is no subcommand, the closest
+/// subcommand; for each "--flag" the command does not have, its closest flag. "" when nothing is close.
+std::string did_you_mean(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> commands;
+  for (const auto* s : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(s->get_name());
+  const auto parsed = app.get_subcommands();
+  if (parsed.empty()) {
+    if (argc < 2 || argv[1][0] == '-') return "";
+    const auto c = scalescope::core::closest_name(argv[1], commands);
+    return c.empty() ? "" : fmt::format("'{}' is no command: did you mean 'scalescope {}'?", argv[1], c);
+  }
+  std::vector<std::string> flags;
+  for (const auto* o : parsed.front()->get_options())
+    for (const auto& n : o->get_lnames()) flags.push_back("--" + n);
+  std::string out;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.rfind("--", 0) != 0) continue;
+    const std::string name = a.substr(0, a.find('='));
+    if (std::find(flags.begin(), flags.end(), name) != flags.end()) continue;
+    if (const auto c = scalescope::core::closest_name(name, flags); !c.empty())
+      out += fmt::format("{}'{}': did you mean '{}'?", out.empty() ? "" : "; ", name, c);
+  }
+  return out;
+}
+
 
 /// CLI11's "Could not convert: --batch = 9999999999" says neither why nor what would do. This names the flag's type
 /// from its help ("INT", "UINT", "FLOAT") and what that type takes; other messages pass through unchanged.
@@ -112,7 +142,9 @@ int run_command_line(int argc, char** argv) {
                  conversion_message(app, e).c_str());
     return 2;
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "scalescope: error: %s\n  run 'scalescope --help' or 'scalescope COMMAND --help'\n", e.what());
+    const std::string hint = did_you_mean(app, argc, argv);
+    std::fprintf(stderr, "scalescope: error: %s\n%s  run 'scalescope --help' or 'scalescope COMMAND --help'\n", e.what(),
+                 hint.empty() ? "" : ("  " + hint + "\n").c_str());
     return 2;
   }
   try {

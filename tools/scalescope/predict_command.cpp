@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/output_guard.h"
 #include "predict/inputs.h"
 #include "predict/step_model.h"
 #include "report/html_builders.h"
@@ -41,9 +42,9 @@ std::string header() {
 }
 
 int run_predict(const PredictFlags& f) {
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
-  core::check_outputs_differ(f.out, "--out", f.html, "--html");
-  if (!f.html.empty()) core::check_output_path_writable(f.html);
+  // The run (a file, or a profile job directory: outputs inside it are refused too) and a --link that is a file.
+  core::check_run_outputs({{"--out", f.out}, {"--html", f.html}},
+                          {{f.run, "the run to predict from"}, {f.link, "the --link measurement"}});
   auto run = predict::run_from_path(f.run);
   if (run.profile.embedding_table_bytes > 0 && run.profile.embedding_gather_bytes > 0)
     run.profile.assumptions.push_back(fmt::format(
@@ -60,18 +61,16 @@ int run_predict(const PredictFlags& f) {
     if (f.network.rfind("net:", 0) == 0) {
       const std::string v = f.network.substr(4);
       const auto x = v.find('x');
-      try {
-        std::size_t used = 0;
-        gbit = std::stod(v.substr(0, x), &used);
-        if (used != v.substr(0, x).size()) gbit = 0;
-        if (x != std::string::npos) ports = std::stoi(v.substr(x + 1), &used), ports = used == v.size() - x - 1 ? ports : 0;
-      } catch (const std::exception&) {
-        gbit = 0;
+      gbit = predict::parse_port_gbit(v.substr(0, x)).value_or(0);
+      if (x != std::string::npos) {
+        const std::string p = v.substr(x + 1);
+        ports = !p.empty() && p.size() <= 4 && p.find_first_not_of("0123456789") == std::string::npos ? std::stoi(p) : 0;
       }
     }
     if (!(gbit > 0) || ports < 1 || f.gpus_per_node < 1)
       throw core::UsageError(fmt::format("--network '{}' with --gpus-per-node {}: both are needed, the network as net:GBIT or "
-                                         "net:GBITxPORTS", f.network, f.gpus_per_node),
+                                         "net:GBITxPORTS (GBIT a line rate above 0 and at most {:g} Gb/s)", f.network, f.gpus_per_node,
+                                         predict::kMaxPortGbit),
                              "e.g. --gpus-per-node 8 --network net:400x8 (eight 400 Gb/s ports per node)");
     link = link.with_network(f.gpus_per_node, gbit, ports);
   }
@@ -81,6 +80,7 @@ int run_predict(const PredictFlags& f) {
   std::string text = "input: " + run.profile.basis + "\nlink:  " + link.description() + "\n";
   for (const auto& a : run.profile.assumptions) text += "assumed: " + a + "\n";
   for (const auto& a : link.assumptions()) text += "assumed: " + a + "\n";
+  for (const auto& w : link.warnings()) text += "warning: " + w + "\n";
   text += fmt::format("model: DDP's bucket schedule; backward slowed by {:.2f} per second of all-reduce beside it, the "
                       "all-reduce by {:.2f}x there\n\n", k.contention, 1 + k.comm_beside);
   text += header();
@@ -138,11 +138,12 @@ int run_predict(const PredictFlags& f) {
                         {"input", run.profile.basis},
                         {"link", link.description()},
                         {"assumptions", assumptions},
+                        {"warnings", link.warnings()},
                         {"constants", {{"contention", k.contention}, {"comm_beside", k.comm_beside}, {"sync_s", k.sync_s}}},
                         {"predictions", preds},
                         {"what_if", what_ifs}};
     if (!f.out.empty()) {
-      core::write_file_atomically(f.out, j.dump(1) + "\n");
+      core::write_file_atomically(f.out, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
       say_written(f.out);
     }
     if (!f.html.empty()) {

@@ -20,6 +20,9 @@
 #include "comm/launcher.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/output_guard.h"
+#include "core/terminal_text.h"
+#include "profile/job_directory.h"
 #include "profile/job_env.h"
 #include "profile/job_runner.h"
 #include "profile/job_progress.h"
@@ -40,6 +43,11 @@ struct ProfileFlags {
   bool no_nccl_plugin = false;
 };
 
+/// How much of a text input larger than this profile's analysis reads: its first and last half (the job's log: NCCL's
+/// and the launcher's start-up lines, the step lines, and the error that ended a crash). A job that prints 100 MB is
+/// then analysed in about the time of a 2 MB log.
+constexpr std::uint64_t kJobLogExcerptBytes = 2u << 20;
+
 std::vector<std::string>& tail_storage() {
   static std::vector<std::string> tail;
   return tail;
@@ -52,28 +60,12 @@ std::string now_iso() {
   return buf;
 }
 
-/// The job directory: --keep DIR (created; an existing one must be empty), else a new temporary one.
-std::string make_job_dir(const std::string& keep) {
-  if (!keep.empty()) {
-    std::error_code ec;
-    if (fs::exists(keep, ec)) {
-      if (!fs::is_directory(keep, ec))
-        throw core::UsageError(fmt::format("--keep '{}' exists and is not a directory", keep), "name a new or empty directory");
-      if (!fs::is_empty(keep, ec))
-        throw core::UsageError(fmt::format("--keep '{}' is not empty: the job's files would mix with what is there", keep),
-                               "name a new or empty directory (scalescope analyze DIR reads an old one again)");
-    } else if (!fs::create_directories(keep, ec) || ec) {
-      throw core::Error(fmt::format("cannot create the job directory '{}': {}", keep, ec.message()),
-                        "name a directory on a writable file system");
-    }
-    return fs::absolute(keep).lexically_normal().string();
-  }
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/scalescope-profile.XXXXXX";
-  if (!::mkdtemp(tmpl.data()))
-    throw core::Error(fmt::format("cannot create a job directory under {}: {}", tmp && *tmp ? tmp : "/tmp", std::strerror(errno)),
-                      "set TMPDIR to a writable directory, or give --keep DIR");
-  return tmpl;
+/// `text` as JSON can hold it (core::utf8_or_escaped); sets `*escaped` when anything was escaped.
+std::string json_text(const std::string& text, bool* escaped) {
+  bool e = false;
+  std::string out = core::utf8_or_escaped(text, &e);
+  if (e) *escaped = true;
+  return out;
 }
 
 int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
@@ -82,13 +74,11 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   if (command.empty())
     throw core::UsageError("profile needs the job's command", "give it after --: scalescope profile -- torchrun --nproc_per_node 2 train.py");
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
-  if (!f.timeline.empty()) core::check_output_path_writable(f.timeline);
-  core::check_outputs_differ(f.out, "--out", f.timeline, "--timeline");
-  core::check_outputs_differ(f.out, "--out", f.html, "--html");
-  core::check_outputs_differ(f.timeline, "--timeline", f.html, "--html");
-  if (!f.html.empty()) core::check_output_path_writable(f.html);
-  const std::string job_dir = make_job_dir(f.keep);
+  // The job directory is read back by the analysis (and by a later `analyze DIR`): no output goes inside it.
+  core::check_run_outputs({{"--out", f.out}, {"--timeline", f.timeline}, {"--html", f.html}},
+                          {{f.keep, "the job directory (--keep)", true}});
+  profile::JobDirectory dir(f.keep);
+  const std::string& job_dir = dir.path();
 
   const auto env_now = profile::current_environment();
   const auto shim = profile::find_shim_dir(comm::self_executable(), env_now);
@@ -97,13 +87,18 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   spec.argv = command;
   spec.log_path = job_dir + "/job.log";
   spec.timeout_seconds = f.timeout;
+  // Arguments and environment values are bytes (POSIX), JSON strings are UTF-8: what is not is kept escaped (\xNN).
+  bool escaped = false;
+  nlohmann::json command_json = nlohmann::json::array();
+  for (const auto& a : command) command_json.push_back(json_text(a, &escaped));
   nlohmann::json env_json = nlohmann::json::array();
   std::vector<std::string> not_captured;
   // Without the shim, only NCCL's and PyTorch's own variables: they need no Python package.
   for (const auto& c : profile::job_environment(env_now, job_dir, shim.value_or(""), {f.warmup, f.steps}, nccl_plugin.value_or(""))) {
     if (!shim && c.name.rfind("NCCL_", 0) != 0 && c.name.rfind("TORCH_", 0) != 0 && c.name != "SCALESCOPE_NCCL_PROFILE_DIR") continue;
     if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
-    env_json.push_back({{"name", c.name}, {"value", c.value}, {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
+    env_json.push_back({{"name", json_text(c.name, &escaped)}, {"value", json_text(c.value, &escaped)},
+                        {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
   }
   if (!shim) {
     not_captured.push_back("the Python capture (step times, DDP configuration, profiler window): the shim's directory was "
@@ -113,9 +108,10 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   if (!nccl_plugin && !f.no_nccl_plugin)
     not_captured.push_back("each collective's GPU time (NCCL profiler plugin): libscalescope-nccl-profiler.so was not found "
                            "(set SCALESCOPE_NCCL_PLUGIN to its path)");
-  nlohmann::json job = {{"schema", "scalescope.job/1"}, {"command", command}, {"started", now_iso()},
+  nlohmann::json job = {{"schema", "scalescope.job/1"}, {"command", command_json}, {"started", now_iso()},
                         {"environment", env_json}, {"warmup", f.warmup}, {"steps", f.steps},
                         {"timeout_s", f.timeout}, {"not_captured", not_captured}};
+  if (escaped) job["command_escaped"] = true;  // some argument or value held bytes that are not UTF-8: written as \xNN
   core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
   std::fprintf(stderr, "profile: job directory %s; profiler window: %d steps after %d warm-up steps\n", job_dir.c_str(), f.steps, f.warmup);
   for (const auto& n : not_captured) std::fprintf(stderr, "profile: not captured: %s\n", n.c_str());
@@ -151,13 +147,27 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   job["stop_signal"] = result.stop_signal;
   job["wall_s"] = result.wall_seconds;
   job["finished"] = now_iso();
-  core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
   std::fflush(stdout);
-  if (result.start_error.empty())
-    std::fprintf(stderr, "\nprofile: the job %s after %.1f s; analysing %s\n\n", result.describe().c_str(), result.wall_seconds,
-                 job_dir.c_str());
-  else
-    std::fprintf(stderr, "\nprofile: the job %s; check the command's name and PATH\n\n", result.describe().c_str());
+  if (!result.start_error.empty()) {  // nothing ran: nothing to analyse, and nothing is left behind
+    dir.remove();
+    std::fprintf(stderr, "profile: the job %s; check the command's name and PATH\n", result.describe().c_str());
+    return result.exit_status;
+  }
+  if (!result.left_running.empty()) {
+    nlohmann::json left = nlohmann::json::array();
+    std::string lines;
+    for (const auto& p : result.left_running) {
+      left.push_back({{"pid", p.pid}, {"command", json_text(p.command, &escaped)}});
+      lines += fmt::format("\n  pid {}: {}", p.pid, core::terminal_text(p.command, 200));
+    }
+    job["left_running"] = left;
+    std::fprintf(stderr, "\nprofile: %zu process(es) the job started %s still running after the job ended (not stopped by "
+                 "scalescope; `kill PID` ends one):%s\n", result.left_running.size(),
+                 result.left_running.size() == 1 ? "is" : "are", lines.c_str());
+  }
+  core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
+  std::fprintf(stderr, "\nprofile: the job %s after %.1f s; analysing %s\n\n", result.describe().c_str(), result.wall_seconds,
+               job_dir.c_str());
   std::fflush(stderr);
 
   AnalyzeFlags a;
@@ -166,6 +176,7 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   a.timeline = f.timeline;
   a.html = f.html;
   a.step_windows = "gpu";
+  a.limits.text_excerpt_bytes = kJobLogExcerptBytes;  // the job's own output: its head and its end
   int analysis = 0;
   try {
     analysis = run_analyze(a);
@@ -173,9 +184,8 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
     say_error(std::string("analysing the job directory: ") + e.what(), e.remedy());
     analysis = 1;
   }
-  if (f.keep.empty()) {
-    std::error_code ec;
-    fs::remove_all(job_dir, ec);
+  if (!dir.kept()) {
+    dir.remove();
     std::fprintf(stderr, "profile: the job directory was removed (--keep DIR keeps it for scalescope analyze DIR)\n");
   } else {
     std::fprintf(stderr, "profile: the job directory is kept: scalescope analyze %s\n", job_dir.c_str());

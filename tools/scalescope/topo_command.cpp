@@ -12,6 +12,7 @@
 #include "workload_options.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/output_guard.h"
 #include "report/topo_report.h"
 #include "topo/analysis.h"
 #include "topo/live.h"
@@ -30,8 +31,7 @@ struct TopoFlags {
 int run(const TopoFlags& f) {
   if (f.probe && !f.from.empty())
     throw core::UsageError("--probe reads this machine, --from a saved file: not both", "drop --probe, or --from to probe this machine");
-  core::check_output_is_not_input(f.out, "--out", {f.from, f.compare});
-  if (!f.out.empty()) core::check_output_path_writable(f.out);
+  core::check_run_outputs({{"--out", f.out}}, {{f.from, "the --from file"}, {f.compare, "the --compare file"}});
   const core::OutputFile out_file(f.out);
   // Read --compare first: a bad file is an error before any discovery runs.
   std::optional<topo::TopologyReading> other;

@@ -59,9 +59,8 @@ void check_kernel_trace_dir(const std::string& dir, train::TrainJobConfig config
                            "pass a directory, e.g. --kernel-trace traces");
 }
 
-void check_output_path(const std::string& out, const train::TrainJobConfig& config) {
-  core::check_output_path_writable(out);
-  if (config.data != "synthetic") core::check_output_is_not_input(out, "--out", {config.data}, "the training data");
+void check_outputs(const std::vector<core::RunOutput>& outputs, const train::TrainJobConfig& config) {
+  core::check_run_outputs(outputs, {{config.data == "synthetic" ? "" : config.data, "the training data"}});
 }
 
 void add_workload_options(CLI::App& app, WorkloadFlags& f) {

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/output_guard.h"
 #include "train/job.h"
 
 namespace scalescope::cli {
@@ -39,9 +40,9 @@ struct WorkloadFlags {
   train::TrainJobConfig resolve(int world_size) const;
 };
 
-/// Checks `--out` before a run: writable (core::check_output_path_writable) and not the training data
-/// file, which the result would replace. Throws core::Error / core::UsageError.
-void check_output_path(const std::string& out, const train::TrainJobConfig& config);
+/// Checks a run's outputs before it starts (core::check_run_outputs): writable, none the same file as another, and
+/// none the training data (`--data FILE`).
+void check_outputs(const std::vector<core::RunOutput>& outputs, const train::TrainJobConfig& config);
 
 /// Checks `--kernel-trace DIR` before a run of `config` (train's, or doctor's world-size-1 job): a non-empty name,
 /// GPU ranks (config.validate() with the directory set), and nothing there that is not a directory. The
