@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The regular files under `dir` (depth ≤ 3), at most `limit` of them: the first in byte order of their paths. The
+/// The regular files under `dir` (up to five levels below it), at most `limit` of them: the first in byte order of their paths. The
 /// rest are counted, not kept: a max-heap of `limit` paths, so a directory of millions of files costs memory for
 /// `limit` names only.
 ListedDirectory list_directory(const std::string& dir, std::size_t limit, std::vector<std::string>& kept) {
@@ -31,6 +31,7 @@ ListedDirectory list_directory(const std::string& dir, std::size_t limit, std::v
     if (it.depth() > 3) it.disable_recursion_pending();
     std::error_code fe;
     const std::string name = it->path().filename().string();
+    if (!name.empty() && name[0] == '.' && it->is_directory(fe)) it.disable_recursion_pending();  // hidden: passed over
     if (!it->is_regular_file(fe) || name.empty() || name[0] == '.' || name.ends_with(".tmp")) continue;
     ++d.files;
     std::string path = it->path().string();

@@ -41,8 +41,8 @@ struct InputList {
   std::vector<std::string> notes;           ///< "'a' is the same file as 'b': read once" (a link inside a directory)
 };
 
-/// Expands `paths` (files, or directories searched to depth 3 for regular files, skipping hidden names and
-/// "*.tmp") and removes a file that appears twice inside directories (a link to a file already listed), keeping the
+/// Expands `paths` (files, or directories searched up to five levels below them for regular files, passing over
+/// hidden files and directories and "*.tmp") and removes a file that appears twice inside directories (a link to a file already listed), keeping the
 /// first. Throws core::UsageError when a file given by name is given twice (also under another name, by device and
 /// inode): it would count as two ranks; core::Error when a directory cannot be listed or holds no file.
 InputList list_inputs(const std::vector<std::string>& paths, const InputLimits& limits = {});

@@ -21,6 +21,9 @@ namespace {
 using namespace tables_detail;
 
 constexpr std::size_t kMaxLines = 200000;
+// No row of a table is longer: a longer line (a JSON document on one line, a base64 blob) is no table, and cutting
+// it into cells costs time that grows with its square.
+constexpr std::size_t kMaxLineBytes = 64 * 1024;
 constexpr std::size_t kMaxColumns = 64;
 constexpr std::size_t kDetectLines = 20000;  // detection looks at the head of a long file only
 
@@ -543,6 +546,11 @@ void read_lines(const std::vector<Line>& lines, const std::string& source, diagn
 
 std::vector<Line> bounded_lines(std::string_view text, diagnose::Reading* out) {
   auto lines = clean_lines(text);
+  const auto before = lines.size();
+  std::erase_if(lines, [](const Line& l) { return l.text.size() > kMaxLineBytes; });
+  if (out && lines.size() < before)
+    out->notes.push_back(fmt::format("{} line(s) longer than {} KiB were passed over: no table row is that long",
+                                     before - lines.size(), kMaxLineBytes / 1024));
   if (lines.size() > kMaxLines) {
     lines.resize(kMaxLines);
     if (out) out->notes.push_back(fmt::format("only the first {} lines were read", kMaxLines));

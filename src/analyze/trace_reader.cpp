@@ -1268,6 +1268,11 @@ class TraceReader {
   std::uint32_t intern(std::string_view s) {
     if (auto it = name_index_.find(s); it != name_index_.end()) return it->second;
     const auto id = static_cast<std::uint32_t>(trace_.names.size());
+    name_bytes_ += s.size();
+    if (name_bytes_ > options_.max_name_bytes)
+      throw core::Error(fmt::format("'{}' holds more than {} bytes of distinct event names: the bound on one trace", name_,
+                                    options_.max_name_bytes),
+                        "this is no profiler trace of a training job (its events would share a few thousand names)");
     trace_.names.emplace_back(s);
     name_index_.emplace(std::string(s), id);
     return id;
@@ -1355,6 +1360,7 @@ class TraceReader {
   Scanner scanner_;
   std::string name_;
   TraceReadOptions options_;
+  std::uint64_t name_bytes_ = 0;  // of trace_.names
   Trace trace_;
   od::parser parser_;
   bool saw_events_ = false;

@@ -176,6 +176,10 @@ struct TraceReadOptions {
   /// with the events kept (about 100 bytes each), so this bounds it near 2 GB. Default 20 M (the 1.5 GB trace holds
   /// 9.6 M). `analyze --max-trace-events`.
   std::uint64_t max_events = 20'000'000;
+  /// Most bytes of distinct event names kept (each is held twice: in Trace::names and its index). Real traces have
+  /// a few thousand names of tens of bytes; a trace of millions of long unique names would otherwise hold GBs that
+  /// the event bound does not see. Default 256 MiB.
+  std::uint64_t max_name_bytes = std::uint64_t{256} << 20;
 };
 
 /// Reads the trace at `path` (.json, or gzip-compressed whatever its name) in one streaming pass.

@@ -11,6 +11,9 @@ namespace scalescope::core {
 struct RunOutput {
   std::string flag;
   std::string path;
+  /// A directory the run writes files into (`--kernel-trace DIR`): no input may be it or lie inside it, and no
+  /// other output inside it. Its own writability is the command's to check.
+  bool directory = false;
 };
 
 /// One input a run reads: a file, or a directory it reads files from (a profile job directory, `analyze DIR`).
@@ -26,10 +29,12 @@ struct RunInput {
 
 /// Checks every output of one run against every input and against each other, before anything is read or run:
 ///   1. no output is an input: the same file by std::filesystem::equivalent (through links, other spellings, hard
-///      links);
+///      links), nor a file of an input directory (a link in `--data DIR` to the output);
 ///   2. no output lies inside an input directory, at any depth (`predict JOBDIR --out JOBDIR/capture.rank0.json`
 ///      would replace the capture; `--html JOBDIR/page.html` would be read as part of the job next time);
-///   3. no two outputs are one file ("o.json" and "./o.json", or through a link);
+///   3. no two outputs are one file ("o.json" and "./o.json", or through a link), and none lies in an output
+///      directory;
+/// An output that is a symbolic link, dangling or not, is checked where it leads, as the writers write it.
 ///   4. each can be written (check_output_path_writable: its directory exists, is writable and has room; it is not
 ///      stdout's or stderr's file).
 /// Empty output paths are outputs not asked for. Throws core::UsageError (exit 2) for 1–3, naming the flag, the

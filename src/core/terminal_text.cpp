@@ -76,7 +76,7 @@ std::size_t well_formed_length(const std::string& s, std::size_t i) {
 
 }  // namespace
 
-std::string utf8_or_escaped(const std::string& bytes, bool* escaped) {
+std::string utf8_or_escaped(const std::string& bytes, bool* escaped, bool force) {
   bool any = false;
   for (std::size_t i = 0; i < bytes.size();) {
     const std::size_t len = well_formed_length(bytes, i);
@@ -87,7 +87,7 @@ std::string utf8_or_escaped(const std::string& bytes, bool* escaped) {
     i += len;
   }
   if (escaped) *escaped = any;
-  if (!any) return bytes;
+  if (!any && !force) return bytes;
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (std::size_t i = 0; i < bytes.size();) {

@@ -13,9 +13,10 @@ std::string terminal_text(const std::string& text, std::size_t max_code_points);
 
 /// `bytes` as valid UTF-8 that keeps every byte recoverable: well-formed UTF-8 (RFC 3629, Table 3-7 of the Unicode
 /// Standard: no overlong forms, no surrogates) is copied; each other byte becomes the four characters \xNN (NN its
-/// value in lower-case hex), and a backslash becomes two when anything was escaped, so the escaping can be undone.
-/// For arguments and environment values, which POSIX lets be any bytes but JSON cannot hold. Sets `*escaped` (when
-/// given) to whether anything was changed. Throws nothing.
-std::string utf8_or_escaped(const std::string& bytes, bool* escaped = nullptr);
+/// value in lower-case hex), and a backslash becomes two when anything was escaped (or `force`), so the escaping can
+/// be undone. For arguments and environment values, which POSIX lets be any bytes but JSON cannot hold: a record of
+/// several strings escapes all of them (`force`) once any needs it, so that "\xfe" typed and the byte 0xfe differ.
+/// Sets `*escaped` (when given) to whether `bytes` holds a byte that is not UTF-8. Throws nothing.
+std::string utf8_or_escaped(const std::string& bytes, bool* escaped = nullptr, bool force = false);
 
 }  // namespace scalescope::core

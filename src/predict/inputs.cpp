@@ -163,7 +163,10 @@ RunInput from_capture(const nlohmann::json& c, const std::string& source) {
   const auto fwd_ns = numbers_in(log.value("avg_forward_compute_time", nlohmann::json()));
   const auto bwd_ns = numbers_in(log.value("avg_backward_compute_time", nlohmann::json()));
   double share = 2.0 / 3;  // backward = twice forward, when DDP timed neither
-  if (!fwd_ns.empty() && !bwd_ns.empty() && fwd_ns[0] + bwd_ns[0] > 0) share = bwd_ns[0] / (fwd_ns[0] + bwd_ns[0]);
+  // Times as DDP logged them: finite and non-negative, or not used (a damaged or hand-edited capture).
+  const bool timed = !fwd_ns.empty() && !bwd_ns.empty() && std::isfinite(fwd_ns[0]) && std::isfinite(bwd_ns[0]) &&
+                     fwd_ns[0] >= 0 && bwd_ns[0] >= 0 && fwd_ns[0] + bwd_ns[0] > 0;
+  if (timed) share = bwd_ns[0] / (fwd_ns[0] + bwd_ns[0]);
   p.optimizer_s = 0.03 * step;
   p.backward_s = share * (step - p.optimizer_s);
   p.forward_s = step - p.optimizer_s - p.backward_s;
@@ -179,7 +182,10 @@ RunInput from_capture(const nlohmann::json& c, const std::string& source) {
   p.basis = fmt::format("{}: one PyTorch DDP rank, step {:.2f} ms (median of {} steps outside the profiled window), {} bucket(s) "
                         "of {:.1f} MB ({})", source, step * 1e3, steps.size(), sizes.size(), total / 1e6, dtype);
   p.assumptions.push_back(fmt::format("backward {:.0f} % of forward + backward (DDP's logging data{}), the optimizer 3 % of "
-                                      "the step", 100 * share, fwd_ns.empty() ? ": absent, 2/3 taken" : ", one sampled iteration"));
+                                      "the step", 100 * share,
+                                      timed ? ", one sampled iteration"
+                                            : fwd_ns.empty() || bwd_ns.empty() ? ": absent, 2/3 taken"
+                                                                               : ": not finite or negative, so not used; 2/3 taken"));
   p.assumptions.push_back("buckets become ready at an even rate of gradient bytes over backward");
   return in;
 }
@@ -359,6 +365,21 @@ void check_figures(const RunInput& run, const std::string& source) {
 }
 
 }  // namespace
+
+std::vector<std::string> run_input_files(const std::string& path) {
+  std::error_code ec;
+  std::string run_path = path;
+  if (std::filesystem::is_directory(run_path, ec)) run_path = (std::filesystem::path(run_path) / "capture.rank0.json").string();
+  std::vector<std::string> out{run_path};
+  try {
+    const auto report = core::read_json_file(run_path, "the one-rank run");
+    if (report.is_object() && report.value("schema", "") == "scalescope.capture/1" && report.contains("window") &&
+        report["window"].is_object() && report["window"].value("trace", nlohmann::json()).is_string())
+      out.push_back((std::filesystem::path(run_path).parent_path() / report["window"]["trace"].get<std::string>()).string());
+  } catch (const std::exception&) {
+  }
+  return out;
+}
 
 RunInput run_from_path(const std::string& path) {
   std::string run_path = path;  // a profile job directory stands for its rank-0 capture

@@ -47,6 +47,11 @@ bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::st
 /// core::UsageError when a directory has no capture, core::Error as run_from_report.
 RunInput run_from_path(const std::string& path);
 
+/// The files run_from_path reads for `path`: the report (a job directory's capture.rank0.json) and, for a capture,
+/// the trace its window names (which may lie anywhere). For the output guard: an output must be none of them.
+/// Throws nothing: a file that cannot be read or parsed is simply not listed beyond the report itself.
+std::vector<std::string> run_input_files(const std::string& path);
+
 /// The link from a file: `scalescope comm` JSON (one report or several), an nccl-tests output, or an NCCL profiler
 /// plugin record; else, when `spec` is not a file, a named link (LinkModel::named). Throws core::Error /
 /// core::UsageError naming the cause.

@@ -32,7 +32,7 @@ std::optional<double> parse_port_gbit(std::string_view text) {
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(t.c_str(), &end);
-  if (end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v) || !(v > 0) || v > kMaxPortGbit) return std::nullopt;
+  if (end != t.c_str() + t.size() || errno == ERANGE || !std::isfinite(v) || !(v >= kMinPortGbit) || v > kMaxPortGbit) return std::nullopt;
   return v;
 }
 
@@ -89,7 +89,7 @@ LinkModel LinkModel::named(std::string_view name) {
     const auto rate = parse_port_gbit(right);
     if (!rate)
       throw core::UsageError(fmt::format("--link '{}': '{}' is no port's line rate", name, right),
-                             fmt::format("give the port's rate in Gb/s, a number above 0 and at most {:g} (\"net:25\", \"net:400\")", kMaxPortGbit));
+                             fmt::format("give the port's rate in Gb/s, from {:g} to {:g} (\"net:25\", \"net:400\")", kMinPortGbit, kMaxPortGbit));
     const double gbit = *rate;
     m.busbw_gbps_ = topo::nic_busbw_gbps(gbit);
     m.description_ = fmt::format("a {:g} Gb/s network port: {:.1f} GB/s all-reduce busbw (line / 8 × {:.2f})", gbit,
@@ -131,7 +131,9 @@ LinkModel LinkModel::named(std::string_view name) {
 }
 
 LinkModel LinkModel::alpha_beta(double busbw_gbps, const std::string& description) {
-  if (!(busbw_gbps > 0)) throw core::UsageError("a link's busbw must be above 0 GB/s", "give a measured busbw");
+  if (!std::isfinite(busbw_gbps) || !(busbw_gbps > 0) || busbw_gbps > 1e5)
+    throw core::UsageError(fmt::format("a link's busbw must be a finite figure above 0 and at most 100000 GB/s, not {}", busbw_gbps),
+                           "give a measured busbw");
   LinkModel m;
   m.busbw_gbps_ = busbw_gbps;
   m.alpha_s_ = kNamedAlphaS;
@@ -156,7 +158,7 @@ double LinkModel::interpolate(const Table& t, double bytes) {
 }
 
 LinkModel LinkModel::with_network(int gpus_per_node, double gbit, int ports) const {
-  if (gpus_per_node < 1 || ports < 1 || !std::isfinite(gbit) || !(gbit > 0) || gbit > kMaxPortGbit)
+  if (gpus_per_node < 1 || ports < 1 || !std::isfinite(gbit) || !(gbit >= kMinPortGbit) || gbit > kMaxPortGbit)
     throw core::UsageError("a network needs ≥ 1 GPU per node, ≥ 1 port and a line rate above 0",
                            "give --gpus-per-node 8 --network net:400x8");
   LinkModel m = *this;

@@ -28,8 +28,10 @@ inline constexpr double kTreeBandwidthShare = 0.9;
 /// The fastest network port a named link may have, Gb/s: above any Ethernet or InfiniBand port sold (800 Gb/s
 /// XDR/800GbE, 2025), with room for the next generation. A larger figure is a typo, not a port.
 inline constexpr double kMaxPortGbit = 3200;
+/// The slowest: 10 Mb/s Ethernet. A smaller figure gives steps of years, and at 1e-305 infinite ones.
+inline constexpr double kMinPortGbit = 0.01;
 
-/// The line rate of "GBIT" (the text after "net:"): a finite number above 0 and at most kMaxPortGbit, written whole
+/// The line rate of "GBIT" (the text after "net:"): a number from kMinPortGbit to kMaxPortGbit, written whole
 /// (no trailing text). nullopt otherwise ("inf", "nan", "1e400", "-5", "25G"). Throws nothing.
 std::optional<double> parse_port_gbit(std::string_view text);
 
@@ -44,7 +46,7 @@ class LinkModel {
   static LinkModel named(std::string_view name);
 
   /// A link known by one busbw figure (GB/s, e.g. what a run measured) and the measured ring-step latency of
-  /// 20.7 µs: time = 20.7 µs × (n−1) + bytes·f(n)/busbw at every rank count. Throws core::UsageError for busbw ≤ 0.
+  /// 20.7 µs: time = 20.7 µs × (n−1) + bytes·f(n)/busbw at every rank count. Throws core::UsageError for a busbw ≤ 0, not finite, or above 100 000 GB/s.
   static LinkModel alpha_beta(double busbw_gbps, const std::string& description);
 
   /// Several nodes: this model inside a node of `gpus_per_node` GPUs, and `ports` network ports of `gbit` each per

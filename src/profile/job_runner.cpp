@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -45,21 +47,47 @@ struct Pipe {
   }
 };
 
-/// The living children of this process other than `except` (reaped already): with the runner as subreaper, the
-/// job's descendants whose parents have exited. Zombies among them are reaped first.
-std::vector<JobResult::LeftProcess> living_children() {
+/// The process group of `pid` (/proc/PID/stat field 5, counted after the last ')'), -1 when it cannot be read.
+long process_group(long pid) {
+  FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "rb");
+  if (!f) return -1;
+  char buf[1024];
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  const char* close = std::strrchr(buf, ')');
+  char state = 0;
+  long ppid = 0, pgrp = -1;
+  if (!close || std::sscanf(close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) return -1;
+  return pgrp;
+}
+
+/// The living descendants of this process (the job's leader is reaped already): with the runner as subreaper, the
+/// job's processes whose parents have exited are its children, and their children below them. Zombies among its
+/// children are reaped first.
+std::vector<JobResult::LeftProcess> living_descendants(long except_group = 0) {
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {
   }
   std::vector<JobResult::LeftProcess> out;
   DIR* proc = ::opendir("/proc");
   if (!proc) return out;
-  const pid_t self = ::getpid();
+  std::vector<std::pair<long, core::ProcessStat>> all;
   while (const dirent* e = ::readdir(proc)) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    const auto st = core::read_process_stat(static_cast<pid_t>(pid));
-    if (!st || st->parent != self || st->state == 'Z' || st->state == 'X') continue;
+    if (auto st = core::read_process_stat(static_cast<pid_t>(pid))) all.emplace_back(pid, std::move(*st));
+  }
+  ::closedir(proc);
+  std::set<long> ours{static_cast<long>(::getpid())};
+  for (bool grew = true; grew;) {  // parents before children, whatever order /proc lists them in
+    grew = false;
+    for (const auto& [pid, st] : all)
+      if (!ours.count(pid) && ours.count(st.parent)) ours.insert(pid), grew = true;
+  }
+  for (const auto& [pid, st] : all) {
+    if (pid == ::getpid() || !ours.count(pid) || st.state == 'Z' || st.state == 'X') continue;
+    if (except_group > 0 && process_group(pid) == except_group) continue;  // killed with its group, still exiting
     std::string cmd;
     if (FILE* f = std::fopen(fmt::format("/proc/{}/cmdline", pid).c_str(), "rb")) {
       char buf[4096];
@@ -70,9 +98,8 @@ std::vector<JobResult::LeftProcess> living_children() {
       for (char& c : cmd)
         if (c == '\0') c = ' ';
     }
-    out.push_back({static_cast<int>(pid), cmd.empty() ? st->command : cmd});
+    out.push_back({static_cast<int>(pid), cmd.empty() ? st.command : cmd});
   }
-  ::closedir(proc);
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.pid < b.pid; });
   return out;
 }
@@ -154,6 +181,8 @@ JobResult run_job(const JobSpec& spec) {
   std::optional<Clock::time_point> kill_at;  // SIGKILL after the grace period
   bool open_out = true, open_err = true, exited = false, terminal_ok = true;
   int kills = 0;  // SIGKILLs sent to the group
+  std::optional<Clock::time_point> ended_at;           // the leader's exit
+  std::vector<JobResult::LeftProcess> holding_output;  // descendants alive when the group was killed for the pipes
   int status = 0;
   char buffer[1 << 16];
   while (!exited || open_out || open_err) {
@@ -181,7 +210,7 @@ JobResult run_job(const JobSpec& spec) {
     if (!exited) {
       const pid_t w = ::waitpid(pid, &status, WNOHANG | WUNTRACED);
       if (w == pid && WIFSTOPPED(status)) ::kill(-pid, SIGCONT);  // stopped (SIGSTOP, SIGTSTP): it must run to its end
-      else if (w == pid) exited = true;
+      else if (w == pid) exited = true, ended_at = Clock::now();
     }
     const auto now = Clock::now();
     const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.grace_seconds));
@@ -211,6 +240,7 @@ JobResult run_job(const JobSpec& spec) {
     if (exited && (open_out || open_err)) {
       if (!kill_at) kill_at = now + grace;
       else if (now > *kill_at && kills == 0) {
+        holding_output = living_descendants();
         ::kill(-pid, SIGKILL);
         ++kills;
         kill_at = now + std::chrono::seconds(2);
@@ -220,8 +250,14 @@ JobResult run_job(const JobSpec& spec) {
     }
   }
   ::close(log);
-  result.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.left_running = living_children();
+  result.wall_seconds = std::chrono::duration<double>(ended_at.value_or(Clock::now()) - start).count();
+  // The group's SIGKILL ended its members (they may still be exiting); a process of its own session outlives it.
+  result.left_running = living_descendants(kills > 0 ? static_cast<long>(pid) : 0);
+  for (auto& p : holding_output)
+    if (std::none_of(result.left_running.begin(), result.left_running.end(), [&](const auto& q) { return q.pid == p.pid; })) {
+      p.stopped = true;
+      result.left_running.push_back(std::move(p));
+    }
   if (!result.start_error.empty()) result.exit_status = 127;
   else if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);

@@ -35,13 +35,16 @@ struct JobResult {
   bool timed_out = false;
   int stop_signal = 0;              ///< the stop signal received and forwarded (0: none)
   std::string start_error;          ///< why the command could not be started ("" when it was)
-  double wall_seconds = 0;
+  double wall_seconds = 0;  ///< from the start to the job's own end (its first process's exit)
   /// A process the job started that was still running when the job ended and its output closed (a daemon, a server,
   /// a rank that escaped its process group with setsid): the runner is their subreaper (prctl
   /// PR_SET_CHILD_SUBREAPER) while the job runs, so they become its children when their parents exit.
   struct LeftProcess {
     int pid = 0;
     std::string command;  ///< /proc/PID/cmdline, arguments joined by spaces (else the command name)
+    /// It kept the job's output open past the grace period after the job ended, in the job's process group, so the
+    /// runner killed the group (it would hold profile for ever); false: still running, untouched.
+    bool stopped = false;
   };
   std::vector<LeftProcess> left_running;
   /// "exited with status 0", "killed by signal 9 (Killed) after the 60 s timeout", …

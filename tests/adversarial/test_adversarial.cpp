@@ -77,6 +77,38 @@ TEST(Adversarial, PredictNeverWritesOverOrIntoItsInputs) {
   fs::remove_all(dir);
 }
 
+TEST(Adversarial, PredictKnowsTheTraceItsCaptureNamesAndOutputsBehindDanglingLinks) {
+  const auto dir = scratch_dir("adv_predict_links");
+  const auto job = copy_job(dir);
+  const std::string trace_before = slurp(job / "trace.rank0.json.gz");
+  // The capture given as a file: the trace beside it, named by its window, is read too.
+  auto r = run_cli("predict " + (job / "capture.rank0.json").string() + " --link net:25 --out " + (job / "trace.rank0.json.gz").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(slurp(job / "trace.rank0.json.gz"), trace_before);
+  // Two outputs made one file by a dangling link; an output that leads into the job directory.
+  fs::create_symlink(dir / "o1.json", dir / "ol.json");
+  r = run_cli("predict " + job.string() + " --link net:25 --out " + (dir / "o1.json").string() + " --html " + (dir / "ol.json").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  fs::create_symlink(job / "zz.json", dir / "into.json");
+  r = run_cli("predict " + job.string() + " --link net:25 --out " + (dir / "into.json").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_FALSE(fs::exists(job / "zz.json"));
+  fs::remove_all(dir);
+}
+
+TEST(Adversarial, TrainingDataThatLinksToTheOutputIsRefused) {
+  const auto dir = scratch_dir("adv_data_link");
+  fs::create_directories(dir / "data");
+  spit(dir / "data" / "a.txt", "some text to train on\n");
+  spit(dir / "keep.txt", "keep me\n");
+  fs::create_symlink(dir / "keep.txt", dir / "data" / "l.txt");
+  const auto r = run_cli("train --backend cpu --world-size 1 --model mlp-1m --warmup-rounds 0 --rounds 1 --steps-per-round 1 "
+                         "--data " + (dir / "data").string() + " --out " + (dir / "keep.txt").string());
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(slurp(dir / "keep.txt"), "keep me\n");
+  fs::remove_all(dir);
+}
+
 TEST(Adversarial, AnalyzeAndTopoNeverWriteIntoAnInputDirectory) {
   const auto dir = scratch_dir("adv_analyze_inputs");
   const auto job = copy_job(dir);
@@ -211,6 +243,13 @@ TEST(Adversarial, ANonUtf8ArgumentReachesTheJobAndIsRecordedEscaped) {
   ASSERT_EQ(job["command"].size(), 5u) << job.dump();
   EXPECT_EQ(job["command"][4], "a\\xffb");
   EXPECT_EQ(job["command_escaped"], true);
+  // Once one argument needs escaping, every backslash is doubled: the four characters \xfe typed and the byte differ.
+  const auto r2 = run_cli("profile --keep " + (dir / "job2").string() + " -- true '\\xfe' \"$(printf '\\376')\"");
+  EXPECT_EQ(r2.status, 0) << r2.output;
+  const auto job2 = read_json(dir / "job2" / "job.json");
+  ASSERT_EQ(job2["command"].size(), 3u) << job2.dump();
+  EXPECT_EQ(job2["command"][1], "\\\\xfe");
+  EXPECT_EQ(job2["command"][2], "\\xfe");
   fs::remove_all(dir);
 }
 
@@ -310,7 +349,25 @@ TEST(Adversarial, ProcessesAJobLeavesRunningAreListed) {
   ASSERT_EQ(job["left_running"].size(), 1u) << job.dump();
   const int pid = job["left_running"][0]["pid"];
   EXPECT_GT(pid, 1);
+  EXPECT_EQ(job["left_running"][0]["stopped"], false);
+  EXPECT_LT(job["wall_s"].get<double>(), 5.0);  // the job's own time, not the wait for what it left
   kill(pid, SIGKILL);
+  fs::remove_all(dir);
+}
+
+TEST(Adversarial, AProcessThatHoldsTheJobsOutputIsStoppedAndNamed) {
+  const auto dir = scratch_dir("adv_holds_output");
+  const auto keep = dir / "job";
+  // The background sleep inherits the job's stdout: profile waits its grace period (10 s), then ends the group.
+  const auto r = run_cli("profile --keep " + keep.string() + " -- sh -c 'sleep 45 & echo started'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_mentions(r.output, "kept its output open");
+  const auto job = read_json(keep / "job.json");
+  ASSERT_TRUE(job.contains("left_running")) << job.dump();
+  ASSERT_EQ(job["left_running"].size(), 1u) << job.dump();
+  EXPECT_EQ(job["left_running"][0]["stopped"], true);
+  EXPECT_NE(job["left_running"][0]["command"].get<std::string>().find("sleep 45"), std::string::npos);
+  EXPECT_LT(job["wall_s"].get<double>(), 5.0);
   fs::remove_all(dir);
 }
 

@@ -61,7 +61,7 @@ int run(const DoctorFlags& f) {
     config.kernel_trace_dir = *f.kernel_trace;
   }
   if (config.job.progress) std::fprintf(stderr, "%s\n", model_summary(config.job).c_str());
-  check_outputs({{"--out", f.out}, {"--html", f.html}}, config.job);
+  check_outputs({{"--out", f.out}, {"--html", f.html}, {"--kernel-trace", f.kernel_trace.value_or(""), true}}, config.job);
   const core::OutputFile out_file(f.out);
   const bool gpu = config.job.backend == train::BackendKind::gpu;
   std::string why;

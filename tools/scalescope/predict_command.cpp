@@ -43,8 +43,9 @@ std::string header() {
 
 int run_predict(const PredictFlags& f) {
   // The run (a file, or a profile job directory: outputs inside it are refused too) and a --link that is a file.
-  core::check_run_outputs({{"--out", f.out}, {"--html", f.html}},
-                          {{f.run, "the run to predict from"}, {f.link, "the --link measurement"}});
+  std::vector<core::RunInput> inputs{{f.run, "the run to predict from"}, {f.link, "the --link measurement"}};
+  for (const auto& file : predict::run_input_files(f.run)) inputs.push_back({file, "a file of the run to predict from"});
+  core::check_run_outputs({{"--out", f.out}, {"--html", f.html}}, inputs);
   auto run = predict::run_from_path(f.run);
   if (run.profile.embedding_table_bytes > 0 && run.profile.embedding_gather_bytes > 0)
     run.profile.assumptions.push_back(fmt::format(
@@ -69,8 +70,8 @@ int run_predict(const PredictFlags& f) {
     }
     if (!(gbit > 0) || ports < 1 || f.gpus_per_node < 1)
       throw core::UsageError(fmt::format("--network '{}' with --gpus-per-node {}: both are needed, the network as net:GBIT or "
-                                         "net:GBITxPORTS (GBIT a line rate above 0 and at most {:g} Gb/s)", f.network, f.gpus_per_node,
-                                         predict::kMaxPortGbit),
+                                         "net:GBITxPORTS (GBIT a line rate from {:g} to {:g} Gb/s)", f.network, f.gpus_per_node,
+                                         predict::kMinPortGbit, predict::kMaxPortGbit),
                              "e.g. --gpus-per-node 8 --network net:400x8 (eight 400 Gb/s ports per node)");
     link = link.with_network(f.gpus_per_node, gbit, ports);
   }

@@ -60,12 +60,19 @@ std::string now_iso() {
   return buf;
 }
 
-/// `text` as JSON can hold it (core::utf8_or_escaped); sets `*escaped` when anything was escaped.
-std::string json_text(const std::string& text, bool* escaped) {
-  bool e = false;
-  std::string out = core::utf8_or_escaped(text, &e);
-  if (e) *escaped = true;
-  return out;
+/// `text` as JSON can hold it: as it is, or, when `escaped` (some string of the record holds a byte that is not
+/// UTF-8), with every such byte as \xNN and each backslash doubled (core::utf8_or_escaped).
+std::string json_text(const std::string& text, bool escaped) { return core::utf8_or_escaped(text, nullptr, escaped); }
+
+/// Whether any of `texts` holds a byte that is not UTF-8.
+bool any_not_utf8(std::initializer_list<const std::string*> texts) {
+  bool any = false;
+  for (const auto* t : texts) {
+    bool e = false;
+    core::utf8_or_escaped(*t, &e);
+    any |= e;
+  }
+  return any;
 }
 
 int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
@@ -89,15 +96,17 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   spec.timeout_seconds = f.timeout;
   // Arguments and environment values are bytes (POSIX), JSON strings are UTF-8: what is not is kept escaped (\xNN).
   bool escaped = false;
+  for (const auto& a : command) escaped |= any_not_utf8({&a});
+  for (const auto& [k, v] : env_now) escaped |= any_not_utf8({&k, &v});
   nlohmann::json command_json = nlohmann::json::array();
-  for (const auto& a : command) command_json.push_back(json_text(a, &escaped));
+  for (const auto& a : command) command_json.push_back(json_text(a, escaped));
   nlohmann::json env_json = nlohmann::json::array();
   std::vector<std::string> not_captured;
   // Without the shim, only NCCL's and PyTorch's own variables: they need no Python package.
   for (const auto& c : profile::job_environment(env_now, job_dir, shim.value_or(""), {f.warmup, f.steps}, nccl_plugin.value_or(""))) {
     if (!shim && c.name.rfind("NCCL_", 0) != 0 && c.name.rfind("TORCH_", 0) != 0 && c.name != "SCALESCOPE_NCCL_PROFILE_DIR") continue;
     if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
-    env_json.push_back({{"name", json_text(c.name, &escaped)}, {"value", json_text(c.value, &escaped)},
+    env_json.push_back({{"name", json_text(c.name, escaped)}, {"value", json_text(c.value, escaped)},
                         {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
   }
   if (!shim) {
@@ -155,15 +164,19 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   }
   if (!result.left_running.empty()) {
     nlohmann::json left = nlohmann::json::array();
-    std::string lines;
+    std::string running, stopped;
     for (const auto& p : result.left_running) {
-      left.push_back({{"pid", p.pid}, {"command", json_text(p.command, &escaped)}});
-      lines += fmt::format("\n  pid {}: {}", p.pid, core::terminal_text(p.command, 200));
+      left.push_back({{"pid", p.pid}, {"command", core::utf8_or_escaped(p.command, nullptr, escaped || any_not_utf8({&p.command}))},
+                      {"stopped", p.stopped}});
+      (p.stopped ? stopped : running) += fmt::format("\n  pid {}: {}", p.pid, core::terminal_text(p.command, 200));
     }
     job["left_running"] = left;
-    std::fprintf(stderr, "\nprofile: %zu process(es) the job started %s still running after the job ended (not stopped by "
-                 "scalescope; `kill PID` ends one):%s\n", result.left_running.size(),
-                 result.left_running.size() == 1 ? "is" : "are", lines.c_str());
+    if (!running.empty())
+      std::fprintf(stderr, "\nprofile: process(es) the job started, still running after the job ended (not stopped by "
+                   "scalescope; `kill PID` ends one):%s\n", running.c_str());
+    if (!stopped.empty())
+      std::fprintf(stderr, "\nprofile: process(es) of the job that kept its output open %.0f s after it ended, stopped "
+                   "(SIGKILL) so that profile could finish:%s\n", spec.grace_seconds, stopped.c_str());
   }
   core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
   std::fprintf(stderr, "\nprofile: the job %s after %.1f s; analysing %s\n\n", result.describe().c_str(), result.wall_seconds,

@@ -66,7 +66,7 @@ int run(const TrainFlags& f) {
     config.kernel_trace_dir = *f.kernel_trace;
   }
   if (config.progress) std::fprintf(stderr, "%s\n", model_summary(config).c_str());
-  check_outputs({{"--out", f.out}}, config);
+  check_outputs({{"--out", f.out}, {"--kernel-trace", f.kernel_trace.value_or(""), true}}, config);
   const core::OutputFile out_file(f.out);
   if (comm::rank_from_launcher_environment() || comm::started_by_mpi_launcher()) {
     // Started by mpirun/srun (e.g. across nodes): this process is one rank; rank 0 reports.
