@@ -45,8 +45,8 @@ struct ProfileFlags {
 
 /// How much of a text input larger than this profile's analysis reads: its first and last half (the job's log: NCCL's
 /// and the launcher's start-up lines, the step lines, and the error that ended a crash). A job that prints 100 MB is
-/// then analysed in about the time of a 2 MB log.
-constexpr std::uint64_t kJobLogExcerptBytes = 2u << 20;
+/// then analysed in about the time of a 1 MB log.
+constexpr std::uint64_t kJobLogExcerptBytes = 1u << 20;
 
 std::vector<std::string>& tail_storage() {
   static std::vector<std::string> tail;
