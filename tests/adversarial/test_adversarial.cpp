@@ -371,6 +371,18 @@ TEST(Adversarial, AProcessThatHoldsTheJobsOutputIsStoppedAndNamed) {
   fs::remove_all(dir);
 }
 
+TEST(Adversarial, AJobThatFailsIsNamedWithItsFirstException) {
+  const auto dir = scratch_dir("adv_job_fails");
+  const auto r = run_cli("profile --keep " + (dir / "job").string() +
+                         " -- python3 -c \"import sys; print('step 1'); raise RuntimeError('planted: boom')\"");
+  EXPECT_EQ(r.status, 1) << r.output;  // the job's own status
+  expect_mentions(r.output, "the job FAILED (exited with status 1): RuntimeError: planted: boom");
+  const auto job = read_json(dir / "job" / "job.json");
+  EXPECT_EQ(job["failure"]["first_exception"], "RuntimeError: planted: boom");
+  expect_mentions(r.output, "it FAILED: RuntimeError: planted: boom");  // the job's record in the analysis
+  fs::remove_all(dir);
+}
+
 // --- hostile strings --------------------------------------------------------------------------------------------
 
 TEST(Adversarial, HostileFileNamesNeverReachAShellOrBreakTheJson) {

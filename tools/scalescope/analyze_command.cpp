@@ -290,6 +290,8 @@ std::pair<std::string, nlohmann::json> summarize_scalescope_json(const std::stri
                           core::terminal_text(p.value("command", std::string("?")), 120));
       line += fmt::format("; {} process(es) it started still running when it ended: {}", j["left_running"].size(), who);
     }
+    if (j.contains("failure") && j["failure"].is_object() && j["failure"].contains("first_exception"))
+      line += "; it FAILED: " + core::terminal_text(j["failure"].value("first_exception", std::string()), 300);
   } else if (schema == "scalescope.topo/1") {
     std::size_t findings = j.contains("findings") && j["findings"].is_array() ? j["findings"].size() : 0;
     line = fmt::format("topo: {} finding(s)", findings);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -22,7 +23,9 @@
 #include "core/error.h"
 #include "core/output_guard.h"
 #include "core/terminal_text.h"
+#include "analyze/input_kind.h"
 #include "profile/job_directory.h"
+#include "profile/job_failure.h"
 #include "profile/job_env.h"
 #include "profile/job_runner.h"
 #include "profile/job_progress.h"
@@ -178,7 +181,29 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
       std::fprintf(stderr, "\nprofile: process(es) of the job that kept its output open %.0f s after it ended, stopped "
                    "(SIGKILL) so that profile could finish:%s\n", spec.grace_seconds, stopped.c_str());
   }
+  // A job that failed by itself: its first exception is the first finding, before any analysis of its scaling.
+  std::string failed;
+  if (result.exit_status != 0 && !result.timed_out && result.stop_signal == 0) {
+    try {
+      const auto log = analyze::read_input_file(job_dir + "/job.log", kJobLogExcerptBytes);
+      const auto failure = profile::read_job_failure(log.text);
+      nlohmann::json fj = {{"failed_ranks", failure.failed_ranks}};
+      if (const auto* e = failure.first_cause()) {
+        fj["first_exception"] = json_text(e->line, escaped || any_not_utf8({&e->line}));
+        if (e->rank) fj["rank"] = *e->rank;
+        failed = fmt::format("{}{}", e->rank ? fmt::format("rank {}: ", *e->rank) : "", core::terminal_text(e->line, 300));
+      }
+      job["failure"] = fj;
+      if (!failure.failed_ranks.empty())
+        failed += fmt::format("{}ranks the launcher lists as failed: {}", failed.empty() ? "" : "; ",
+                              fmt::join(failure.failed_ranks, ", "));
+    } catch (const core::Error&) {  // no log to read: the exit status says what there is
+    }
+  }
   core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
+  if (!failed.empty())
+    std::fprintf(stderr, "\nprofile: the job FAILED (%s): %s\n  (the first exception in its output; what follows it in "
+                 "job.log is mostly its consequence)\n", result.describe().c_str(), failed.c_str());
   std::fprintf(stderr, "\nprofile: the job %s after %.1f s; analysing %s\n\n", result.describe().c_str(), result.wall_seconds,
                job_dir.c_str());
   std::fflush(stderr);
