@@ -8,7 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
-#include "topo/hardware.h"
+#include "knowledge/hardware.h"
 #include "topo/smi_topo_parser.h"
 
 namespace scalescope::predict {

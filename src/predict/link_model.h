@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/sweep.h"
+#include "comm/sweep.h"
 
 namespace scalescope::predict {
 
