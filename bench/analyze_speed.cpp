@@ -28,8 +28,9 @@
 
 #include <fmt/format.h>
 
-#include "analyze/nccl_log.h"
-#include "analyze/trace_analysis.h"
+#include "analysis/nccl_log_analysis.h"
+#include "readers/nccl/nccl_log.h"
+#include "analysis/trace_analysis.h"
 #include "core/error.h"
 
 using namespace scalescope;

@@ -24,7 +24,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/sweep.h"
+#include "comm/sweep.h"
 #include "predict/link_model.h"
 #include "predict/step_model.h"
 

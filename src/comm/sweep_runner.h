@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/sweep.h"
+#include "comm/sweep.h"
 #include "comm/bench_backend.h"
 
 namespace scalescope::comm {

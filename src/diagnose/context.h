@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "diagnose/engine.h"
-#include "diagnose/facts.h"
+#include "facts/facts.h"
 #include "diagnose/nccl_settings.h"
 #include "diagnose/variants.h"
-#include "topo/hardware.h"
+#include "knowledge/hardware.h"
 
 namespace scalescope::diagnose {
 

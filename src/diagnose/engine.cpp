@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/log_text.h"
+#include "text/log_text.h"
 #include "core/terminal_text.h"
 #include "diagnose/catalogue.h"
 #include "diagnose/causes_util.h"

@@ -1,11 +1,11 @@
 #pragma once
-// The diagnosis engine: from the facts of every file of one call (diagnose/facts.h) to the root cause, ranked,
+// The diagnosis engine: from the facts of every file of one call (facts/facts.h) to the root cause, ranked,
 // with its cost, its fix and the command that would confirm it — the way an expert reads the same evidence.
 //
 // How it works:
 //  1. Context (diagnose/context.h) puts the files together: a GPU model named in one file applies to the others;
 //     the job's GPUs and nodes come from whichever file states them; settings are judged against NCCL's
-//     defaults; measured figures against what the hardware table (topo/hardware.h) says the path should give;
+//     defaults; measured figures against what the hardware table (knowledge/hardware.h) says the path should give;
 //     tables of variants are compared row against row (diagnose/variants.h).
 //  2. Every cause of the catalogue (diagnose/catalogue.h; ids from ../shared/diagnosis-causes.md) assesses the
 //     context: the facts that support it, those that rule it out, its cost in the job's terms, the fix and the
@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "diagnose/facts.h"
+#include "facts/facts.h"
 
 namespace scalescope::diagnose {
 

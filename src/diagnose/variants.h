@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/facts.h"
+#include "facts/facts.h"
 
 namespace scalescope::diagnose {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/trace_analysis.h"
+#include "analysis/trace_analysis.h"
 #include "core/scaling.h"
 #include "diagnose/verdict.h"
 #include "train/job.h"

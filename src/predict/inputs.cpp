@@ -8,11 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "analyze/input_kind.h"
-#include "analyze/nccl_profile.h"
-#include "analyze/nccl_tests_parser.h"
-#include "analyze/trace_analysis.h"
-#include "analyze/trace_reader.h"
+#include "readers/input_kind.h"
+#include "readers/nccl/nccl_profile.h"
+#include "readers/nccl/nccl_tests_parser.h"
+#include "analysis/trace_analysis.h"
+#include "readers/trace/trace_reader.h"
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/stats.h"

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "core/suggest.h"
-#include "topo/hardware.h"
+#include "knowledge/hardware.h"
 #include "topo/smi_topo_parser.h"
 
 namespace scalescope::predict {

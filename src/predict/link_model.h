@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/sweep.h"
+#include "comm/sweep.h"
 
 namespace scalescope::predict {
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "diagnose/facts.h"
+#include "facts/facts.h"
 
 namespace scalescope::probe {
 

@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/system_tools.h"
+#include "readers/system/system_tools.h"
 
 namespace scalescope::probe {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/trace_reader.h"
+#include "readers/trace/trace_reader.h"
 #include "predict/inputs.h"
 #include "predict/step_model.h"
 

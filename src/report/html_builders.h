@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/sweep.h"
-#include "analyze/trace_analysis.h"
+#include "comm/sweep.h"
+#include "analysis/trace_analysis.h"
 #include "report/html_report.h"
 
 namespace scalescope::report {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/log_text.h"
+#include "text/log_text.h"
 
 #ifndef SCALESCOPE_VERSION
 #define SCALESCOPE_VERSION "unknown"

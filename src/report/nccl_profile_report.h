@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "analyze/nccl_profile.h"
+#include "readers/nccl/nccl_profile.h"
 
 namespace scalescope::report {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "analyze/sweep.h"
-#include "analyze/sweep_analysis.h"
+#include "comm/sweep.h"
+#include "analysis/sweep_analysis.h"
 
 namespace scalescope::report {
 

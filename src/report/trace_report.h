@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "analyze/trace_analysis.h"
+#include "analysis/trace_analysis.h"
 
 namespace scalescope::report {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/sweep.h"
+#include "comm/sweep.h"
 #include "comm/bench_backend.h"
 #include "comm/sweep_runner.h"
 #include "train/backend.h"

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "diagnose/from_readers.h"
+#include "evidence/record_facts.h"
 #include "runtime/comm_job.h"
 
 namespace scalescope::runtime {

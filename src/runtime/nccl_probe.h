@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/nccl_log.h"
-#include "diagnose/facts.h"
+#include "readers/nccl/nccl_log.h"
+#include "facts/facts.h"
 
 namespace scalescope::runtime {
 
@@ -34,7 +34,7 @@ struct NcclProbe {
 };
 
 /// busbw below this share of the slowest pair's expected bandwidth triggers the A/B: NCCL's ring reaches about
-/// 0.8 of NVLink's line rate (topo/hardware.h) and 0.7–0.8 of a PCIe link's, so half is well below a healthy path.
+/// 0.8 of NVLink's line rate (knowledge/hardware.h) and 0.7–0.8 of a PCIe link's, so half is well below a healthy path.
 inline constexpr double kAbTrigger = 0.5;
 
 /// Runs an all-reduce sweep of 8 B – 128 MiB on `world_size` GPU ranks of this node (scalescope's own comm job),

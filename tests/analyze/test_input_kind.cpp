@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "analyze/input_kind.h"
+#include "readers/input_kind.h"
 #include "core/error.h"
 
 using namespace scalescope::analyze;

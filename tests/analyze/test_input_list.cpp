@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "analyze/input_kind.h"
-#include "analyze/input_list.h"
+#include "readers/input_kind.h"
+#include "readers/input_list.h"
 #include "core/error.h"
 #include "support/scratch_dir.h"
 

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/trace_analysis.h"
-#include "analyze/trace_reader.h"
+#include "analysis/trace_analysis.h"
+#include "readers/trace/trace_reader.h"
 #include "report/trace_report.h"
 #include "train/kernel_trace.h"
 

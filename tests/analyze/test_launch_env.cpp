@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/launch_env.h"
+#include "readers/job/launch_env.h"
 
 using namespace scalescope;
 using diagnose::Reading;

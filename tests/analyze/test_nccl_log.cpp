@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "analyze/nccl_log.h"
+#include "analysis/nccl_log_analysis.h"
+#include "readers/nccl/nccl_log.h"
 
 using namespace scalescope::analyze;
 namespace fs = std::filesystem;

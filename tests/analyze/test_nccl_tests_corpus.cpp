@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/nccl_tests_parser.h"
+#include "readers/nccl/nccl_tests_parser.h"
 #include "core/error.h"
 
 using namespace scalescope;

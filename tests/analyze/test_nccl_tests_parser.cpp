@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "analyze/nccl_tests_parser.h"
+#include "readers/nccl/nccl_tests_parser.h"
 #include "core/error.h"
 
 using namespace scalescope;

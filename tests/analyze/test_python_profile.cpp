@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "analyze/python_profile.h"
+#include "readers/job/python_profile.h"
 
 using namespace scalescope;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// Tests of the prose reader (analyze/report_text.h): the project's own fixtures of issue text for every claim kind,
+// Tests of the prose reader (readers/prose/report_text.h): the project's own fixtures of issue text for every claim kind,
 // negations, trials and suggestions, settings stated as in force, GPU products and node counts, code blocks and log
 // lines left to the other readers, detection against other kinds of input, damaged text; then every file of the
 // shared corpus (detection must say no to logs, nccl-tests outputs, topology matrices, traces …).
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "analyze/report_text.h"
+#include "readers/prose/report_text.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "analyze/sweep_analysis.h"
+#include "analysis/sweep_analysis.h"
 #include "core/error.h"
 
 using namespace scalescope;

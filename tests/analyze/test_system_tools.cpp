@@ -1,4 +1,4 @@
-// The system-tools reader (analyze/system_tools.h): the project's own fixtures of every tool and format it reads —
+// The system-tools reader (readers/system/system_tools.h): the project's own fixtures of every tool and format it reads —
 // written in the tools' real output formats as found in public threads and repositories (see the comment of each
 // fixture) — with every fact field checked; device association; detection; damaged input; then the files of
 // ../shared/corpus (the nccl304 lspci line, the two topo files with a -p2p matrix, and no spurious fact from any
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/system_tools.h"
+#include "readers/system/system_tools.h"
 
 using namespace scalescope;
 using scalescope::analyze::detect_system_tools;

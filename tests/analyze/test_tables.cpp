@@ -1,4 +1,4 @@
-// Tests of the table reader (analyze/tables.h): the project's own fixtures of every form people paste — markdown
+// Tests of the table reader (readers/tables/tables.h): the project's own fixtures of every form people paste — markdown
 // with and without HTML around it, pipe tables without markdown, CSV, TSV, space-aligned columns, pair lists,
 // "label: value" lists, tables whose variants are columns — checking quantities, units, dims, members, titles,
 // derived rows, notes and damaged input; then the shared corpus when it is present.
@@ -10,7 +10,7 @@
 #include <random>
 #include <sstream>
 
-#include "analyze/tables.h"
+#include "readers/tables/tables.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "analyze/chrome_trace_writer.h"
-#include "analyze/trace_analysis.h"
+#include "report/chrome_trace_writer.h"
+#include "analysis/trace_analysis.h"
 #include "core/error.h"
 #include "report/trace_report.h"
 #include "trace_test_util.h"

@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <map>
 
-#include "analyze/trace_analysis.h"
+#include "analysis/trace_analysis.h"
 #include "core/error.h"
 
 using namespace scalescope;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "analyze/trace_reader.h"
+#include "readers/trace/trace_reader.h"
 #include "core/error.h"
 #include "trace_test_util.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/training_log.h"
+#include "readers/job/training_log.h"
 
 using namespace scalescope;
 using diagnose::Reading;

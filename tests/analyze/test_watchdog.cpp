@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analyze/watchdog.h"
+#include "readers/job/watchdog.h"
 
 using namespace scalescope::analyze;
 namespace fs = std::filesystem;

@@ -14,8 +14,8 @@
 #include "diagnose/catalogue.h"
 #include "diagnose/context.h"
 #include "diagnose/engine.h"
-#include "diagnose/from_readers.h"
-#include "diagnose/evidence.h"
+#include "evidence/record_facts.h"
+#include "evidence/gather.h"
 
 using namespace scalescope;
 using namespace scalescope::diagnose;

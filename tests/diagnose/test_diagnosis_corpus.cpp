@@ -14,7 +14,7 @@
 #include <set>
 #include <sstream>
 
-#include "diagnose/evidence.h"
+#include "evidence/gather.h"
 
 using namespace scalescope;
 using namespace scalescope::diagnose;

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "diagnose/facts.h"
+#include "facts/facts.h"
 
 using namespace scalescope::diagnose;
 

@@ -6,7 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "analyze/nccl_log.h"
+#include "analysis/nccl_log_analysis.h"
+#include "readers/nccl/nccl_log.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "analyze/nccl_tests_parser.h"
-#include "analyze/sweep_analysis.h"
+#include "readers/nccl/nccl_tests_parser.h"
+#include "analysis/sweep_analysis.h"
 #include "core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

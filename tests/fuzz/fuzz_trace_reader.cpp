@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "analyze/chrome_trace_writer.h"
-#include "analyze/trace_analysis.h"
+#include "report/chrome_trace_writer.h"
+#include "analysis/trace_analysis.h"
 #include "core/error.h"
 
 using namespace scalescope;

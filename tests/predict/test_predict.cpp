@@ -149,7 +149,7 @@ TEST(Inputs, TrainReportAtOneRankBecomesAProfile) {
 
 #include <fstream>
 
-#include "diagnose/from_readers.h"
+#include "evidence/record_facts.h"
 #include "predict/fix_gain.h"
 
 namespace {

@@ -13,10 +13,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/input_kind.h"
+#include "readers/input_kind.h"
 #include "core/error.h"
-#include "analyze/nccl_profile.h"
-#include "diagnose/from_readers.h"
+#include "readers/nccl/nccl_profile.h"
+#include "evidence/record_facts.h"
 #include "profile/nccl_plugin/abi_v5.h"
 #include "profile/nccl_plugin/recorder.h"
 #include "support/scratch_dir.h"

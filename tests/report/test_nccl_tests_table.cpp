@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "analyze/nccl_tests_parser.h"
-#include "analyze/sweep_analysis.h"
+#include "readers/nccl/nccl_tests_parser.h"
+#include "analysis/sweep_analysis.h"
 #include "core/error.h"
 #include "report/nccl_tests_table.h"
 

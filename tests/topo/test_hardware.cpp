@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "topo/bandwidth.h"
-#include "topo/hardware.h"
+#include "knowledge/hardware.h"
 
 using namespace scalescope::topo;
 

@@ -18,15 +18,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "analyze/chrome_trace_writer.h"
-#include "analyze/input_kind.h"
-#include "analyze/input_list.h"
-#include "analyze/nccl_log.h"
-#include "analyze/nccl_profile.h"
-#include "analyze/nccl_tests_parser.h"
-#include "analyze/sweep_analysis.h"
-#include "analyze/trace_analysis.h"
-#include "analyze/watchdog.h"
+#include "report/chrome_trace_writer.h"
+#include "readers/input_kind.h"
+#include "readers/input_list.h"
+#include "analysis/nccl_log_analysis.h"
+#include "readers/nccl/nccl_log.h"
+#include "readers/nccl/nccl_profile.h"
+#include "readers/nccl/nccl_tests_parser.h"
+#include "analysis/sweep_analysis.h"
+#include "analysis/trace_analysis.h"
+#include "readers/job/watchdog.h"
 #include "commands.h"
 #include "workload_options.h"
 #include "core/atomic_file.h"
@@ -35,9 +36,9 @@
 #include "core/terminal_text.h"
 #include "diagnose/catalogue.h"
 #include "diagnose/engine.h"
-#include "diagnose/evidence.h"
-#include "diagnose/from_capture.h"
-#include "diagnose/from_readers.h"
+#include "evidence/gather.h"
+#include "readers/job/capture.h"
+#include "evidence/record_facts.h"
 #include "predict/fix_gain.h"
 #include "report/html_builders.h"
 #include "report/nccl_profile_report.h"
@@ -571,7 +572,9 @@ int run_analyze(const AnalyzeFlags& f) {
   }
   if (watchdog_logs.size() > 1) {
     const auto a = analyze::analyze_watchdog(watchdog_logs);
-    for (const auto& fact : diagnose::facts_from_watchdog(watchdog_logs, a).facts.all())  // the cross-rank summary
+    // Held in a variable: a range-for over a member of the temporary would read it after its end (C++20).
+    const auto across = diagnose::facts_from_watchdog(watchdog_logs, a);
+    for (const auto& fact : across.facts.all())  // the cross-rank summary
       if (std::holds_alternative<diagnose::WatchdogSummary>(fact.value)) facts.add(fact);
     combined_text += fmt::format("\n== watchdog messages of all {} files together\n", watchdog_logs.size()) + render_watchdog(a, true);
     combined["watchdog"] = a;

@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "analyze/nccl_tests_parser.h"
-#include "analyze/sweep_analysis.h"
+#include "readers/nccl/nccl_tests_parser.h"
+#include "analysis/sweep_analysis.h"
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "comm/bench_backend.h"

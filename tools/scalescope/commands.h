@@ -8,8 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "analyze/input_list.h"
-#include "analyze/trace_reader.h"
+#include "readers/input_list.h"
+#include "readers/trace/trace_reader.h"
 
 namespace scalescope::cli {
 

@@ -11,7 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "diagnose/engine.h"
-#include "diagnose/from_readers.h"
+#include "evidence/record_facts.h"
 #include "doctor/doctor.h"
 #include "report/reports.h"
 #include "report/topo_report.h"

@@ -23,7 +23,7 @@
 #include "core/error.h"
 #include "core/output_guard.h"
 #include "core/terminal_text.h"
-#include "analyze/input_kind.h"
+#include "readers/input_kind.h"
 #include "profile/job_directory.h"
 #include "profile/job_failure.h"
 #include "profile/job_env.h"

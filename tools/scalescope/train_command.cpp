@@ -14,7 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "diagnose/engine.h"
-#include "diagnose/from_readers.h"
+#include "evidence/record_facts.h"
 #include "report/reports.h"
 #include "workload_options.h"
 

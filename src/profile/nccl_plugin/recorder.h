@@ -3,7 +3,7 @@
 // (and send/recv) NCCL enqueues in a ring of records, adds the GPU start and end that NCCL's proxy reports per
 // channel (ncclProfileKernelCh events, GPU globaltimer ns), and writes one JSON line per operation — about 200 bytes
 // — to the communicator's file. The format is docs/profile.md's "scalescope.nccl-profile/1"; analyze reads it
-// (analyze/nccl_profile.h).
+// (readers/nccl/nccl_profile.h).
 //
 // Threads: start_op and flush_all are called by the thread that enqueues (under the recorder's mutex); the
 // kernel_* calls come from NCCL's proxy thread and touch only atomics of a record. A record is written out when
