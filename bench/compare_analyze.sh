@@ -15,6 +15,9 @@
 # generated_at) if any appear. The exit status of each call is compared too. Terminal output is compared and
 # reported, but only the JSON and the exit status decide.
 #
+# IGNORE_KEYS="k1 k2": top-level keys left out of both results, for a section one of the binaries adds on purpose
+# (e.g. IGNORE_KEYS=inputs between a binary before issue #40 and one after it).
+#
 # Exit status: 0 when every input is identical, 1 when any differs, 2 on a usage error. Needs jq.
 set -u
 
@@ -71,8 +74,9 @@ differing_paths() {
 # normalise FILE PATHSFILE: the JSON, sorted keys, with every path of PATHSFILE and every stamp-like key blanked.
 normalise() {
   [[ -s $1 ]] || { echo "(no JSON written)"; return; }
-  jq -S --slurpfile drop <(jq -c -s '.' "$2") '
-    reduce ($drop[0][]) as $p (.; try setpath($p; "<varies between runs>") catch .)
+  jq -S --slurpfile drop <(jq -c -s '.' "$2") --arg ignore "${IGNORE_KEYS:-}" '
+    reduce ($ignore | split(" ") | map(select(length > 0))[]) as $k (.; del(.[$k]))
+    | reduce ($drop[0][]) as $p (.; try setpath($p; "<varies between runs>") catch .)
     | walk(if type == "object" then with_entries(
         if (.key | test("^(version_stamp|build_stamp|commit|built|generated_at)$")) then .value = "<build stamp>"
         else . end) else . end)' "$1"
