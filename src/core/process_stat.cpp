@@ -14,11 +14,12 @@ std::optional<ProcessStat> read_process_stat(pid_t pid) {
   ProcessStat s;
   s.command = line.substr(open + 1, close - open - 1);
   std::istringstream rest(line.substr(close + 1));
-  long long parent = 0;
-  if (!(rest >> s.state >> parent)) return std::nullopt;
+  long long parent = 0, group = 0;
+  if (!(rest >> s.state >> parent >> group)) return std::nullopt;
   s.parent = static_cast<pid_t>(parent);
+  s.group = static_cast<pid_t>(group);
   std::string field;
-  for (int i = 5; i < 22; ++i)  // fields 5 (process group) to 21
+  for (int i = 6; i < 22; ++i)  // fields 6 to 21
     if (!(rest >> field)) return std::nullopt;
   if (!(rest >> s.start_ticks)) return std::nullopt;
   return s;

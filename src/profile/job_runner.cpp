@@ -47,21 +47,6 @@ struct Pipe {
   }
 };
 
-/// The process group of `pid` (/proc/PID/stat field 5, counted after the last ')'), -1 when it cannot be read.
-long process_group(long pid) {
-  FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "rb");
-  if (!f) return -1;
-  char buf[1024];
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* close = std::strrchr(buf, ')');
-  char state = 0;
-  long ppid = 0, pgrp = -1;
-  if (!close || std::sscanf(close + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3) return -1;
-  return pgrp;
-}
-
 /// The living descendants of this process (the job's leader is reaped already): with the runner as subreaper, the
 /// job's processes whose parents have exited are its children, and their children below them. Zombies among its
 /// children are reaped first.
@@ -87,7 +72,7 @@ std::vector<JobResult::LeftProcess> living_descendants(long except_group = 0) {
   }
   for (const auto& [pid, st] : all) {
     if (pid == ::getpid() || !ours.count(pid) || st.state == 'Z' || st.state == 'X') continue;
-    if (except_group > 0 && process_group(pid) == except_group) continue;  // killed with its group, still exiting
+    if (except_group > 0 && st.group == except_group) continue;  // killed with its group, still exiting
     std::string cmd;
     if (FILE* f = std::fopen(fmt::format("/proc/{}/cmdline", pid).c_str(), "rb")) {
       char buf[4096];

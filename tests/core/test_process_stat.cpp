@@ -13,6 +13,7 @@ TEST(ProcessStat, ReadsThisProcess) {
   const auto stat = read_process_stat(getpid());
   ASSERT_TRUE(stat.has_value());
   EXPECT_EQ(stat->parent, getppid());
+  EXPECT_EQ(stat->group, getpgrp());
   EXPECT_EQ(stat->state, 'R');  // reading its own stat, it runs
   EXPECT_FALSE(stat->stopped());
   EXPECT_GT(stat->start_ticks, 0u);
