@@ -6,7 +6,8 @@
 // allows peer-to-peer over PCIe, memory and dense tensor throughput. Per network: line rates of InfiniBand and
 // Ethernet generations and the bus bandwidth NCCL reaches over them. Then the expected all-reduce bus bandwidth
 // of each path class. Every figure names its source (datasheets, NCCL's topology model, the project's own
-// measurements in ../shared/anchors.md and bench/RESULTS.md). GB = 1e9 bytes; Gb/s = 1e9 bits/s. Pure data:
+// measurements in bench/RESULTS.md). The GPU rows are data: data/gpus.json, compiled in (knowledge/embedded_data.h)
+// and validated when first used; a malformed row is a build defect that the knowledge tests catch. GB = 1e9 bytes; Gb/s = 1e9 bits/s. Pure data:
 // nothing here touches a GPU, a file or the network, and nothing throws.
 
 #include <optional>
@@ -58,6 +59,10 @@ struct GpuSpec {
   /// FP16-accumulate rate, and that half is what is stored). P100 has no tensor cores: its FP16 rate on the CUDA
   /// cores is stored. 0: unknown, or no fast 16-bit path (GP102/GP104 run FP16 at 1/64 rate).
   double dense_bf16_tflops = 0;
+  /// FP32 on the CUDA cores (no tensor cores), TFLOP/s: what FP32 training without TF32 runs at. 0: unknown.
+  double fp32_tflops = 0;
+  /// Memory bandwidth, GB/s. 0: unknown.
+  double memory_bw_gbps = 0;
   std::string_view source;        ///< datasheet or page the figures come from
   /// The name rule find_gpu uses (see there): alternatives split by ';', each a list of clauses split by ','
   /// that must all hold; a clause is a set of phrases split by '|' of which one must appear, or with a leading

@@ -56,6 +56,9 @@ double path_factor(LinkClass cls) {
 }
 
 int pcie_gen_from_name(const std::string& name) {
+  // Quadro RTX 4000/5000 (Turing, Gen3) and RTX 4000/5000 Ada (Gen4) before the GeForce RTX 40/50 prefixes they contain.
+  if (contains(name, "Quadro RTX")) return 3;
+  if (contains(name, "Ada Generation")) return 4;
   if (any_of(name, {"H100", "H200", "H800", "H20", "GH200", "B100", "B200", "GB200", "B300", "RTX 50", "RTX PRO 6000"}))
     return 5;
   if (any_of(name, {"A100", "A800", "A30", "A40", "A10", "A16", "A2 ", "L40", "L4", "L20", "RTX 30", "RTX 40", "RTX A",

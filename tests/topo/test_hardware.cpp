@@ -43,6 +43,24 @@ bool contains(const std::string& text, std::string_view part) { return text.find
 // Together they reach every table entry (checked below), so no entry's rule is dead.
 const std::vector<std::pair<std::string, std::string>> kSpellings = {
     {"Tesla K80", "Tesla K80"},
+    {"NVIDIA GeForce RTX 2070", "GeForce RTX 2070"},
+    {"NVIDIA GeForce RTX 2070 SUPER", "GeForce RTX 2070 SUPER"},
+    {"NVIDIA GeForce RTX 2080 SUPER", "GeForce RTX 2080 SUPER"},
+    {"NVIDIA GeForce RTX 3060", "GeForce RTX 3060"},
+    {"NVIDIA GeForce RTX 3070", "GeForce RTX 3070"},
+    {"NVIDIA GeForce RTX 3080 Ti", "GeForce RTX 3080 Ti"},
+    {"NVIDIA GeForce RTX 4070", "GeForce RTX 4070"},
+    {"NVIDIA GeForce RTX 4070 SUPER", "GeForce RTX 4070 SUPER"},
+    {"NVIDIA GeForce RTX 4070 Ti", "GeForce RTX 4070 Ti"},
+    {"NVIDIA GeForce RTX 4080 SUPER", "GeForce RTX 4080 SUPER"},
+    {"NVIDIA GeForce RTX 5070", "GeForce RTX 5070"},
+    {"NVIDIA GeForce RTX 5070 Ti", "GeForce RTX 5070 Ti"},
+    {"Quadro GV100", "Quadro GV100"},
+    {"Quadro RTX 5000", "Quadro RTX 5000"},
+    {"Quadro RTX 4000", "Quadro RTX 4000"},
+    {"NVIDIA RTX A4500", "RTX A4500"},
+    {"NVIDIA RTX 5000 Ada Generation", "RTX 5000 Ada"},
+    {"NVIDIA RTX 4000 Ada Generation", "RTX 4000 Ada"},
     {"Tesla M40 24GB", "Tesla M40"},
     {"Tesla M60", "Tesla M60"},
     {"Tesla P100-SXM2-16GB", "Tesla P100 SXM2 16GB"},
@@ -173,9 +191,11 @@ TEST(FindGpu, SubstringTrapsKeepModelsApart) {
   EXPECT_EQ(model_of("GeForce GTX 1080"), "GeForce GTX 1080");
   EXPECT_EQ(model_of("GeForce GTX 1080 Ti"), "GeForce GTX 1080 Ti");
   EXPECT_EQ(model_of("NVIDIA GeForce RTX 3090 Ti"), "GeForce RTX 3090 Ti");
-  EXPECT_EQ(model_of("NVIDIA GeForce RTX 3080 Ti"), "(none)");
-  EXPECT_EQ(model_of("NVIDIA GeForce RTX 2080 SUPER"), "(none)");
-  EXPECT_EQ(model_of("NVIDIA GeForce RTX 4080 SUPER"), "(none)");
+  EXPECT_EQ(model_of("NVIDIA GeForce RTX 3080 Ti"), "GeForce RTX 3080 Ti");
+  EXPECT_EQ(model_of("NVIDIA GeForce RTX 3080"), "GeForce RTX 3080");
+  EXPECT_EQ(model_of("NVIDIA GeForce RTX 2080 SUPER"), "GeForce RTX 2080 SUPER");
+  EXPECT_EQ(model_of("NVIDIA GeForce RTX 4080 SUPER"), "GeForce RTX 4080 SUPER");
+  EXPECT_EQ(model_of("NVIDIA GeForce RTX 4070 Ti SUPER"), "(none)");
   EXPECT_EQ(model_of("NVIDIA GeForce RTX 4090 D"), "(none)");
   EXPECT_EQ(model_of("Tesla V100S-PCIE-32GB"), "Tesla V100S PCIe 32GB");
   EXPECT_EQ(model_of("Tesla V100-PCIE-32GB"), "Tesla V100 PCIe 32GB");

@@ -23,6 +23,7 @@ Action add_topo_command(CLI::App& app);
 Action add_analyze_command(CLI::App& app);
 Action add_profile_command(CLI::App& app);
 Action add_predict_command(CLI::App& app);
+Action add_knowledge_command(CLI::App& app);
 
 /// The job's command of `scalescope profile … -- COMMAND…`: main() takes everything after the first `--` that follows
 /// `profile` off the command line before parsing, and hands it here.

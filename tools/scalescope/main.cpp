@@ -98,7 +98,8 @@ int run_command_line(int argc, char** argv) {
                                                   scalescope::cli::add_topo_command(app),
                                                   scalescope::cli::add_analyze_command(app),
                                                   scalescope::cli::add_profile_command(app),
-                                                  scalescope::cli::add_predict_command(app)};
+                                                  scalescope::cli::add_predict_command(app),
+                                                  scalescope::cli::add_knowledge_command(app)};
   try {
     // `profile … -- COMMAND…`: the job's command is not scalescope's to parse.
     int parsed_argc = argc;

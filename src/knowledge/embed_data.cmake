@@ -1,0 +1,33 @@
+# Writes ${OUTPUT}: a C++ source defining scalescope::knowledge::embedded_data() over every data/*.json of ${DATA_DIR}.
+# Run at configure time by src/CMakeLists.txt; the data files are configure dependencies, so editing one re-runs it.
+# The generated file is replaced only when its text changes (configure_file COPYONLY), so an unchanged tree rebuilds
+# nothing.
+file(GLOB data_files "${DATA_DIR}/*.json")
+list(SORT data_files)
+set(body "// Generated from data/*.json by src/knowledge/embed_data.cmake: do not edit.\n")
+string(APPEND body "#include \"knowledge/embedded_data.h\"\n\nnamespace scalescope::knowledge {\nnamespace {\n")
+set(table "")
+foreach(path IN LISTS data_files)
+  get_filename_component(name "${path}" NAME_WE)
+  string(MAKE_C_IDENTIFIER "${name}" id)
+  file(READ "${path}" content)
+  string(FIND "${content}" ")scalescope_data\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${path} contains the raw-string delimiter )scalescope_data\"")
+  endif()
+  # Raw string literals are cut into pieces of at most 60000 bytes (compilers cap one literal's length).
+  string(LENGTH "${content}" len)
+  set(pieces "")
+  set(offset 0)
+  while(offset LESS len)
+    string(SUBSTRING "${content}" ${offset} 60000 piece)
+    string(APPEND pieces "R\"scalescope_data(${piece})scalescope_data\"\n")
+    math(EXPR offset "${offset} + 60000")
+  endwhile()
+  string(APPEND body "constexpr char k_${id}[] =\n${pieces};\n")
+  string(APPEND table "  if (name == \"${name}\") return {k_${id}, sizeof(k_${id}) - 1};\n")
+endforeach()
+string(APPEND body "}  // namespace\n\nstd::string_view embedded_data(std::string_view name) {\n${table}  return {};\n}\n\n}  // namespace scalescope::knowledge\n")
+file(WRITE "${OUTPUT}.new" "${body}")
+configure_file("${OUTPUT}.new" "${OUTPUT}" COPYONLY)
+file(REMOVE "${OUTPUT}.new")
