@@ -29,6 +29,12 @@ struct CommPicture {
   bool slow_link_only = false;       ///< the fast link scales well, a slower one does not
   std::optional<double> params;
   std::optional<EvidenceLine> params_line;
+  // From the expectation (diagnose/expectations.h), when the model and the link are known:
+  bool expected = false;             ///< an expected comm ratio was computed
+  bool comm_explains = false;        ///< the expected all-reduce can take ≥ 30 % of compute
+  bool comm_cannot_explain = false;  ///< the expected all-reduce is < 10 % of compute even at its worst
+  bool long_allreduce = false;       ///< the all-reduce alone takes ≥ kLongAllReduceS per step: the link is short
+  bool network = false;              ///< the gradients cross a network between nodes
 };
 
 CommPicture comm_picture(const Context& ctx) {
@@ -137,6 +143,32 @@ CommPicture comm_picture(const Context& ctx) {
                                 duration(step), p.cost.per);
     }
   }
+  // 5. What this model's gradients over this link should cost against its compute (the expectation engine).
+  const auto& ex = ctx.expected;
+  if (ex.step && ex.summary) {
+    const auto& st = *ex.step;
+    p.expected = true;
+    p.network = ex.link.kind == knowledge::LinkAssumption::Kind::network;
+    p.long_allreduce = st.allreduce_s.low >= kLongAllReduceS;
+    const bool poor = ex.measured_speedup && ex.gpus >= 2 && *ex.measured_speedup < 0.75 * ex.gpus;
+    bool slow_claim = false;
+    for (const auto& c : ctx.facts.of<Claim>()) slow_claim = slow_claim || c.fact.kind == "slow";
+    if (st.comm_ratio.high >= 0.3) {
+      p.comm_explains = true;
+      if (poor || slow_claim || st.comm_ratio.low >= 0.5) {
+        if (ex.speedup_line && p.lines.empty()) p.lines.push_back(*ex.speedup_line);
+        p.lines.push_back(*ex.summary);
+        if (ex.link_line) p.lines.push_back(*ex.link_line);
+        p.strength = std::max(p.strength, poor ? (st.comm_ratio.low >= 0.3 ? 0.6 : 0.5) : 0.4);
+        if (!p.cost.seconds && poor && ex.measured_speedup)
+          p.cost.text = fmt::format("speedup {:.2f} of an ideal {}; the expected all-reduce alone is {}–{} per step", *ex.measured_speedup,
+                                    ex.gpus, duration(st.allreduce_s.low), duration(st.allreduce_s.high));
+      }
+    } else if (st.comm_ratio.high < 0.1 && poor) {
+      p.comm_cannot_explain = true;
+      p.strength *= 0.5;
+    }
+  }
   return p;
 }
 
@@ -170,7 +202,23 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   a.evidence = p.lines;
   a.cost = p.cost;
   double score = p.strength;
-  if (p.params) {
+  if (p.expected) {
+    // The expectation decides which side is short: an all-reduce that no usual step hides, or gradients over a network
+    // between nodes, point at the link (bandwidth-bound-gradients); a short one that still rivals compute points at
+    // the compute per step being small.
+    if (p.long_allreduce || p.network) {
+      score *= 0.6;
+      a.against.push_back(line(fmt::format("the gradient all-reduce alone is expected to take ≥ {} per step{}: the link, not the "
+                                           "shortness of compute, is what limits (bandwidth-bound-gradients)",
+                                           duration(kLongAllReduceS), p.network ? " over the network" : ""),
+                               ctx.expected.summary->where));
+    } else if (p.comm_explains) {
+      raise(score, 0.1);
+    }
+    if (p.comm_cannot_explain)
+      a.against.push_back(line("the expected all-reduce is under 10 % of compute: communication cannot explain the loss",
+                               ctx.expected.summary->where));
+  } else if (p.params) {
     if (*p.params >= 1e9) {
       score *= 0.4;
       a.against.push_back(line("a model of a billion parameters or more: its gradient volume, not its short compute, is the "
@@ -205,7 +253,10 @@ std::optional<Assessment> assess_bandwidth_bound_gradients(const Context& ctx) {
   a.evidence = p.lines;
   a.cost = p.cost;
   double score = p.strength;
-  if (p.params) {
+  if (p.expected) {
+    if (p.long_allreduce || p.network) raise(score, 0.1);
+    else score *= 0.6;
+  } else if (p.params) {
     if (*p.params >= 1e9) {
       a.evidence.insert(a.evidence.begin(), *p.params_line);
       const int bytes_per = 2;  // bf16/fp16 gradients, the common case for models this size
@@ -294,6 +345,17 @@ std::optional<Assessment> assess_ddp_unused_parameters(const Context& ctx) {
     } else if (d.fact.find_unused_parameters && !*d.fact.find_unused_parameters) {
       a.against.push_back(line("find_unused_parameters=False", d.where));
     }
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "find_unused_parameters") {
+      if (c.fact.detail == "True") {
+        a.evidence.push_back(line("the training code builds DDP with find_unused_parameters=True: DDP traverses the autograd "
+                                  "graph every iteration to find parameters without gradients",
+                                  c.where));
+        score = std::max(score, 0.5);
+      } else {
+        a.against.push_back(line("the training code builds DDP with find_unused_parameters=" + c.fact.detail, c.where));
+      }
+    }
   // DDP's search for unused parameters is a range of its own in profiler traces (PyTorch 2.x): it runs only with
   // find_unused_parameters=True, and its duration is the traversal's cost.
   for (const auto& c : ctx.facts.of<CpuOpTime>())
@@ -343,6 +405,16 @@ std::optional<Assessment> assess_dataparallel_not_ddp(const Context& ctx) {
     if (m.fact.id == "dataparallel") {
       a.evidence.push_back(line("the job runs under torch.nn.DataParallel (one process driving several GPUs)", m.where));
       score = std::max(score, 0.8);
+    }
+  bool ddp_code = false;
+  for (const auto& c : ctx.facts.of<CodeUse>()) ddp_code = ddp_code || c.fact.construct == "DistributedDataParallel";
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "DataParallel") {
+      const bool code = c.fact.detail.empty();
+      a.evidence.push_back(line(code ? "the training code wraps the model in torch.nn.DataParallel: one process drives every GPU"
+                                     : "the text says the job uses DataParallel",
+                                c.where));
+      score = std::max(score, ddp_code ? 0.3 : code ? 0.75 : 0.55);
     }
   // A Python profile with DataParallel's fingerprint.
   const auto pv = profile_view(ctx);
@@ -444,6 +516,33 @@ std::optional<Assessment> assess_host_sync(const Context& ctx) {
         a.evidence.push_back(line(fmt::format("{}: {:.1f} per step, {} of GPU idle", h.fact.label, h.fact.per_step,
                                               duration(h.fact.gpu_idle_ms_per_step / 1e3)),
                                   h.where));
+  // A sync the text or a profile names with its time per step ("40–50 ms of cudaStreamSynchronize every step").
+  for (const auto& h : ctx.facts.of<HostSync>())
+    if (h.fact.blocked_ms_per_step > 0 && h.fact.gpu_idle_ms_per_step == 0) {
+      a.evidence.push_back(line(fmt::format("{} blocks the host {} per step: the CPU cannot queue the next kernels until the GPU "
+                                            "drains",
+                                            h.fact.label, duration(h.fact.blocked_ms_per_step / 1e3)),
+                                h.where));
+      const double sc = h.fact.blocked_ms_per_step >= 5 ? 0.65 : 0.45;
+      if (sc > score) {
+        score = sc;
+        a.cost.seconds = h.fact.blocked_ms_per_step / 1e3;
+        a.cost.per = "step";
+        a.cost.text = fmt::format("up to {} per step while the host waits (the GPU idles for the part it cannot overlap)",
+                                  duration(h.fact.blocked_ms_per_step / 1e3));
+      }
+    }
+  // Syncs in the training loop of the code: each one drains the GPU every step.
+  {
+    std::vector<const Seen<CodeUse>*> syncs;
+    const auto uses = ctx.facts.of<CodeUse>();
+    for (const auto& c : uses)
+      if (c.fact.construct == "host-sync" && c.fact.in_loop) syncs.push_back(&c);
+    for (const auto* c : syncs)
+      if (a.evidence.size() < 6)
+        a.evidence.push_back(line(fmt::format("{} inside the training loop: a device-to-host wait every step", c->fact.detail), c->where));
+    if (!syncs.empty()) score = std::max(score, syncs.size() >= 2 ? 0.5 : 0.4);
+  }
   for (const auto& m : ctx.facts.of<FrameworkMessage>())
     if (m.fact.id == "sync-debug") {
       a.evidence.push_back(line("PyTorch's sync debug mode caught a synchronising CUDA call", m.where));
@@ -489,6 +588,16 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
       a.evidence.push_back(line(m.fact.id == "dataloader-workers" ? "the data loader's worker count is off for this machine"
                                                                  : "loader workers are re-created every epoch",
                                 m.where));
+      score = std::max(score, 0.3);
+    }
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "dataloader" && c.fact.value && *c.fact.value == 0) {
+      a.evidence.push_back(line("the DataLoader runs with num_workers=0: every batch is loaded and transformed in the training "
+                                "process itself, on the step's critical path",
+                                c.where));
+      score = std::max(score, 0.4);
+    } else if (c.fact.construct == "dataloader" && c.fact.detail == "persistent_workers=False") {
+      a.evidence.push_back(line("persistent_workers=False: the loader's workers are started again every epoch", c.where));
       score = std::max(score, 0.3);
     }
   // One-off reads in a Python profile are start-up, not per-step input.
@@ -812,6 +921,38 @@ std::optional<Assessment> assess_compute_contention(const Context& ctx) {
       }
     }
   }
+  // Weak scaling on one node: each rank does the same work, yet its step grows with the number of ranks. What grows
+  // is either communication (the expectation says how much it can) or the ranks' contention for what they share —
+  // CPU cores and their threads, memory bandwidth, the PCIe root.
+  if (score == 0 && ctx.span != Span::multi_node)
+    for (const auto& s : ctx.variants.scaling) {
+      if (s.how.find("weak") == std::string::npos || s.efficiency >= 0.75 || s.gpus < 2) continue;
+      const auto& ex = ctx.expected;
+      const bool comm_small = ex.step && ex.step->comm_ratio.high < 0.1;
+      const bool comm_large = ex.step && ex.step->comm_ratio.low >= 0.3;
+      if (comm_large) continue;
+      a.evidence.push_back(line(fmt::format("{} per step at {} ranks against {} at one, the same work per rank: each rank's step "
+                                            "grows {:.2f}× as ranks are added",
+                                            figure(*s.row.m), s.gpus, figure(*s.base.m), seconds_of(*s.row.m) / seconds_of(*s.base.m)),
+                                *s.row.where));
+      if (comm_small && ex.summary) a.evidence.push_back(*ex.summary);
+      const double sc = comm_small ? 0.5 : 0.4;
+      if (sc > score) {
+        score = sc;
+        a.cost.seconds = seconds_of(*s.row.m) - seconds_of(*s.base.m);
+        a.cost.per = per_of(s.row.m->quantity);
+        a.cost.share = *a.cost.seconds / seconds_of(*s.row.m);
+        a.cost.text = fmt::format("{} per {} beyond one rank's {} ({})", duration(*a.cost.seconds), a.cost.per,
+                                  figure(*s.base.m), percent(*a.cost.share));
+      }
+      if (!comm_small)
+        a.needs.push_back({"whether communication or the ranks' shared resources grow the step",
+                           "the per-rank compute time at 1 and N ranks (scalescope profile, or a profiler trace per rank)",
+                           "compute-contention (compute grows) against comm-bound causes (all-reduce grows)"});
+    }
+  for (const auto& st : ctx.facts.of<Setting>())
+    if (score > 0 && st.fact.name == "OMP_NUM_THREADS")
+      a.evidence.push_back(line("OMP_NUM_THREADS=" + st.fact.value + ": the threads each rank's CPU work uses", st.where));
   if (score == 0) return std::nullopt;
   a.score = score;
   a.summary = "the ranks slow each other's compute (shared cores or memory bandwidth, or communication kernels holding SMs)";

@@ -200,6 +200,7 @@ Context::Context(const FactSet& f) : facts(f) {
 
   plateaus = facts.of<BusbwPlateau>();
   variants = analyse_variants(facts);
+  expected = expect_job(*this);
 }
 
 const Context::SettingView* Context::setting(const std::string& name) const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "diagnose/engine.h"
+#include "diagnose/expectations.h"
 #include "facts/facts.h"
 #include "diagnose/nccl_settings.h"
 #include "diagnose/variants.h"
@@ -70,6 +71,9 @@ struct Context {
   // ---- measurements ----
   std::vector<Seen<BusbwPlateau>> plateaus;
   VariantAnalysis variants;
+
+  // ---- what the job should give (diagnose/expectations.h): model, link, busbw band, step ----
+  JobExpectation expected;
 
   /// Whether any fact of type T was read.
   template <class T>

@@ -131,6 +131,21 @@ std::vector<Judgement> judgements(const Context& ctx) {
       path = topo::Link{topo::LinkClass::nvlink, ctx.gpu->nvlink_links};
       assumed = " (assumed: every pair through NVSwitch with all links; give `nvidia-smi topo -m` to check)";
     }
+    // No matrix and no known span: the link the expectation assumed (the poster's words or the platform's design),
+    // for a plateau of at most one node's GPUs.
+    if ((!path || ctx.span == Span::unknown) && ctx.span != Span::multi_node && ctx.gpu && ctx.expected.busbw.known() &&
+        (ctx.expected.link.kind == knowledge::LinkAssumption::Kind::nvlink ||
+         ctx.expected.link.kind == knowledge::LinkAssumption::Kind::pcie) &&
+        f.ranks.value_or(2) <= 8) {
+      const auto& band = ctx.expected.busbw;
+      const bool met = f.gbps >= band.low;
+      out.push_back({met,
+                     line(fmt::format("{} busbw {} against the {}–{} expected ({}){}", f.collective, gbps(f.gbps), gbps(band.low),
+                                      gbps(band.high), ctx.expected.link.said, avg_note),
+                          p.where),
+                     band.basis, met ? 0.65 : 0});
+      continue;
+    }
     if (!path || ctx.span == Span::unknown) continue;
     const auto c = topo::expected_path_busbw(ctx.gpu, *path);
     if (c.gbps <= 0) continue;

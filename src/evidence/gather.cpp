@@ -7,6 +7,7 @@
 #include "readers/nccl/nccl_tests_parser.h"
 #include "readers/nccl/nccl_tests_preamble.h"
 #include "readers/job/python_profile.h"
+#include "readers/code/python_code.h"
 #include "readers/prose/report_text.h"
 #include "analysis/sweep_analysis.h"
 #include "readers/system/system_tools.h"
@@ -62,6 +63,7 @@ Reading facts_of_text(const analyze::InputFile& input) {
         case InputKind::measurement_table: take(r, analyze::read_measurement_tables(text, path)); break;
         case InputKind::python_profile: take(r, analyze::read_python_profile(text, path)); break;
         case InputKind::system_tools: take(r, analyze::read_system_tools(text, path)); break;
+        case InputKind::python_code: take(r, analyze::read_python_code(text, path)); break;
         case InputKind::report_text: take(r, analyze::read_report_text(text, path)); break;
         case InputKind::nccl_profile: take(r, facts_from_nccl_profile(analyze::parse_nccl_profile(text, path), path)); break;
       }

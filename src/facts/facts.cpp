@@ -162,6 +162,9 @@ void fields(json& j, const LaunchGaps& f) {
   put(j, "per_step", f.per_step, "idle_ms_per_step", f.idle_ms_per_step, "median_us", f.median_us, "mean_kernel_us",
       f.mean_kernel_us, "profiled", f.profiled);
 }
+void fields(json& j, const CodeUse& f) {
+  put(j, "construct", f.construct, "detail", f.detail, "in_loop", f.in_loop, "value", f.value);
+}
 void fields(json& j, const CpuOpTime& f) { put(j, "name", f.name, "ms_per_step", f.ms_per_step, "calls_per_step", f.calls_per_step); }
 
 }  // namespace

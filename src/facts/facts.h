@@ -405,6 +405,22 @@ struct Claim {
   std::string detail;
 };
 
+/// A construct the training code uses, read from Python source (a file, or a code block of a post). `construct` is
+/// one of: "DataParallel", "DistributedDataParallel", "find_unused_parameters" (detail: its value), "static_graph",
+/// "no_sync", "torch.compile", "host-sync" (detail: the call as written — ".item()", ".cpu()", ".tolist()", ".numpy()",
+/// "torch.cuda.synchronize()", ".nonzero()", "torch.where(cond)", a boolean-mask index, "print(" of a tensor),
+/// "blocking-copy" (".to(…)"/".cuda()" without non_blocking inside the loop), "dataloader" (detail: "num_workers=N",
+/// "pin_memory=False", "persistent_workers=False"), "manual-all-reduce" (dist.all_reduce in the loop), "barrier",
+/// "set_num_threads" (detail: the value), "empty_cache", "gc.collect". `in_loop`: inside a for/while body, so it
+/// runs every step. `value` is the numeric argument where one matters (num_workers, threads).
+struct CodeUse {
+  static constexpr const char* kKind = "code";
+  std::string construct;
+  std::string detail;
+  bool in_loop = false;
+  std::optional<double> value;
+};
+
 // ───────────────────────────── measurements ─────────────────────────────
 
 /// A collective's sustained bus bandwidth (a sweep's plateau, scalescope comm or an nccl-tests output), with the
@@ -507,7 +523,7 @@ using FactValue =
                  AcsControl, IommuMode, P2pStatus, P2pMeasurement, XidEvent, GpuClocks, NicSeen, HypervisorSeen,
                  Setting, NcclVersion, TransportUse, NetworkChosen, NetNoDevice, GdrState, NcclWarning, NcclFailure,
                  GraphSearch, P2pSupport, WorldShape, Launch, ModelSeen, BatchSize, FrameworkMessage, DdpConfig,
-                 WatchdogTimeout, WatchdogSummary, TrainingEnded, Stall, ProcessFailure, ProfileRow, Claim, BusbwPlateau,
+                 WatchdogTimeout, WatchdogSummary, TrainingEnded, Stall, ProcessFailure, ProfileRow, Claim, CodeUse, BusbwPlateau,
                  Measurement, StepPhases, ScalingPoint, Straggler, HostSync, LaunchGaps, CpuOpTime>;
 
 /// One fact and where it was read.

@@ -16,6 +16,7 @@
 #include "readers/nccl/nccl_tests_preamble.h"
 #include "readers/job/python_profile.h"
 #include "readers/nccl/nccl_profile.h"
+#include "readers/code/python_code.h"
 #include "readers/prose/report_text.h"
 #include "readers/system/system_tools.h"
 #include "readers/tables/tables.h"
@@ -115,7 +116,7 @@ const char* kLookedFor =
     "`nvidia-smi topo -m` matrix (GPU0 …), scalescope's own JSON (schema scalescope.*/1), training-log lines "
     "(framework warnings, it/s and step-time lines, NCCL errors), a launch command (torchrun, mpirun, python x.py), "
     "NAME=value settings, a timing table or pair list, a cProfile listing, and lspci / nvidia-smi / kernel-log / "
-    "p2pBandwidthLatencyTest / ibstat output";
+    "p2pBandwidthLatencyTest / ibstat output, PyTorch training code, and prose about the job";
 
 }  // namespace
 
@@ -134,6 +135,7 @@ std::string_view to_string(InputKind k) {
     case InputKind::measurement_table: return "measurement_table";
     case InputKind::python_profile: return "python_profile";
     case InputKind::system_tools: return "system_tools";
+    case InputKind::python_code: return "python_code";
     case InputKind::report_text: return "report_text";
     case InputKind::nccl_profile: return "nccl_profile";
   }
@@ -296,7 +298,11 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
     d.kinds.push_back(InputKind::python_profile);
     how.push_back("a Python (cProfile) profile");
   }
-  if (looks_like_report_text(text)) {
+  const bool py_name = name.size() > 3 && name.substr(name.size() - 3) == ".py";
+  if (looks_like_python_code(text) || (py_name && d.kinds.empty() && contains(text, "torch"))) {
+    d.kinds.push_back(InputKind::python_code);
+    how.push_back("PyTorch training code");
+  } else if (looks_like_report_text(text)) {
     d.kinds.push_back(InputKind::report_text);
     how.push_back("prose about the job");
   }

@@ -28,6 +28,7 @@ enum class InputKind {
   measurement_table,///< a timing / scaling / variant table or a pair list
   python_profile,   ///< cProfile / pstats output
   system_tools,     ///< lspci, nvidia-smi -q / nvlink / topo -p2p / -L, kernel log, p2pBandwidthLatencyTest, ibstat
+  python_code,      ///< PyTorch training code (a .py script): wrappers, DataLoader, per-step host syncs
   report_text,      ///< prose about the job (an issue's text): its claims (a hang, what makes it work, a container…)
   nccl_profile,     ///< scalescope's NCCL profiler plugin: one communicator's collectives on one rank (JSON lines)
 };

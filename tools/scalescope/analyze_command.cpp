@@ -131,7 +131,7 @@ std::string kinds_text(const analyze::InputDetection& d) {
       {analyze::InputKind::training_log, "training log"}, {analyze::InputKind::launch_command, "launch command"},
       {analyze::InputKind::environment, "environment"}, {analyze::InputKind::measurement_table, "table of measurements"},
       {analyze::InputKind::python_profile, "Python profile"}, {analyze::InputKind::system_tools, "system tools"},
-      {analyze::InputKind::report_text, "prose about the job"},
+      {analyze::InputKind::python_code, "PyTorch training code"}, {analyze::InputKind::report_text, "prose about the job"},
       {analyze::InputKind::nccl_profile, "NCCL profiler plugin record"}};
   std::string s;
   for (auto k : d.kinds) s += (s.empty() ? "" : "; ") + std::string(names.at(k));
@@ -513,6 +513,7 @@ int run_analyze(const AnalyzeFlags& f) {
           case analyze::InputKind::measurement_table:
           case analyze::InputKind::python_profile:
           case analyze::InputKind::system_tools:
+          case analyze::InputKind::python_code:
           case analyze::InputKind::report_text:
             break;  // read for the diagnosis only: the facts line above says what they gave
         }

@@ -39,6 +39,8 @@
 
 #include "text/log_text.h"
 #include "knowledge/hardware.h"
+#include "readers/code/python_code.h"
+#include "readers/prose/measures.h"
 
 namespace scalescope::analyze {
 namespace {
@@ -1100,6 +1102,7 @@ struct Reader {
   std::set<std::string> hypervisors_seen;
   std::set<double> nics_stated;
   std::vector<diagnose::Fact> hangs;  // emitted at the end (detail-less ones only when no other)
+  std::string last_time_quantity;     // what the previous sentence's times measured (readers/prose/measures.h)
   struct Container {
     std::string runtime;
     std::vector<std::string> flags;
@@ -1223,6 +1226,7 @@ struct Reader {
     for (const auto& x : t)
       if (in(kSuggestWords, x.low)) imperative = true;
     counts(t, at_tok);
+    if (!imperative) read_sentence_measures(s.text, at_tok(0), r.facts, &last_time_quantity);
     if (!imperative) container(t, at_tok);
     if (!question) platform(s.text, t, at_tok, imperative);
 
@@ -1590,6 +1594,24 @@ Reading read_layout(const Layout& l, const std::string& source) {
     for (const auto& s : sentences(p)) rd.sentence(s);
   }
   rd.finish();
+  // Code blocks: each run of code lines is read as Python (the training code a post pastes); fences are blanked.
+  for (std::size_t i = 0; i < l.cls.size();) {
+    if (l.cls[i].kind != LineKind::code) {
+      ++i;
+      continue;
+    }
+    const std::size_t from = i;
+    std::string block;
+    for (; i < l.cls.size() && l.cls[i].kind == LineKind::code; ++i) {
+      const std::string_view t = trim_blanks(l.lines[i]);
+      block += (starts_with(t, "```") || starts_with(t, "~~~")) ? std::string_view() : l.lines[i];
+      block += '\n';
+    }
+    if (block.find("torch") == std::string::npos && block.find("DataLoader") == std::string::npos &&
+        block.find(".item()") == std::string::npos && block.find("DataParallel") == std::string::npos)
+      continue;
+    rd.r.facts.append(read_python_code(block, source, from + 1).facts);
+  }
   if (code) rd.r.notes.push_back(fmt::format("{} line(s) of code blocks left to the other readers", code));
   if (logs) rd.r.notes.push_back(fmt::format("{} log-like line(s) left to the other readers", logs));
   if (quotes) rd.r.notes.push_back(fmt::format("{} quoted line(s) ('> ') not read: they may be someone else's words", quotes));
@@ -1666,7 +1688,14 @@ bool looks_like_report_text(std::string_view text) {
     if (prose_tokens * 2 < all_tokens) return false;
     if (foreign * 2 > nonblank) return false;
     const Reading r = read_layout(l, "");
-    if (r.facts.empty()) return false;
+    // Mentions of a link or a precision alone (a topology matrix's legend: "PIX = Connection traversing … PCIe") do
+    // not make a text prose about a job.
+    std::size_t telling = 0;
+    for (const auto& f : r.facts.all()) {
+      const auto* c = std::get_if<Claim>(&f.value);
+      telling += !(c && (c->kind == "link" || c->kind == "precision")) && !std::holds_alternative<diagnose::NicSeen>(f.value);
+    }
+    if (telling == 0) return false;
     // Sentences; or, failing those, a list in words ("Hardware: 4 GeForce RTX 2080 GPUs / docker … image") that names
     // a GPU product or makes a claim.
     return sentence_lines > 0 || (prose_lines >= 2 && (r.facts.count<diagnose::Claim>() > 0 || r.facts.count<diagnose::GpuSeen>() > 0));

@@ -1,0 +1,376 @@
+#include "readers/prose/measures.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "knowledge/models.h"
+
+namespace scalescope::analyze {
+namespace {
+
+using diagnose::Claim;
+using diagnose::CodeUse;
+using diagnose::Measurement;
+
+std::string lower(std::string_view s) {
+  std::string o(s);
+  for (auto& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return o;
+}
+
+bool has(const std::string& s, std::string_view w) { return s.find(w) != std::string::npos; }
+
+/// A word of `s` (lower-case) as a whole word: not inside a longer run of letters.
+bool word(const std::string& s, std::string_view w) {
+  for (std::size_t p = s.find(w); p != std::string::npos; p = s.find(w, p + 1)) {
+    const bool left = p == 0 || !std::isalpha(static_cast<unsigned char>(s[p - 1]));
+    const std::size_t e = p + w.size();
+    const bool right = e >= s.size() || !std::isalpha(static_cast<unsigned char>(s[e]));
+    if (left && right) return true;
+  }
+  return false;
+}
+
+std::optional<int> count_word(const std::string& w) {
+  static const std::pair<const char*, int> words[] = {{"one", 1},   {"single", 1}, {"a", 1},     {"two", 2},
+                                                      {"three", 3}, {"four", 4},   {"six", 6},   {"eight", 8},
+                                                      {"sixteen", 16}, {"dual", 2}, {"quad", 4}};
+  for (const auto& [k, v] : words)
+    if (w == k) return v;
+  if (!w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) &&
+      w.size() <= 4)
+    return std::stoi(w);
+  return std::nullopt;
+}
+
+/// A GPU or process count stated in the sentence, and where.
+struct Count {
+  int n = 0;
+  std::size_t pos = 0;
+  bool processes = false;
+};
+
+std::vector<Count> counts(const std::string& s) {
+  std::vector<Count> out;
+  // "2 GPUs", "1 gpu", "8 x A100", "2x RTX 2080 Ti", "single GPU", "two V100 GPUs", "4 cards", "8 processes",
+  // "nproc_per_node=8", "--nproc_per_node 2", "world size 4", "--gpus 4".
+  static const std::regex gpu_re(
+      R"(\b(\d{1,4}|one|two|three|four|six|eight|sixteen|single|dual|quad)\s*(?:x\s*|×\s*)?(?:[a-z]*\s?(?:geforce|nvidia|tesla|rtx|gtx|quadro)?\s?[a-z]?\d{2,4}[a-z]*(?:\s?(?:ti|super|sxm\d?|pcie|\d+gb))*\s)?(gpus?|cards?|devices?)\b)");
+  static const std::regex x_re(R"(\b(\d{1,3})\s*(?:x|×)\s*(?:nvidia\s+|geforce\s+|tesla\s+)?(?:rtx|gtx|titan|quadro|[ahlbtvpk]\d{1,4}|\d{4})\b)");
+  static const std::regex proc_re(R"(\b(\d{1,4}|one|two|four|eight)\s+(?:processes|procs|ranks|workers? processes)\b)");
+  static const std::regex flag_re(R"((?:nproc[_-]per[_-]node|--gpus|num_processes|world[_ ]size|--np|-np)\s*[= ]\s*(\d{1,4}))");
+  std::smatch m;
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), gpu_re); it != std::sregex_iterator(); ++it)
+    if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), x_re); it != std::sregex_iterator(); ++it)
+    if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), proc_re); it != std::sregex_iterator(); ++it)
+    if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), flag_re); it != std::sregex_iterator(); ++it)
+    if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
+  std::sort(out.begin(), out.end(), [](const Count& a, const Count& b) { return a.pos < b.pos; });
+  // "a GPU" is a count only in "a single GPU"; "a" alone often is an article before "GPU server".
+  return out;
+}
+
+/// The count nearest to `pos`: the last one before it in the same clause (no ';' or '.' between), else the nearest.
+std::optional<Count> nearest(const std::vector<Count>& cs, const std::string& s, std::size_t pos) {
+  std::optional<Count> best;
+  std::size_t best_d = std::string::npos;
+  for (const auto& c : cs) {
+    const std::size_t d = c.pos < pos ? pos - c.pos : c.pos - pos;
+    // Counts across a clause break (";", " but ", " while ", " whereas ") weigh as farther.
+    const std::size_t a = std::min(c.pos, pos), b = std::max(c.pos, pos);
+    const std::string between = s.substr(a, b - a);
+    const std::size_t penalty = (has(between, ";") || has(between, " but ") || has(between, " while ") ||
+                                 has(between, " whereas ") || has(between, " vs") || has(between, " and "))
+                                    ? 60
+                                    : 0;
+    if (d + penalty < best_d) {
+      best_d = d + penalty;
+      best = c;
+    }
+  }
+  return best;
+}
+
+struct Figure {
+  double value = 0;
+  std::string unit;       ///< "s", "ms", "GB/s", "Gb/s", "it/s", "s/it", "samples/s", "tokens/s", "%"
+  std::size_t pos = 0, end = 0;
+};
+
+double parse_num(const std::string& a, const std::string& b) {
+  auto num = [](std::string t) {
+    t.erase(std::remove(t.begin(), t.end(), ','), t.end());
+    return std::stod(t);
+  };
+  const double x = num(a);
+  return b.empty() ? x : (x + num(b)) / 2;  // a range: its middle
+}
+
+std::vector<Figure> figures(const std::string& s, const std::string& raw) {
+  std::vector<Figure> out;
+  static const std::regex re(
+      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mb/s|gbit/s|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|%)(?![a-z/]))");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    // A number inside a word is a name ("H100s", "A6000", "x86"): the figure must start at a word boundary.
+    const auto at = static_cast<std::size_t>(m.position(0));
+    if (at > 0 && (std::isalnum(static_cast<unsigned char>(s[at - 1])) || s[at - 1] == '.' || s[at - 1] == '_')) continue;
+    Figure f;
+    try {
+      f.value = parse_num(m[1].str(), m[2].str());
+    } catch (...) {
+      continue;
+    }
+    std::string u = m[3].str();
+    // Bytes against bits: a capital B is bytes ("GB/s"), a small one bits ("Gb/s"); "gb/s" all small reads as bytes.
+    const std::string as_written = raw.substr(static_cast<std::size_t>(m.position(3)), static_cast<std::size_t>(m.length(3)));
+    if (as_written.size() >= 2 && as_written[0] == 'G' && as_written[1] == 'b') u = "gbit/s";
+    // Case matters for bytes against bits: look at the original spelling in the sentence (lower-cased here), so
+    // "Gbps", "Gbit/s", "Gb/s" written with a small b are bits; we get the case from the raw text by the caller.
+    if (u == "gb/s" || u == "gb/sec" || u == "gib/s" || u == "gbyte/s") u = "GB/s";
+    else if (u == "gbps" || u == "gbit/s" || u == "gbits/s" || u == "gbit/s" || u == "gbe" || u == "g ethernet") u = "Gb/s";
+    else if (u == "mb/s") u = "MB/s";
+    else if (u == "it/s" || u == "its/s") u = "it/s";
+    else if (u == "s/it" || u == "sec/it") u = "s/it";
+    else if (u.rfind("sample", 0) == 0) u = "samples/s";
+    else if (u.rfind("im", 0) == 0) u = "images/s";
+    else if (u.rfind("tok", 0) == 0) u = "tokens/s";
+    else if (u == "ms" || u == "msec" || u.rfind("millisecond", 0) == 0) u = "ms";
+    else if (u == "s" || u.rfind("sec", 0) == 0) u = "s";
+    else if (u.rfind("min", 0) == 0) u = "min";
+    else if (u == "h" || u.rfind("hour", 0) == 0 || u.rfind("hr", 0) == 0) u = "h";
+    f.unit = u;
+    f.pos = static_cast<std::size_t>(m.position(0));
+    f.end = f.pos + static_cast<std::size_t>(m.length(0));
+    out.push_back(f);
+  }
+  return out;
+}
+
+/// What a time or rate figure measures, from the words within a few tokens around it.
+std::string quantity_of(const std::string& s, const Figure& f) {
+  const std::size_t from = f.pos > 60 ? f.pos - 60 : 0;
+  const std::string before = s.substr(from, f.pos - from);
+  const std::string after = s.substr(f.end, std::min<std::size_t>(40, s.size() - f.end));
+  const std::string around = before + " # " + after;
+  if (f.unit == "GB/s" || f.unit == "MB/s") {
+    if (has(around, "busbw") || has(around, "bus bandwidth") || has(around, "bus bw")) return "busbw";
+    if (has(around, "algbw") || has(around, "algorithm bandwidth")) return "algbw";
+    return "bandwidth";
+  }
+  if (f.unit == "%") {
+    if (has(around, "util") || has(around, "busy") || has(around, "usage")) return "GPU utilisation";
+    if (has(around, "nccl") || has(around, "communication") || has(around, "allreduce") || has(around, "all-reduce") ||
+        has(around, "all_reduce"))
+      return "communication share";
+    return "";
+  }
+  if (f.unit == "it/s" || f.unit == "s/it") return "step rate";
+  if (f.unit == "samples/s" || f.unit == "images/s" || f.unit == "tokens/s") return "throughput";
+  // Times: the quantity whose word lies nearest the figure (before it within 60 characters, after it within 40).
+  static const std::pair<const char*, const char*> words[] = {
+      {"epoch", "epoch time"},         {"step", "step time"},          {"iteration", "step time"},
+      {"iter", "step time"},           {"per batch", "step time"},     {"each batch", "step time"},
+      {"batch time", "step time"},     {"eta", "run time"},            {"total", "run time"},
+      {"training took", "run time"},   {"whole", "run time"},          {"run time", "run time"},
+      {"runtime", "run time"},         {"training time", "run time"},  {"wall", "run time"},
+      {"finish", "run time"},          {"complete", "run time"}};
+  std::size_t best = std::string::npos;
+  std::string q;
+  for (const auto& [w, quantity] : words) {
+    // Whole words only ("iter" not inside "iteration", "eta" not inside "metal"), the last before and the first after.
+    auto consider = [&](std::size_t at, std::size_t distance) {
+      const bool left = at == 0 || !std::isalpha(static_cast<unsigned char>(around[at - 1]));
+      const std::size_t e = at + std::strlen(w);
+      const bool right = e >= around.size() || !std::isalpha(static_cast<unsigned char>(around[e])) || around[e] == 's';
+      if (left && right && distance < best) {
+        best = distance;
+        q = quantity;
+      }
+    };
+    for (auto at = before.rfind(w); at != std::string::npos; at = at == 0 ? std::string::npos : before.rfind(w, at - 1)) {
+      consider(at, before.size() - at);
+      break;
+    }
+    if (auto at = after.find(w); at != std::string::npos) consider(before.size() + 3 + at, at + 1);
+  }
+  return q;
+}
+
+double seconds(const Figure& f) {
+  if (f.unit == "ms") return f.value / 1000;
+  if (f.unit == "min") return f.value * 60;
+  if (f.unit == "h") return f.value * 3600;
+  return f.value;
+}
+
+}  // namespace
+
+void read_sentence_measures(std::string_view sentence, const diagnose::Provenance& where, diagnose::FactSet& out,
+                            std::string* last_time_quantity) {
+  try {
+    const std::string raw(sentence);
+    const std::string s = lower(sentence);
+    const auto cs = counts(s);
+
+    // ---- models ----
+    for (const auto& m : knowledge::models_in_text(raw)) {
+      diagnose::ModelSeen seen;
+      seen.name = m.model->name;
+      seen.parameters = m.model->params;
+      out.add(std::move(seen), where);
+    }
+    // ---- precision ----
+    for (auto [w, v] : {std::pair{"bf16", "bf16"}, {"bfloat16", "bf16"}, {"fp16", "fp16"}, {"float16", "fp16"},
+                        {"mixed precision", "fp16"}, {"amp", "fp16"}, {"fp32", "fp32"}, {"float32", "fp32"}})
+      if (word(s, w)) {
+        out.add(Claim{"precision", v}, where);
+        break;
+      }
+    // ---- batch ----
+    {
+      static const std::regex re(R"((?:batch[ _-]?size|bs|per[ _-]device[ _-]train[ _-]batch[ _-]size|batch of)\s*(?:of|=|:|is)?\s*(\d{1,5}))");
+      std::smatch m;
+      if (std::regex_search(s, m, re)) {
+        diagnose::BatchSize b;
+        const double v = std::stod(m[1].str());
+        if (has(s, "global") || has(s, "total batch") || has(s, "effective")) b.global = v;
+        else b.per_device = v;
+        out.add(b, where);
+      }
+    }
+    // ---- links ----
+    const bool negated_nvlink = has(s, "no nvlink") || has(s, "without nvlink") || has(s, "nvlink is not") ||
+                                has(s, "not connected by nvlink") || has(s, "nvlink inactive") || has(s, "<inactive>") ||
+                                has(s, "no nv-link") || has(s, "don't have nvlink") || has(s, "do not have nvlink") ||
+                                has(s, "doesn't have nvlink") || has(s, "without an nvlink") || has(s, "no nvlink bridge");
+    if (negated_nvlink) out.add(Claim{"link", "no-nvlink"}, where);
+    else if (word(s, "nvlink") || word(s, "nvswitch")) out.add(Claim{"link", word(s, "nvswitch") ? "nvswitch" : "nvlink"}, where);
+    if (word(s, "pcie") || word(s, "pci-e") || word(s, "pci express")) out.add(Claim{"link", "pcie"}, where);
+    if (word(s, "infiniband") || word(s, "ib") || word(s, "roce") || word(s, "rdma")) out.add(Claim{"link", "infiniband"}, where);
+    if (word(s, "ethernet") || word(s, "tcp") || word(s, "gbe")) out.add(Claim{"link", "ethernet"}, where);
+
+    // ---- code words in prose ----
+    const bool every_step = has(s, "every step") || has(s, "each step") || has(s, "per step") || has(s, "every iteration") ||
+                            has(s, "each iteration") || has(s, "per iteration") || has(s, "every batch") || has(s, "each batch");
+    if ((word(s, "dataparallel") || has(s, "nn.dataparallel") || has(s, "data parallel (dp)") || has(s, "dataparallel(")) &&
+        !has(s, "distributeddataparallel") && !has(s, "not dataparallel"))
+      out.add(CodeUse{"DataParallel", "named in the text", false, std::nullopt}, where);
+    for (auto w : {".item()", ".cpu()", ".tolist()", ".numpy()", "cuda.synchronize", "cudastreamsynchronize", "cudadevicesynchronize",
+                   ".nonzero("})
+      if (has(s, w)) out.add(CodeUse{"host-sync", w, every_step || has(s, "loop"), std::nullopt}, where);
+    if (has(s, "num_workers=0") || has(s, "num_workers = 0") || has(s, "num_workers 0") || has(s, "num_workers is 0"))
+      out.add(CodeUse{"dataloader", "num_workers=0", false, 0.0}, where);
+    if (has(s, "find_unused_parameters=true") || has(s, "find_unused_parameters = true"))
+      out.add(CodeUse{"find_unused_parameters", "True", false, std::nullopt}, where);
+    if (has(s, "torch.compile")) out.add(CodeUse{"torch.compile", "named in the text", false, std::nullopt}, where);
+
+    // ---- figures ----
+    const auto fs = figures(s, raw);
+    const bool sync_words = has(s, "cudastreamsynchronize") || has(s, "cudadevicesynchronize") || has(s, "cuda.synchronize") ||
+                            has(s, ".item()") || has(s, "synchroniz");
+    for (const auto& f : fs) {
+      // Network line rates: Gb/s, or GB/s said of a port/NIC/network.
+      if (f.unit == "Gb/s") {
+        diagnose::NicSeen n;
+        n.name = "stated in the text";
+        n.line_gbit = f.value;
+        n.link_layer = word(s, "infiniband") || word(s, "ib") ? "IB" : word(s, "ethernet") || word(s, "gbe") ? "Ethernet" : "";
+        if (n.link_layer->empty()) n.link_layer.reset();
+        out.add(std::move(n), where);
+        continue;
+      }
+      std::string q = quantity_of(s, f);
+      const bool time_unit = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h";
+      // "It also takes 21 seconds": a time with no noun of its own continues the previous sentence's quantity.
+      if (q.empty() && time_unit && last_time_quantity && !last_time_quantity->empty()) q = *last_time_quantity;
+      if (q.empty()) continue;
+      if (time_unit && last_time_quantity) *last_time_quantity = q;
+      if (f.unit == "%" && f.value > 100) continue;
+      // A time said of a sync ("40-50 ms of cudaStreamSynchronize every step"): what the host waits, not the step.
+      if (sync_words && (f.unit == "ms" || f.unit == "s") && q == "step time") {
+        diagnose::HostSync h;
+        h.label = has(s, "cudastreamsynchronize") ? "cudaStreamSynchronize" : has(s, ".item()") ? "aten::item" : "synchronize";
+        h.per_step = 1;
+        h.blocked_ms_per_step = seconds(f) * 1000;
+        out.add(h, where);
+        continue;
+      }
+      Measurement m;
+      m.quantity = q;
+      m.table = "prose";
+      m.row = std::string(sentence.substr(f.pos, f.end - f.pos));
+      if (f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h") {
+        m.unit = "s";
+        m.value = seconds(f);
+        m.higher_is_better = false;
+      } else if (f.unit == "s/it") {
+        m.quantity = "step time";
+        m.unit = "s";
+        m.value = f.value;
+      } else {
+        m.unit = f.unit;
+        m.value = f.value;
+        m.higher_is_better = f.unit != "%" || q == "GPU utilisation";
+      }
+      // Processes of a data-parallel job are its ranks, one per GPU (or per CPU share): one count for scaling.
+      if (auto c = nearest(cs, s, f.pos)) m.dims["gpus"] = std::to_string(c->n);
+      if (m.quantity == "busbw" || m.quantity == "algbw") {
+        diagnose::BusbwPlateau p;
+        p.collective = has(s, "all_gather") || has(s, "allgather") ? "all_gather" : "all_reduce";
+        p.gbps = m.value;
+        if (auto c = nearest(cs, s, f.pos)) p.ranks = c->n;
+        // algbw → busbw for all-reduce: × 2(n−1)/n (nccl-tests' PERFORMANCE.md); without the rank count it is not known.
+        if (m.quantity == "algbw" && p.collective == "all_reduce" && p.ranks && *p.ranks >= 2)
+          p.gbps = m.value * 2.0 * (*p.ranks - 1) / *p.ranks;
+        p.peak_gbps = p.gbps;
+        if (m.unit == "GB/s" && (m.quantity == "busbw" || (p.ranks && *p.ranks >= 2))) out.add(p, where);
+      }
+      out.add(std::move(m), where);
+    }
+    // ---- speedups said in words ----
+    static const std::regex speed_re(R"((\d+(?:\.\d+)?)\s*(?:x|×|times)\s*(faster|slower|speed ?up))");
+    std::smatch sm;
+    const bool no_speedup = has(s, "no speedup") || has(s, "no speed up") || has(s, "not faster") || has(s, "isn't faster") ||
+                            has(s, "is not faster") || has(s, "same speed") || has(s, "no faster") || has(s, "doesn't speed") ||
+                            has(s, "does not speed") || has(s, "no improvement") || has(s, "not any faster");
+    std::optional<int> multi;
+    for (const auto& c : cs)
+      if (!c.processes && c.n >= 2) multi = multi ? std::max(*multi, c.n) : c.n;
+    if (multi && std::regex_search(s, sm, speed_re)) {
+      double x = std::stod(sm[1].str());
+      const std::string dir = sm[2].str();
+      // "2x slower on 4 GPUs" (than one GPU): speedup 1/x; "1.13x faster with 2 GPUs": speedup x.
+      const bool vs_one = has(s, "1 gpu") || has(s, "one gpu") || has(s, "single gpu") || has(s, "single-gpu");
+      if (x > 0 && x <= 64 && (vs_one || dir != "slower")) {
+        diagnose::ScalingPoint p;
+        p.world_size = *multi;
+        p.speedup = dir == "slower" ? 1 / x : x;
+        p.efficiency = p.speedup / *multi;
+        p.mode = "stated";
+        out.add(p, where);
+      }
+    } else if (multi && no_speedup) {
+      diagnose::ScalingPoint p;
+      p.world_size = *multi;
+      p.speedup = 1.0;
+      p.efficiency = 1.0 / *multi;
+      p.mode = "stated";
+      out.add(p, where);
+    }
+  } catch (...) {
+    // A sentence the grammar cannot read gives no facts.
+  }
+}
+
+}  // namespace scalescope::analyze

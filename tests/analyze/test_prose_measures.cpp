@@ -1,0 +1,134 @@
+// Tests of the prose grammar (readers/prose/measures.h) on sentences of this project's own: figures with their units
+// and quantities, the GPU count each figure is measured at, speedups in words, models, links, batch, precision and
+// training-code words; and that a post made only of figures is read as prose.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "readers/prose/measures.h"
+#include "readers/prose/report_text.h"
+
+namespace {
+
+using namespace scalescope::diagnose;
+using scalescope::analyze::read_sentence_measures;
+
+FactSet read(const std::string& s) {
+  FactSet out;
+  read_sentence_measures(s, at("post.md", 1, s), out);
+  return out;
+}
+
+TEST(ProseMeasures, TimesTakeTheirQuantityAndGpuCount) {
+  const auto f = read("One epoch takes 40 seconds on 1 GPU, while with 4 GPUs it takes 35 seconds.");
+  const auto ms = f.of<Measurement>();
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].fact.quantity, "epoch time");
+  EXPECT_DOUBLE_EQ(ms[0].fact.value, 40);
+  EXPECT_EQ(ms[0].fact.unit, "s");
+  EXPECT_EQ(ms[0].fact.dims.at("gpus"), "1");
+  EXPECT_EQ(ms[1].fact.dims.at("gpus"), "4");
+  EXPECT_EQ(ms[1].fact.table, "prose");
+}
+
+TEST(ProseMeasures, UnitsConvertAndRangesTakeTheirMiddle) {
+  const auto f = read("Each step takes 250-350 ms with 8 GPUs and about 2 min per epoch.");
+  const auto ms = f.of<Measurement>();
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].fact.quantity, "step time");
+  EXPECT_NEAR(ms[0].fact.value, 0.3, 1e-12);
+  EXPECT_EQ(ms[1].fact.quantity, "epoch time");
+  EXPECT_NEAR(ms[1].fact.value, 120, 1e-12);
+}
+
+TEST(ProseMeasures, BandwidthBytesAgainstBits) {
+  const auto f = read("The busbw of all_reduce_perf on 8 GPUs is 95 GB/s and the NICs are 100 Gbps.");
+  const auto p = f.of<BusbwPlateau>();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_DOUBLE_EQ(p[0].fact.gbps, 95);
+  EXPECT_EQ(p[0].fact.ranks, 8);
+  const auto n = f.of<NicSeen>();
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_DOUBLE_EQ(*n[0].fact.line_gbit, 100);
+}
+
+TEST(ProseMeasures, AlgbwBecomesBusbwWithTheRankCount) {
+  const auto f = read("all_reduce reaches an algbw of 100 GB/s across 4 GPUs.");
+  const auto p = f.of<BusbwPlateau>();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_NEAR(p[0].fact.gbps, 150, 1e-9);  // × 2(n−1)/n
+}
+
+TEST(ProseMeasures, SpeedupsInWords) {
+  auto f = read("Training with 2 GPUs is only 1.1x faster than with one GPU.");
+  auto s = f.of<ScalingPoint>();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].fact.world_size, 2);
+  EXPECT_NEAR(s[0].fact.speedup, 1.1, 1e-12);
+  f = read("With 4 GPUs it is 2x slower than a single GPU.");
+  s = f.of<ScalingPoint>();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_NEAR(s[0].fact.speedup, 0.5, 1e-12);
+  f = read("Using 2 GPUs gives no speedup at all.");
+  s = f.of<ScalingPoint>();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_NEAR(s[0].fact.speedup, 1.0, 1e-12);
+  EXPECT_TRUE(read("The model is 3x larger than before.").of<ScalingPoint>().empty());
+}
+
+TEST(ProseMeasures, ModelsLinksBatchAndPrecision) {
+  const auto f = read("I train resnet50 with batch size 64 in fp16 on two cards without NVLink, over PCIe.");
+  const auto m = f.of<ModelSeen>();
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].fact.name, "ResNet-50");
+  ASSERT_TRUE(m[0].fact.parameters);
+  EXPECT_GT(*m[0].fact.parameters, 2e7);
+  const auto b = f.of<BatchSize>();
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_DOUBLE_EQ(*b[0].fact.per_device, 64);
+  bool no_nvlink = false, pcie = false, fp16 = false;
+  for (const auto& c : f.of<Claim>()) {
+    no_nvlink |= c.fact.kind == "link" && c.fact.detail == "no-nvlink";
+    pcie |= c.fact.kind == "link" && c.fact.detail == "pcie";
+    fp16 |= c.fact.kind == "precision" && c.fact.detail == "fp16";
+  }
+  EXPECT_TRUE(no_nvlink);
+  EXPECT_TRUE(pcie);
+  EXPECT_TRUE(fp16);
+}
+
+TEST(ProseMeasures, TrainingCodeWordsAndSyncTimes) {
+  auto f = read("The profile shows 30 ms of cudaStreamSynchronize every step, from loss.item() in the loop.");
+  const auto h = f.of<HostSync>();
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].fact.label, "cudaStreamSynchronize");
+  EXPECT_NEAR(h[0].fact.blocked_ms_per_step, 30, 1e-9);
+  EXPECT_TRUE(f.of<Measurement>().empty()) << "a sync's time is not the step time";
+  f = read("We wrap the model in nn.DataParallel and the DataLoader has num_workers=0.");
+  bool dp = false, workers = false;
+  for (const auto& c : f.of<CodeUse>()) {
+    dp |= c.fact.construct == "DataParallel";
+    workers |= c.fact.construct == "dataloader" && c.fact.value == 0.0;
+  }
+  EXPECT_TRUE(dp);
+  EXPECT_TRUE(workers);
+  EXPECT_TRUE(read("We moved from DataParallel to DistributedDataParallel.").of<CodeUse>().empty());
+}
+
+TEST(ProseMeasures, APostOfFiguresIsProse) {
+  const std::string post =
+      "# Multi-GPU training is not faster\n\n"
+      "On one GPU an epoch takes 21 seconds. When I use 2 GPUs it also takes 21 seconds.\n";
+  EXPECT_TRUE(scalescope::analyze::looks_like_report_text(post));
+  const auto r = scalescope::analyze::read_report_text(post, "post.md");
+  EXPECT_EQ(r.facts.of<Measurement>().size(), 2u);
+}
+
+TEST(ProseMeasures, GarbageGivesNothingAndNeverThrows) {
+  for (const std::string& s : std::vector<std::string>{"", "%%%% 1e400 GB/s", "999999999999999999999999 s per step on 99999 GPUs",
+                                                      std::string(5000, '9') + " ms", "x\xff\xfe 12 ms per step"})
+    EXPECT_NO_THROW(read(s));
+}
+
+}  // namespace
