@@ -283,6 +283,27 @@ std::optional<Assessment> assess_bandwidth_bound_gradients(const Context& ctx) {
 std::optional<Assessment> assess_no_overlap(const Context& ctx) {
   Assessment a = start("no-overlap");
   double score = 0;
+  // The text says the all-reduce runs after backward (or overlaps 0 %); the code reduces gradients by hand in the loop.
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "no-overlap") {
+      a.evidence.push_back(line("the text says the gradient all-reduce runs after backward, not during it: the whole "
+                                "communication time adds to every step",
+                                c.where));
+      score = std::max(score, 0.5);
+      break;
+    }
+  {
+    bool ddp = false;
+    for (const auto& c : ctx.facts.of<CodeUse>()) ddp = ddp || c.fact.construct == "DistributedDataParallel";
+    for (const auto& c : ctx.facts.of<CodeUse>())
+      if (c.fact.construct == "manual-all-reduce" && c.fact.in_loop && !ddp) {
+        a.evidence.push_back(line("the training loop all-reduces by hand (dist.all_reduce) without DDP: nothing starts the "
+                                  "reduction while backward still runs",
+                                  c.where));
+        score = std::max(score, 0.45);
+        break;
+      }
+  }
   for (const auto& s : ctx.facts.of<StepPhases>()) {
     const auto& f = s.fact;
     if (!f.all_reduce_s || !f.exposed_comm_s || !f.step_s || *f.all_reduce_s <= 0 || f.world_size.value_or(2) < 2) continue;
@@ -415,6 +436,21 @@ std::optional<Assessment> assess_dataparallel_not_ddp(const Context& ctx) {
                                      : "the text says the job uses DataParallel",
                                 c.where));
       score = std::max(score, ddp_code ? 0.3 : code ? 0.75 : 0.55);
+    }
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "not-ddp" && !ddp_code) {
+      a.evidence.push_back(line("the text asks whether DDP would help: the job does not use it yet, so several GPUs are driven "
+                                "from one process (DataParallel or an equivalent)",
+                                c.where));
+      double sc = 0.4;
+      for (const auto& u : ctx.facts.of<Claim>())
+        if (u.fact.kind == "gpu-underused") {
+          a.evidence.push_back(line("the GPUs are said to be underused", u.where));
+          sc = 0.45;
+          break;
+        }
+      score = std::max(score, sc);
+      break;
     }
   // A Python profile with DataParallel's fingerprint.
   const auto pv = profile_view(ctx);
@@ -600,6 +636,32 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
       a.evidence.push_back(line("persistent_workers=False: the loader's workers are started again every epoch", c.where));
       score = std::max(score, 0.3);
     }
+  // In words: a saturated CPU, GPUs left idle, data loading suspected — together with scaling that falls short.
+  {
+    std::optional<Seen<Claim>> cpu, idle, input;
+    for (const auto& c : ctx.facts.of<Claim>()) {
+      if (c.fact.kind == "cpu-saturated" && !cpu) cpu.emplace(c);
+      if (c.fact.kind == "gpu-underused" && !idle) idle.emplace(c);
+      if (c.fact.kind == "input-suspected" && !input) input.emplace(c);
+    }
+    const auto& ex = ctx.expected;
+    const bool poor = ex.measured_speedup && ex.gpus >= 2 && *ex.measured_speedup < 0.75 * ex.gpus;
+    if (cpu) {
+      a.evidence.push_back(line("the text says a CPU is saturated: the host side (data loading, augmentation, the Python "
+                                "loop) cannot go faster, so more GPUs wait for it",
+                                cpu->where));
+      score = std::max(score, poor ? 0.45 : 0.35);
+    }
+    if (input) {
+      a.evidence.push_back(line("the text points at data loading", input->where));
+      score = std::max(score, poor ? 0.4 : 0.3);
+    }
+    if (idle && (cpu || input)) {
+      a.evidence.push_back(line("the GPUs are said to be underused: they wait for work", idle->where));
+      raise(score, 0.05);
+    }
+    if ((cpu || input) && poor && ex.speedup_line) a.evidence.push_back(*ex.speedup_line);
+  }
   // One-off reads in a Python profile are start-up, not per-step input.
   const auto pv = profile_view(ctx);
   for (const auto& r : pv.rows)
@@ -627,6 +689,30 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
 std::optional<Assessment> assess_launch_bound(const Context& ctx) {
   Assessment a = start("launch-bound");
   double score = 0;
+  // In words and figures: a short step with the GPU mostly idle and no input or CPU-saturation claim — the host's launch
+  // rate sets the step (or the text names kernel launches).
+  {
+    std::optional<Seen<Claim>> words, idle_claim, other;
+    for (const auto& c : ctx.facts.of<Claim>()) {
+      if (c.fact.kind == "launch-suspected" && !words) words.emplace(c);
+      if (c.fact.kind == "gpu-underused" && !idle_claim) idle_claim.emplace(c);
+      if ((c.fact.kind == "cpu-saturated" || c.fact.kind == "input-suspected") && !other) other.emplace(c);
+    }
+    std::optional<Seen<Measurement>> util, step;
+    for (const auto& m : ctx.facts.of<Measurement>()) {
+      if (m.fact.table != "prose") continue;
+      if (m.fact.quantity == "GPU utilisation" && m.fact.value < 50 && !util) util.emplace(m);
+      if (m.fact.quantity == "step time" && m.fact.unit == "s" && m.fact.value < 0.1 && !step) step.emplace(m);
+    }
+    const bool idle = util || idle_claim;
+    if (!other && ((idle && step) || words)) {
+      if (step) a.evidence.push_back(line("a short step: " + figure(step->fact), step->where));
+      if (util) a.evidence.push_back(line("the GPU busy only " + figure(util->fact) + " of it", util->where));
+      else if (idle_claim) a.evidence.push_back(line("the GPUs are said to be underused", idle_claim->where));
+      if (words) a.evidence.push_back(line("the text names launch or host overhead", words->where));
+      score = std::max(score, idle && step ? (words ? 0.5 : 0.45) : 0.35);
+    }
+  }
   // The job's own step time without the profiler, when a log (not a trace) gives one.
   std::optional<double> unprofiled;
   std::optional<EvidenceLine> unprofiled_line;
@@ -701,6 +787,15 @@ std::optional<Assessment> assess_launch_bound(const Context& ctx) {
 std::optional<Assessment> assess_straggler(const Context& ctx) {
   Assessment a = start("straggler");
   double score = 0;
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "one-slow-member") {
+      a.evidence.push_back(line("the text names one member slower than the others (\"" + c.fact.detail + "\"): in a synchronous "
+                                "job every rank waits for it at every collective",
+                                c.where));
+      score = std::max(score, 0.45);
+      if (a.summary.empty()) a.summary = "one member (a GPU, a node) is slower than the rest, and every step waits for it";
+      break;
+    }
   for (const auto& s : ctx.variants.pairs) {
     if (s.suspects.empty() || s.slow.size() < 1) continue;
     const std::string& prime = s.suspects.front();

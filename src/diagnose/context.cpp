@@ -80,6 +80,32 @@ Context::Context(const FactSet& f) : facts(f) {
     gpu_evidence = line("GPU: " + gpu_name, models.front().where);
     mixed_models = models.size() > 1;
     if (!mixed_models) gpu = models.front().spec;
+    // A name that leaves the form open ("H100", "8xA100 80GB"): the link the text names decides it where only one
+    // form has that link — NVLink between more than a pair, or NVSwitch/NVLS, is an SXM board's; "no NVLink" or PCIe
+    // alone is a PCIe card's. Said in the evidence as an inference.
+    if (!mixed_models && !gpu) {
+      bool nvlink = false, pcie = false;
+      for (const auto& c : facts.of<Claim>())
+        if (c.fact.kind == "link") {
+          nvlink = nvlink || c.fact.detail == "nvlink" || c.fact.detail == "nvswitch";
+          pcie = pcie || c.fact.detail == "no-nvlink" || c.fact.detail == "pcie";
+        }
+      if (nvlink != pcie) {
+        const std::string base = models.front().name;
+        const std::vector<const char*> forms = nvlink ? std::vector<const char*>{" SXM", " SXM4", " SXM5", " SXM 80GB", " SXM4 80GB"}
+                                                      : std::vector<const char*>{" PCIe", " PCIe 80GB"};
+        for (const char* form : forms) {
+          if (const auto* spec = topo::find_gpu(base + form)) {
+            gpu = spec;
+            gpu_evidence = line(fmt::format("GPU: {} — read as the {} (the text names {}, which only that form has between "
+                                            "these GPUs)",
+                                            gpu_name, spec->model, nvlink ? "NVLink" : "PCIe without NVLink"),
+                                models.front().where);
+            break;
+          }
+        }
+      }
+    }
   }
 
   // ---- settings: the last value read of each name ----

@@ -187,6 +187,14 @@ Reading facts_from_watchdog(std::span<const analyze::WatchdogLog> logs, const an
       if (first.source.empty()) first = p;
       r.facts.add(std::move(f), std::move(p));
     }
+  // The watchdog's other error lines (a timeout whose WorkNCCL line was cut off, "… watchdog thread terminated with
+  // exception"): a job that died in a collective, what is known of it.
+  for (const auto& log : logs)
+    if (log.timeouts.empty())
+      for (const auto& [line_no, text] : log.other_errors) {
+        r.facts.add(ProcessFailure{"PyTorch's NCCL watchdog: " + excerpt(text)}, Provenance{log.source, line_no, excerpt(text)});
+        break;
+      }
   if (!first.source.empty()) {
     WatchdogSummary s;
     s.op_mismatch = analysis.op_mismatch;

@@ -132,3 +132,60 @@ TEST(ProseMeasures, GarbageGivesNothingAndNeverThrows) {
 }
 
 }  // namespace
+
+// The grammar of resources, overlap, hangs and members, on sentences of this project's own; and what the diagnosis
+// makes of short posts of its own that say only that much (no case's words).
+#include "diagnose/engine.h"
+
+namespace {
+
+using scalescope::diagnose::Claim;
+
+bool claims(const FactSet& f, const std::string& kind) {
+  for (const auto& c : f.of<Claim>())
+    if (c.fact.kind == kind) return true;
+  return false;
+}
+
+TEST(ProseGrammar, ResourcesOverlapHangsAndMembers) {
+  EXPECT_TRUE(claims(read("While training, htop shows every CPU core pegged at 100% usage."), "cpu-saturated"));
+  EXPECT_FALSE(claims(read("The CPU is mostly idle and the GPU is the bottleneck here."), "cpu-saturated"));
+  EXPECT_TRUE(claims(read("nvidia-smi shows low GPU utilization on all four cards."), "gpu-underused"));
+  EXPECT_TRUE(claims(read("In the timeline the all-reduce kernels only start after the backward pass has finished."), "no-overlap"));
+  EXPECT_TRUE(claims(read("Nsight reports a communication/compute overlap of 0 % for the step."), "no-overlap"));
+  EXPECT_FALSE(claims(read("The all-reduce overlaps nicely with the backward kernels."), "no-overlap"));
+  EXPECT_TRUE(claims(read("The job always gets stuck when the validation loop begins on the second GPU."), "hang-at-boundary"));
+  EXPECT_TRUE(claims(read("We get an NCCL timeout right at the end of the first epoch."), "hang-at-boundary"));
+  EXPECT_TRUE(claims(read("It looks like one degraded node drags the whole job down."), "one-slow-member"));
+  EXPECT_TRUE(claims(read("Rank 5 is consistently slower than the others."), "one-slow-member"));
+  EXPECT_TRUE(claims(read("Would DDP help with this low GPU utilization?"), "not-ddp"));
+  EXPECT_TRUE(claims(read("Profiling suggests the step is dominated by kernel launch overhead."), "launch-suspected"));
+  const auto f = read("Running on two nodes with one GPU each is slower than a single GPU.");
+  const auto s = f.of<ScalingPoint>();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].fact.world_size, 2);
+  EXPECT_LE(s[0].fact.speedup, 1.0);
+}
+
+std::string primary(const std::string& post) {
+  const auto r = scalescope::analyze::read_report_text(post, "post.md");
+  const auto d = scalescope::diagnose::diagnose(r.facts);
+  return d.primary ? d.primary->cause : "none";
+}
+
+TEST(ProseGrammar, ShortPostsOfOurOwnGetTheirCause) {
+  EXPECT_EQ(primary("# Scaling problem\n\nOne GPU gives 300 images/s. With 2 GPUs we only get 290 images/s in total.\n"
+                    "One CPU core sits at 100% the whole time while the GPUs wait.\n"),
+            "input-bound");
+  EXPECT_EQ(primary("# Slow gradients\n\nOur loop calls dist.all_reduce on each gradient after loss.backward(), so the "
+                    "communication only starts after the backward pass is over.\n"),
+            "no-overlap");
+  EXPECT_EQ(primary("# Hang\n\nWith 4 GPUs the job hangs as soon as evaluation starts; with 1 GPU it is fine.\n"),
+            "collective-mismatch");
+  // A busbw at what 8 H100 SXM through NVSwitch give: nothing to fix (the band of data/nccl.json).
+  EXPECT_EQ(primary("# Is this normal?\n\nOn a server with 8 H100 SXM GPUs connected by NVLink, all_reduce_perf reports "
+                    "a busbw of 470 GB/s for large messages.\n"),
+            "no-defect");
+}
+
+}  // namespace

@@ -309,7 +309,23 @@ bool has_watchdog_messages(std::string_view text) {
          contains(text, "watchdog thread terminated");
 }
 
-WatchdogLog parse_watchdog(std::string_view text, std::string source) { return Parser(text, std::move(source)).run(); }
+WatchdogLog parse_watchdog(std::string_view text, std::string source) {
+  WatchdogLog log = Parser(text, std::move(source)).run();
+  // Only the stack of the watchdog's timeout check survived (the paste starts below the WorkNCCL line): the check
+  // raised, so a collective timed out; which one is not in the text.
+  if (log.timeouts.empty() && log.other_errors.empty()) {
+    std::size_t n = 0;
+    for (auto l : split_lines(text)) {
+      ++n;
+      if (contains(l, "WorkNCCL::checkTimeout") || contains(l, "Watchdog caught collective operation timeout")) {
+        log.other_errors.emplace_back(n, std::string(trim_blanks(l)).substr(0, 300));
+        log.evidence_lines[n] = excerpt(l);
+        break;
+      }
+    }
+  }
+  return log;
+}
 
 WatchdogLog read_watchdog_file(const std::string& path) {
   return parse_watchdog(read_text_file(path, "watchdog log", 256ull << 20), path);

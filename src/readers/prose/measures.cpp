@@ -217,11 +217,19 @@ double seconds(const Figure& f) {
 }  // namespace
 
 void read_sentence_measures(std::string_view sentence, const diagnose::Provenance& where, diagnose::FactSet& out,
-                            std::string* last_time_quantity) {
+                            MeasureState* state) {
+  std::string* last_time_quantity = state ? &state->last_time_quantity : nullptr;
   try {
     const std::string raw(sentence);
     const std::string s = lower(sentence);
     const auto cs = counts(s);
+    if (state)
+      for (const auto& c : cs)
+        if (c.n >= 1) state->last_gpu_count = c.n;
+    // The sentence speaks of a collective: a bandwidth in it is the collective's (busbw unless it says algbw).
+    const bool collective = has(s, "allreduce") || has(s, "all-reduce") || has(s, "all_reduce") || word(s, "ar") ||
+                            has(s, "nccl") || has(s, "nvls") || has(s, "all_gather") || has(s, "allgather") ||
+                            has(s, "reduce_scatter") || has(s, "bus bw") || has(s, "busbw") || has(s, "algbw");
 
     // ---- models ----
     for (const auto& m : knowledge::models_in_text(raw)) {
@@ -260,6 +268,61 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     if (word(s, "infiniband") || word(s, "ib") || word(s, "roce") || word(s, "rdma")) out.add(Claim{"link", "infiniband"}, where);
     if (word(s, "ethernet") || word(s, "tcp") || word(s, "gbe")) out.add(Claim{"link", "ethernet"}, where);
 
+    // ---- resources in words ----
+    // The CPU saturated: "one CPU is stuck at 100%", "CPU usage is maxed out", "the CPU is the bottleneck".
+    if ((word(s, "cpu") || word(s, "cpus") || word(s, "core") || word(s, "cores")) &&
+        (has(s, "100%") || has(s, "100 %") || has(s, "maxed") || has(s, "saturat") || has(s, "pegged") ||
+         has(s, "bottleneck") || has(s, "fully used") || has(s, "fully loaded") || has(s, "full load")) &&
+        !has(s, "gpu is the bottleneck"))
+      out.add(Claim{"cpu-saturated", ""}, where);
+    // The GPUs underused: "GPU utilization is very low", "low GPU util", "GPUs are idle most of the time".
+    if ((word(s, "gpu") || word(s, "gpus") || word(s, "utilization") || word(s, "utilisation") || word(s, "util")) &&
+        (has(s, "util") || has(s, "idle") || has(s, "usage")) &&
+        (has(s, "low") || has(s, "idle") || has(s, "drops") || has(s, "fluctuat") || has(s, "not fully") ||
+         has(s, "underutil") || has(s, "under-util")) &&
+        !has(s, "not low"))
+      out.add(Claim{"gpu-underused", ""}, where);
+    // Data loading named as a suspect or a wait: "waiting for the dataloader", "data loading is slow".
+    if ((has(s, "dataloader") || has(s, "data loader") || has(s, "data loading") || has(s, "augmentation") ||
+         has(s, "preprocessing") || has(s, "i/o") || word(s, "io") || has(s, "disk")) &&
+        (has(s, "slow") || has(s, "wait") || has(s, "bottleneck") || has(s, "stall") || has(s, "long")))
+      out.add(Claim{"input-suspected", ""}, where);
+    // DDP spoken of as something to try: the job runs without it ("Will DDP improve …?", "should I switch to DDP").
+    if ((has(s, "will ddp") || has(s, "would ddp") || has(s, "should i use ddp") || has(s, "switch to ddp") ||
+         has(s, "try ddp") || has(s, "use ddp instead") || has(s, "does ddp help") || has(s, "would distributeddataparallel") ||
+         has(s, "will distributeddataparallel")))
+      out.add(Claim{"not-ddp", ""}, where);
+
+    // The all-reduce serialised after backward: "the NCCL collectives follow the backward kernels", "gradients are reduced
+    // after the backward pass", "all-reduce/compute overlap was 0.0%".
+    {
+      const bool comm = has(s, "all-reduce") || has(s, "allreduce") || has(s, "all_reduce") || has(s, "nccl") ||
+                        has(s, "collective") || has(s, "communication") || has(s, "gradients are reduced") ||
+                        has(s, "gradient reduction") || has(s, "reduce the gradients") || has(s, "gradient sync");
+      static const std::regex zero_overlap(R"(overlap\D{0,30}\b0(\.0+)?\s*%|\b0(\.0+)?\s*%\s*overlap|no overlap|not overlap|doesn't overlap|does not overlap)");
+      const bool after = has(s, "after the backward") || has(s, "after backward") || has(s, "follow the backward") ||
+                         has(s, "after loss.backward") || has(s, "not during") || has(s, "serialized") || has(s, "serialised") ||
+                         std::regex_search(s, zero_overlap);
+      if (comm && after) out.add(Claim{"no-overlap", ""}, where);
+    }
+    // A hang or timeout at a point where ranks' code paths can part: evaluation, validation, the end of an epoch, a save.
+    {
+      const bool hang = has(s, "hang") || has(s, "timeout") || has(s, "timed out") || has(s, "time out") || has(s, "stuck") ||
+                        has(s, "freez") || has(s, "deadlock");
+      const char* at = has(s, "evaluat") ? "evaluation" : has(s, "validat") ? "validation" : has(s, "end of the first epoch") || has(s, "end of first epoch") || has(s, "end of an epoch") || has(s, "end of the epoch") || has(s, "end of each epoch") || has(s, "epoch end") ? "the end of an epoch" : has(s, "checkpoint") || has(s, "saving") ? "a checkpoint save" : nullptr;
+      if (hang && at) out.add(Claim{"hang-at-boundary", at}, where);
+    }
+    // One member slower than the others: "one faulty GPU", "one node is slower", "rank 3 is always the slowest".
+    {
+      static const std::regex one_slow(R"(\b(one|a single|a|1)\s+(faulty|slow|slower|bad|broken|defective|degraded|sick)\s+(gpu|node|machine|rank|card|host|worker)\b|\b(rank|gpu|node)\s*#?\d+\s+(is|was|runs|seems)\s+(always\s+|much\s+|consistently\s+)?(slow|slower|the slowest|lagging|behind))");
+      std::smatch m1;
+      if (std::regex_search(s, m1, one_slow)) out.add(Claim{"one-slow-member", m1.str(0)}, where);
+    }
+    // Kernel launches named as what limits the step.
+    if (has(s, "launch overhead") || has(s, "kernel launch") || has(s, "cpu overhead") || has(s, "python overhead") ||
+        has(s, "small kernels") || has(s, "cpu-bound") || has(s, "cpu bound") || has(s, "host-bound") || has(s, "cuda graph"))
+      out.add(Claim{"launch-suspected", ""}, where);
+
     // ---- code words in prose ----
     const bool every_step = has(s, "every step") || has(s, "each step") || has(s, "per step") || has(s, "every iteration") ||
                             has(s, "each iteration") || has(s, "per iteration") || has(s, "every batch") || has(s, "each batch");
@@ -291,6 +354,19 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         continue;
       }
       std::string q = quantity_of(s, f);
+      // A figure of a specification, not a measurement: "the specs say 900 GB/s", "capable of 600 GB/s", "NVIDIA claims
+      // 450 GB/s", "theoretical", "up to", "aggregate". Kept out: the diagnosis brings its own expectation.
+      {
+        const std::size_t from = f.pos > 50 ? f.pos - 50 : 0;
+        const std::string near = s.substr(from, f.pos - from) + " " + s.substr(f.end, std::min<std::size_t>(25, s.size() - f.end));
+        bool reference = false;
+        for (auto w : {"spec", "datasheet", "theoretical", "rated", "capable of", "claim", "advertis", "official", "nominal",
+                       "up to", "aggregate", "should be", "should reach", "should get", "expected", "supposed to", "peak of",
+                       "maximum of", "max of", "promised", "marketing"})
+          if (has(near, w)) reference = true;
+        if (reference && (f.unit == "GB/s" || f.unit == "MB/s")) continue;
+      }
+      if (q == "bandwidth" && collective) q = "busbw";
       const bool time_unit = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h";
       // "It also takes 21 seconds": a time with no noun of its own continues the previous sentence's quantity.
       if (q.empty() && time_unit && last_time_quantity && !last_time_quantity->empty()) q = *last_time_quantity;
@@ -330,6 +406,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         p.collective = has(s, "all_gather") || has(s, "allgather") ? "all_gather" : "all_reduce";
         p.gbps = m.value;
         if (auto c = nearest(cs, s, f.pos)) p.ranks = c->n;
+        else if (state && state->last_gpu_count) p.ranks = state->last_gpu_count;
         // algbw → busbw for all-reduce: × 2(n−1)/n (nccl-tests' PERFORMANCE.md); without the rank count it is not known.
         if (m.quantity == "algbw" && p.collective == "all_reduce" && p.ranks && *p.ranks >= 2)
           p.gbps = m.value * 2.0 * (*p.ranks - 1) / *p.ranks;
@@ -347,6 +424,13 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     std::optional<int> multi;
     for (const auto& c : cs)
       if (!c.processes && c.n >= 2) multi = multi ? std::max(*multi, c.n) : c.n;
+    // "two nodes" / "2 machines" with no GPU count of their own: at least that many GPUs.
+    if (!multi) {
+      static const std::regex nodes_re(R"(\b(\d{1,4}|two|three|four|eight|sixteen)\s+(nodes|machines|hosts|servers|computers)\b)");
+      std::smatch nm;
+      if (std::regex_search(s, nm, nodes_re))
+        if (auto n = count_word(nm[1].str()); n && *n >= 2) multi = *n;
+    }
     if (multi && std::regex_search(s, sm, speed_re)) {
       double x = std::stod(sm[1].str());
       const std::string dir = sm[2].str();
@@ -360,6 +444,14 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         p.mode = "stated";
         out.add(p, where);
       }
+    } else if (multi && std::regex_search(s, sm, std::regex(R"((slower|longer|worse) than (with |on |using )?(1|one|a single|single|only one)( gpu| card| machine| node| device)?)"))) {
+      // "two machines (2 GPUs) are slower than one machine": no faster than one, an upper bound.
+      diagnose::ScalingPoint p;
+      p.world_size = *multi;
+      p.speedup = 1.0;
+      p.efficiency = 1.0 / *multi;
+      p.mode = "stated: slower than one (speedup at most 1)";
+      out.add(p, where);
     } else if (multi && no_speedup) {
       diagnose::ScalingPoint p;
       p.world_size = *multi;

@@ -16,6 +16,7 @@
 //    time, num_workers=0, find_unused_parameters=True, torch.compile) as CodeUse / HostSync facts.
 // Facts go to `out` with `where` as provenance. Pure; never throws.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,9 +24,16 @@
 
 namespace scalescope::analyze {
 
-/// Reads one sentence. `last_time_quantity` (optional) carries what the previous sentence's times measured ("epoch
-/// time") to a time with no noun of its own ("… it also takes 21 seconds"); the call updates it.
+/// What earlier sentences of one text said, for the later ones: what its times measured ("epoch time"), for a time with
+/// no noun of its own ("… it also takes 21 seconds"); the GPU count the text gave last, for a bandwidth of a
+/// collective stated without one ("the algbw is about 250 GB/s" after "8 H100s").
+struct MeasureState {
+  std::string last_time_quantity;
+  std::optional<int> last_gpu_count;
+};
+
+/// Reads one sentence; `state` (optional) carries what earlier sentences said and is updated.
 void read_sentence_measures(std::string_view sentence, const diagnose::Provenance& where, diagnose::FactSet& out,
-                            std::string* last_time_quantity = nullptr);
+                            MeasureState* state = nullptr);
 
 }  // namespace scalescope::analyze

@@ -1102,7 +1102,7 @@ struct Reader {
   std::set<std::string> hypervisors_seen;
   std::set<double> nics_stated;
   std::vector<diagnose::Fact> hangs;  // emitted at the end (detail-less ones only when no other)
-  std::string last_time_quantity;     // what the previous sentence's times measured (readers/prose/measures.h)
+  MeasureState measure_state;         // what earlier sentences said (readers/prose/measures.h)
   struct Container {
     std::string runtime;
     std::vector<std::string> flags;
@@ -1226,7 +1226,7 @@ struct Reader {
     for (const auto& x : t)
       if (in(kSuggestWords, x.low)) imperative = true;
     counts(t, at_tok);
-    if (!imperative) read_sentence_measures(s.text, at_tok(0), r.facts, &last_time_quantity);
+    if (!imperative) read_sentence_measures(s.text, at_tok(0), r.facts, &measure_state);
     if (!imperative) container(t, at_tok);
     if (!question) platform(s.text, t, at_tok, imperative);
 
@@ -1586,11 +1586,21 @@ Reading read_layout(const Layout& l, const std::string& source) {
     quotes += c.kind == LineKind::quote;
     tables += c.kind == LineKind::table;
   }
+  // A level-1 heading on the text's first line is its title.
+  bool first = false;
+  for (std::size_t i = 0; i < l.cls.size(); ++i)
+    if (l.cls[i].kind != LineKind::blank) {
+      first = l.cls[i].kind == LineKind::heading && starts_with(trim_blanks(l.lines[i]), "# ");
+      break;
+    }
   for (const auto& p : paragraphs(l.cls)) {
-    // A heading ("## Workaround", "What I tried:") sets what the sentences under it say of their settings.
+    // A heading ("## Workaround", "What I tried:") sets what the sentences under it say of their settings. The text's
+    // first line, when a heading, is its title ("# Expected bandwidth results? …"): it names the topic, not a section.
     const std::string_view pt = trim_blanks(p.text);
     const bool label = !pt.empty() && pt.back() == ':' && std::count(pt.begin(), pt.end(), ' ') < 6;
-    if (p.heading || label) rd.section = section_of(pt);
+    const bool title = first && p.heading;
+    first = false;
+    if ((p.heading && !title) || label) rd.section = section_of(pt);
     for (const auto& s : sentences(p)) rd.sentence(s);
   }
   rd.finish();
@@ -1685,8 +1695,10 @@ bool looks_like_report_text(std::string_view text) {
       }
     }
     if (nonblank == 0 || prose_lines == 0) return false;
-    if (prose_tokens * 2 < all_tokens) return false;
-    if (foreign * 2 > nonblank) return false;
+    // Mostly pasted output: prose only when it still holds two sentences of its own (a post that quotes a log).
+    const bool two_sentences = sentence_lines >= 2 && sentence_lines * 5 >= nonblank;
+    if (prose_tokens * 2 < all_tokens && !two_sentences) return false;
+    if (foreign * 2 > nonblank && !two_sentences) return false;
     const Reading r = read_layout(l, "");
     // Mentions of a link or a precision alone (a topology matrix's legend: "PIX = Connection traversing … PCIe") do
     // not make a text prose about a job.

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <vector>
 
 #include "text/log_text.h"
 #include "readers/tables/tables_internal.h"
@@ -170,6 +171,29 @@ std::optional<Unit> unit_of(std::string_view text) {
   for (const auto& u : kUnits)
     if (u.exact ? t == u.printed : l == u.printed)
       return Unit{u.unit, u.factor, u.quantity, std::string_view(u.unit).empty() && std::string_view(u.quantity) == "speedup"};
+  // Time per step: "sec/batch", "s/iter", "ms/step", "sec/batch/gpu" (a per-GPU step time is still the step's time).
+  {
+    std::vector<std::string> parts;
+    std::string part;
+    for (char c : l + "/") {
+      if (c == '/') {
+        parts.push_back(std::string(trim_blanks(part)));
+        part.clear();
+      } else {
+        part += c;
+      }
+    }
+    auto is = [](const std::string& x, std::initializer_list<const char*> ws) {
+      for (auto w : ws)
+        if (x == w) return true;
+      return false;
+    };
+    if ((parts.size() == 2 || (parts.size() == 3 && is(parts[2], {"gpu", "device", "rank", "card"}))) &&
+        is(parts[1], {"batch", "iter", "it", "step", "iteration"})) {
+      if (is(parts[0], {"s", "sec", "secs", "second", "seconds"})) return Unit{"s", 1, "step time", false};
+      if (is(parts[0], {"ms", "msec", "millisecond", "milliseconds"})) return Unit{"s", 1e-3, "step time", false};
+    }
+  }
   // Other rates: "<word>/s", "<word>/sec", "<word> per second".
   for (std::string_view suffix : {"/s", "/sec", "/second", " per second", " per sec", "/ s"})
     if (ends_with(l, suffix) && all_alpha(std::string_view(l).substr(0, l.size() - suffix.size())))

@@ -272,6 +272,25 @@ std::optional<std::string> config_key_of_header(std::string_view header) {
   if (is({"gpus", "gpu count", "gpus count", "ngpus", "gpus used", "world size", "worldsize", "nproc", "devices",
           "total gpus", "gpus total", "gpu num", "cards", "ranks", "processes", "world", "gpu s"}))
     return "gpus";
+  // Count words joined ("nproc/ngpu", "#procs / #gpus", "gpus (ranks)"): one per GPU in data-parallel training.
+  {
+    static const std::set<std::string> count_words = {"gpus", "gpu", "ngpu", "ngpus", "nproc", "nprocs", "procs", "processes",
+                                                      "ranks", "devices", "cards", "world", "size", "num", "n", "of"};
+    std::string word;
+    bool all = true, any = false;
+    for (char c : t + " ") {
+      if (std::isalnum(static_cast<unsigned char>(c))) {
+        word += c;
+        continue;
+      }
+      if (!word.empty()) {
+        all = all && count_words.count(word) > 0;
+        any = any || (word != "n" && word != "of" && word != "num" && word != "size");
+        word.clear();
+      }
+    }
+    if (all && any) return "gpus";
+  }
   if (is({"nodes", "node count", "nnodes", "hosts count", "machines", "servers", "instances"})) return "nodes";
   if (is({"gpu", "gpu type", "gpu model", "hardware", "device type", "accelerator", "gpu name", "card"})) return "gpu";
   if (is({"host", "hostname", "node", "node name", "server", "machine", "host name", "instance"})) return "host";
