@@ -56,6 +56,18 @@ std::optional<Assessment> assess_nccl_env_override(const Context& ctx) {
   Assessment a = start("nccl-env-override");
   double score = 0;
   std::vector<std::string> culprits;
+  // A setting the text says makes the job slower ("with NCCL_SHM_DISABLE=1 performance drops"): what it turns off is the
+  // faster path this machine has, so it is the slowdown's cause (judged against NCCL's default like any setting).
+  for (const auto& c : ctx.facts.of<Claim>()) {
+    if (c.fact.kind != "slow-with") continue;
+    const auto eq = c.fact.detail.find('=');
+    if (eq == std::string::npos || c.fact.detail.rfind("NCCL_", 0) != 0) continue;
+    const auto j = judge_setting(c.fact.detail.substr(0, eq), c.fact.detail.substr(eq + 1));
+    if (j.effect != SettingEffect::slows) continue;
+    a.evidence.push_back(line(c.fact.detail + " makes it slower, as the text says: " + j.what_it_does, c.where));
+    score = std::max(score, 0.55);
+    culprits.push_back(c.fact.detail);
+  }
   // Settings read from files or logs.
   for (const auto& [name, s] : ctx.settings) {
     if (s.judgement.effect != SettingEffect::slows) {

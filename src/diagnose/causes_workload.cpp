@@ -169,6 +169,26 @@ CommPicture comm_picture(const Context& ctx) {
       p.strength *= 0.5;
     }
   }
+  // 6. Between nodes, with nothing to compute the expectation from: a multi-node job that scales poorly, or one whose
+  // text names communication as the bottleneck, over a network of at most 25 Gb/s (≤ 3 GB/s: a 100 M-parameter model's
+  // 0.4 GB of gradients alone take over 0.1 s per step) — the network carries every step's gradients.
+  if (!p.expected && ctx.span == Span::multi_node) {
+    p.network = true;
+    std::optional<Seen<Claim>> said;
+    for (const auto& c : ctx.facts.of<Claim>())
+      if (c.fact.kind == "comm-suspected" && !said) said.emplace(c);
+    std::optional<Seen<NicSeen>> slow_net;
+    for (const auto& n : ctx.facts.of<NicSeen>())
+      if (n.fact.line_gbit && *n.fact.line_gbit <= 25 && !slow_net) slow_net.emplace(n);
+    if (said) p.lines.push_back(line("the text names communication as the bottleneck", said->where));
+    if (slow_net)
+      p.lines.push_back(line(fmt::format("the nodes are joined at {:.0f} Gb/s: at most {} of all-reduce busbw between them",
+                                         *slow_net->fact.line_gbit, gbps(topo::nic_busbw_gbps(*slow_net->fact.line_gbit))),
+                             slow_net->where));
+    if (slow_net && (said || p.strength > 0)) p.strength = std::max(p.strength, 0.5);
+    else if (said) p.strength = std::max(p.strength, 0.4);
+    if (!ctx.span_evidence.empty()) p.lines.push_back(ctx.span_evidence.front());
+  }
   return p;
 }
 
@@ -202,7 +222,12 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   a.evidence = p.lines;
   a.cost = p.cost;
   double score = p.strength;
-  if (p.expected) {
+  if (!p.expected && p.network) {
+    score *= 0.6;
+    a.against.push_back(line("the gradients cross a network between nodes, an order of magnitude slower than the links inside "
+                             "one: the link, not the shortness of compute, is the likelier limit (bandwidth-bound-gradients)",
+                             p.lines.empty() ? Provenance{} : p.lines.front().where));
+  } else if (p.expected) {
     // The expectation decides which side is short: an all-reduce that no usual step hides, or gradients over a network
     // between nodes, point at the link (bandwidth-bound-gradients); a short one that still rivals compute points at
     // the compute per step being small.
@@ -256,6 +281,8 @@ std::optional<Assessment> assess_bandwidth_bound_gradients(const Context& ctx) {
   if (p.expected) {
     if (p.long_allreduce || p.network) raise(score, 0.1);
     else score *= 0.6;
+  } else if (p.network) {
+    raise(score, 0.05);
   } else if (p.params) {
     if (*p.params >= 1e9) {
       a.evidence.insert(a.evidence.begin(), *p.params_line);

@@ -75,6 +75,18 @@ Context::Context(const FactSet& f) : facts(f) {
     });
     if (it == models.end()) models.push_back({*n.fact.gpu_name, spec, n.where, 1});
   }
+  // A bare name ("H100", "A100") beside a full one of the same board ("NVIDIA H100 80GB HBM3") is that board.
+  if (std::any_of(models.begin(), models.end(), [](const Model& m) { return m.spec != nullptr; }))
+    models.erase(std::remove_if(models.begin(), models.end(),
+                                [&](const Model& m) {
+                                  if (m.spec) return false;
+                                  const std::string bare = lower(m.name);
+                                  return std::any_of(models.begin(), models.end(), [&](const Model& o) {
+                                    return o.spec && (lower(std::string(o.spec->model)).find(bare) != std::string::npos ||
+                                                      lower(o.name).find(bare) != std::string::npos);
+                                  });
+                                }),
+                 models.end());
   if (!models.empty()) {
     gpu_name = models.front().name;
     gpu_evidence = line("GPU: " + gpu_name, models.front().where);
@@ -90,6 +102,18 @@ Context::Context(const FactSet& f) : facts(f) {
           nvlink = nvlink || c.fact.detail == "nvlink" || c.fact.detail == "nvswitch";
           pcie = pcie || c.fact.detail == "no-nvlink" || c.fact.detail == "pcie";
         }
+      std::string why = nvlink ? "the text names NVLink, which only that form has between these GPUs"
+                               : "the text names PCIe without NVLink";
+      // A measured busbw above what the PCIe card's own link carries can only have crossed NVLink.
+      if (!nvlink && !pcie) {
+        const auto* pcie_form = topo::find_gpu(models.front().name + " PCIe");
+        const double pcie_max = pcie_form ? topo::pcie_link_gbps(pcie_form->pcie_gen, pcie_form->pcie_width) : 0;
+        for (const auto& p : facts.of<BusbwPlateau>())
+          if (pcie_max > 0 && p.fact.gbps > 1.2 * pcie_max) {
+            nvlink = true;
+            why = fmt::format("a measured busbw of {:.0f} GB/s, above the {:.0f} GB/s the PCIe card's own link carries", p.fact.gbps, pcie_max);
+          }
+      }
       if (nvlink != pcie) {
         const std::string base = models.front().name;
         const std::vector<const char*> forms = nvlink ? std::vector<const char*>{" SXM", " SXM4", " SXM5", " SXM 80GB", " SXM4 80GB"}
@@ -97,10 +121,7 @@ Context::Context(const FactSet& f) : facts(f) {
         for (const char* form : forms) {
           if (const auto* spec = topo::find_gpu(base + form)) {
             gpu = spec;
-            gpu_evidence = line(fmt::format("GPU: {} — read as the {} (the text names {}, which only that form has between "
-                                            "these GPUs)",
-                                            gpu_name, spec->model, nvlink ? "NVLink" : "PCIe without NVLink"),
-                                models.front().where);
+            gpu_evidence = line(fmt::format("GPU: {} — read as the {} ({})", gpu_name, spec->model, why), models.front().where);
             break;
           }
         }

@@ -75,6 +75,16 @@ std::vector<Count> counts(const std::string& s) {
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
   for (auto it = std::sregex_iterator(s.begin(), s.end(), flag_re); it != std::sregex_iterator(); ++it)
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
+  // Machines when the sentence counts no GPU: "a single machine" against "2 identical machines" scale as the GPUs do
+  // (the same GPUs per machine).
+  if (out.empty()) {
+    static const std::regex machine_re(R"(\b(\d{1,4}|one|two|three|four|eight|sixteen|single|a single)\s+(?:[a-z-]+\s+)?(machines?|nodes?|hosts?|servers?)\b)");
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), machine_re); it != std::sregex_iterator(); ++it) {
+      std::string w = (*it)[1].str();
+      if (w == "a single") w = "single";
+      if (auto n = count_word(w)) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
+    }
+  }
   std::sort(out.begin(), out.end(), [](const Count& a, const Count& b) { return a.pos < b.pos; });
   // "a GPU" is a count only in "a single GPU"; "a" alone often is an article before "GPU server".
   return out;
@@ -184,7 +194,8 @@ std::string quantity_of(const std::string& s, const Figure& f) {
       {"batch time", "step time"},     {"eta", "run time"},            {"total", "run time"},
       {"training took", "run time"},   {"whole", "run time"},          {"run time", "run time"},
       {"runtime", "run time"},         {"training time", "run time"},  {"wall", "run time"},
-      {"finish", "run time"},          {"complete", "run time"}};
+      {"finish", "run time"},          {"complete", "run time"},       {"to train", "run time"},
+      {"estimat", "run time"},         {"conclusion", "run time"},     {"training takes", "run time"}};
   std::size_t best = std::string::npos;
   std::string q;
   for (const auto& [w, quantity] : words) {
@@ -237,6 +248,15 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       seen.name = m.model->name;
       seen.parameters = m.model->params;
       out.add(std::move(seen), where);
+    }
+    // ---- a GPU named without a count ("all_reduce_perf in H100", "on our A100 server") ----
+    {
+      static const std::regex gpu_re(R"(\b(gh200|gb200|h100|h200|h800|h20|a100|a800|a10g|a10|a30|a40|a6000|v100|p100|t4|l4|l40s|l40|b200|b100|rtx ?[2-5]0[5-9]0( ?ti)?|gtx ?10[5-8]0( ?ti)?)\b)");
+      std::smatch gm;
+      if (std::regex_search(s, gm, gpu_re)) {
+        std::string name = raw.substr(static_cast<std::size_t>(gm.position(0)), static_cast<std::size_t>(gm.length(0)));
+        out.add(diagnose::GpuSeen{name, std::nullopt, std::nullopt, std::nullopt, std::nullopt}, where);
+      }
     }
     // ---- precision ----
     for (auto [w, v] : {std::pair{"bf16", "bf16"}, {"bfloat16", "bf16"}, {"fp16", "fp16"}, {"float16", "fp16"},
@@ -318,6 +338,25 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       std::smatch m1;
       if (std::regex_search(s, m1, one_slow)) out.add(Claim{"one-slow-member", m1.str(0)}, where);
     }
+    // A setting that makes it slower: "with NCCL_SHM_DISABLE=1 I see a large drop in performance".
+    {
+      static const std::regex setting_re(R"((NCCL_[A-Z0-9_]+)\s*=\s*([A-Za-z0-9_.,:-]+))");
+      std::smatch sm2;
+      if (std::regex_search(raw, sm2, setting_re) &&
+          (has(s, "drop in performance") || has(s, "performance drop") || has(s, "slower") || has(s, "slows") ||
+           has(s, "slow down") || has(s, "slowdown") || has(s, "degrad") || has(s, "worse") || has(s, "drops")))
+        out.add(Claim{"slow-with", sm2[1].str() + "=" + sm2[2].str()}, where);
+    }
+    // Communication named as the bottleneck: "communication between machines becomes the bottleneck".
+    if ((has(s, "communication") || has(s, "all-reduce") || has(s, "allreduce") || has(s, "network") || has(s, "interconnect") ||
+         has(s, "bandwidth")) &&
+        (has(s, "bottleneck") || has(s, "limits") || has(s, "dominat") || has(s, "saturat")))
+      out.add(Claim{"comm-suspected", ""}, where);
+    // Several machines: "between machines", "the number of machines", "multiple nodes", "across nodes".
+    {
+      static const std::regex many(R"(\b(between|across|multiple|several|many|more|number of|increase the number of)\s+(the\s+)?(machines|nodes|hosts|servers)\b|\bmulti-?(node|machine)\b)");
+      if (std::regex_search(s, many)) out.add(Claim{"nodes", "multi-node"}, where);
+    }
     // Kernel launches named as what limits the step.
     if (has(s, "launch overhead") || has(s, "kernel launch") || has(s, "cpu overhead") || has(s, "python overhead") ||
         has(s, "small kernels") || has(s, "cpu-bound") || has(s, "cpu bound") || has(s, "host-bound") || has(s, "cuda graph"))
@@ -362,11 +401,15 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         bool reference = false;
         for (auto w : {"spec", "datasheet", "theoretical", "rated", "capable of", "claim", "advertis", "official", "nominal",
                        "up to", "aggregate", "should be", "should reach", "should get", "expected", "supposed to", "peak of",
-                       "maximum of", "max of", "promised", "marketing"})
+                       "maximum of", "max of", "promised", "marketing", "slide", "according to", "whitepaper", "presentation",
+                       "gtc", "announced", "brochure"})
           if (has(near, w)) reference = true;
         if (reference && (f.unit == "GB/s" || f.unit == "MB/s")) continue;
       }
-      if (q == "bandwidth" && collective) q = "busbw";
+      // A bandwidth of a collective without its own qualifier is the one the text named last ("the algbw is 250 GB/s …
+      // `all_reduce_perf`: about 250 GB/s"), else busbw.
+      if (q == "bandwidth" && collective) q = state && !state->last_bw_quantity.empty() ? state->last_bw_quantity : "busbw";
+      if (state && (q == "busbw" || q == "algbw")) state->last_bw_quantity = q;
       const bool time_unit = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h";
       // "It also takes 21 seconds": a time with no noun of its own continues the previous sentence's quantity.
       if (q.empty() && time_unit && last_time_quantity && !last_time_quantity->empty()) q = *last_time_quantity;

@@ -30,6 +30,7 @@ namespace scalescope::analyze {
 struct MeasureState {
   std::string last_time_quantity;
   std::optional<int> last_gpu_count;
+  std::string last_bw_quantity;   ///< "busbw" or "algbw": what the text's last named bandwidth was
 };
 
 /// Reads one sentence; `state` (optional) carries what earlier sentences said and is updated.

@@ -1533,7 +1533,24 @@ struct Reader {
     // Put the hang claims first: they are what the text is about.
     diagnose::FactSet all;
     for (auto& f : keep) all.add(std::move(f));
-    for (const auto& f : r.facts.all()) all.add(f);
+    // The sentence grammar's bare GPU names ("H100") where a fuller name of the same board was read ("8 × H100 80GB
+    // HBM3"), and its "several nodes" where a node count was read, say nothing more: left out.
+    std::vector<std::string> full_names;
+    for (const auto& g : r.facts.of<diagnose::GpuSeen>()) full_names.push_back(lower(g.fact.name));
+    bool counted_nodes = false;
+    for (const auto& n : nodes) counted_nodes = counted_nodes || n.nodes >= 2;
+    std::set<std::string> bare_seen;
+    for (const auto& f : r.facts.all()) {
+      if (const auto* g = std::get_if<diagnose::GpuSeen>(&f.value)) {
+        const std::string l = lower(g->name);
+        const bool fuller = std::any_of(full_names.begin(), full_names.end(),
+                                        [&](const std::string& o) { return o != l && o.find(l) != std::string::npos; });
+        if (fuller || !bare_seen.insert(l).second) continue;
+      }
+      if (const auto* c = std::get_if<Claim>(&f.value); c && c->kind == "nodes" && c->detail == "multi-node" && (counted_nodes || multi_node))
+        continue;
+      all.add(f);
+    }
     for (const auto& c : containers) {
       std::string d = c.runtime;
       for (const auto& f : c.flags) d += " " + f;
