@@ -975,6 +975,15 @@ std::optional<Assessment> assess_straggler(const Context& ctx) {
 std::optional<Assessment> assess_load_imbalance(const Context& ctx) {
   Assessment a = start("load-imbalance");
   double score = 0;
+  // The text says the ranks get unequal work (variable lengths, random sizes, uneven shards) in a multi-rank job.
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "uneven-work") {
+      a.evidence.push_back(line("the text says the ranks get unequal work per step: every step the others wait for whichever "
+                                "rank drew the most",
+                                c.where));
+      score = std::max(score, 0.45);
+      break;
+    }
   for (const auto& s : ctx.facts.of<Straggler>())
     if (s.fact.who == "varies") {
       a.evidence.push_back(line("the slowest rank changes from step to step" +

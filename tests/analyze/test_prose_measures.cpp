@@ -75,6 +75,11 @@ TEST(ProseMeasures, SpeedupsInWords) {
   ASSERT_EQ(s.size(), 1u);
   EXPECT_NEAR(s[0].fact.speedup, 1.0, 1e-12);
   EXPECT_TRUE(read("The model is 3x larger than before.").of<ScalingPoint>().empty());
+  f = read("Going from 1 to 4 GPUs, the speedup we measure is only 2.1x.");
+  s = f.of<ScalingPoint>();
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].fact.world_size, 4);
+  EXPECT_NEAR(s[0].fact.speedup, 2.1, 1e-12);
 }
 
 TEST(ProseMeasures, ModelsLinksBatchAndPrecision) {
@@ -167,6 +172,29 @@ TEST(ProseGrammar, ResourcesOverlapHangsAndMembers) {
   EXPECT_LE(s[0].fact.speedup, 1.0);
 }
 
+TEST(ProseGrammar, FieldSignaturesInWords) {
+  EXPECT_TRUE(claims(read("Our samples have very different lengths, so some ranks finish much earlier."), "uneven-work"));
+  {
+    const auto f = read("lspci says the second card's PCIe link is running at x4 instead of x16.");
+    const auto p = f.of<PcieLinkState>();
+    ASSERT_EQ(p.size(), 1u);
+    EXPECT_EQ(p[0].fact.current_width, 4);
+    EXPECT_EQ(p[0].fact.device_max_width, 16);
+  }
+  {
+    const auto f = read("nvidia-smi lists 8 GPUs, but torch.cuda.device_count() returns 6 inside the container.");
+    const auto c = f.of<GpuCount>();
+    ASSERT_EQ(c.size(), 2u);
+    int cuda = 0, exist = 0;
+    for (const auto& x : c) (x.fact.scope == "cuda" ? cuda : exist) = x.fact.count;
+    EXPECT_EQ(cuda, 6);
+    EXPECT_EQ(exist, 8);
+  }
+  EXPECT_EQ(read("It turned out nvidia-peermem was not loaded on the second node.").of<GdrState>().size(), 1u);
+  EXPECT_EQ(read("With torch.compile the model keeps recompiling every few steps under DDP.").of<FrameworkMessage>().size(), 1u);
+  EXPECT_TRUE(read("The model has 16 layers and the GPUs sit in x16 slots.").of<PcieLinkState>().empty());
+}
+
 std::string primary(const std::string& post) {
   const auto r = scalescope::analyze::read_report_text(post, "post.md");
   const auto d = scalescope::diagnose::diagnose(r.facts);
@@ -182,6 +210,12 @@ TEST(ProseGrammar, ShortPostsOfOurOwnGetTheirCause) {
             "no-overlap");
   EXPECT_EQ(primary("# Hang\n\nWith 4 GPUs the job hangs as soon as evaluation starts; with 1 GPU it is fine.\n"),
             "collective-mismatch");
+  EXPECT_EQ(primary("# Slow DDP\n\nEach batch holds sequences of variable length, and with 8 GPUs the ranks keep waiting "
+                    "for each other.\n"),
+            "load-imbalance");
+  EXPECT_EQ(primary("# Where did my GPUs go\n\nnvidia-smi shows 8 GPUs on the node but torch.cuda.device_count() returns 4 "
+                    "in my job.\n"),
+            "gpu-hidden");
   // A busbw at what 8 H100 SXM through NVSwitch give: nothing to fix (the band of data/nccl.json).
   EXPECT_EQ(primary("# Is this normal?\n\nOn a server with 8 H100 SXM GPUs connected by NVLink, all_reduce_perf reports "
                     "a busbw of 470 GB/s for large messages.\n"),

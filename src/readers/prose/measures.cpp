@@ -357,6 +357,48 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       static const std::regex many(R"(\b(between|across|multiple|several|many|more|number of|increase the number of)\s+(the\s+)?(machines|nodes|hosts|servers)\b|\bmulti-?(node|machine)\b)");
       if (std::regex_search(s, many)) out.add(Claim{"nodes", "multi-node"}, where);
     }
+    // Ranks given unequal work: variable lengths or sizes, uneven shards, some ranks doing more.
+    if (has(s, "variable length") || has(s, "variable-length") || has(s, "different length") || has(s, "varying length") ||
+        has(s, "random size") || has(s, "random image size") || has(s, "different size") || has(s, "uneven") ||
+        has(s, "imbalanc") || has(s, "unbalanced") || has(s, "more work than") || has(s, "different amount"))
+      out.add(Claim{"uneven-work", ""}, where);
+    // A PCIe link below its width or generation, said in words: "the GPU runs at x8 instead of x16", "Gen3 x4".
+    {
+      static const std::regex width_re(R"(\bx\s?(1|2|4|8)\b(?!\d))");
+      static const std::regex gen_re(R"(\b(?:gen|pcie)\s?([1-6])(?:\.0)?\b)");
+      std::smatch wm, gm2;
+      const bool pcie_word = word(s, "pcie") || has(s, "pci-e") || has(s, "lnksta") || has(s, "link width") || has(s, "slot");
+      if (pcie_word && std::regex_search(s, wm, width_re) &&
+          (has(s, "instead of x16") || has(s, "not x16") || has(s, "of x16") || has(s, "downgrad") || has(s, "only x") ||
+           has(s, "should be x16") || has(s, "x16 slot") || has(s, "degraded") || has(s, "running at x") || has(s, "runs at x"))) {
+        diagnose::PcieLinkState st;
+        st.device = "a GPU (as the text states)";
+        st.current_width = std::stoi(wm[1].str());
+        st.device_max_width = 16;
+        if (std::regex_search(s, gm2, gen_re)) st.current_gen = std::stoi(gm2[1].str());
+        st.under_load = true;
+        out.add(st, where);
+      }
+    }
+    // GPU counts of different views: "nvidia-smi shows 8 GPUs but torch.cuda.device_count() returns 4".
+    {
+      static const std::regex cuda_count(R"((device_count\(\)|cuda\.device_count|visible to (cuda|pytorch|torch|nccl))\D{0,40}?(\d{1,2})\b)");
+      static const std::regex smi_count(R"(nvidia-smi\D{0,30}?(\d{1,2})\s*(gpus|cards|devices))");
+      std::smatch cm, sm3;
+      if (std::regex_search(s, cm, cuda_count)) out.add(diagnose::GpuCount{std::stoi(cm[3].str()), "cuda", std::nullopt}, where);
+      if (std::regex_search(s, sm3, smi_count)) out.add(diagnose::GpuCount{std::stoi(sm3[1].str()), "exist", std::nullopt}, where);
+    }
+    // GPUDirect RDMA off in words: "nvidia-peermem is not loaded", "GPUDirect RDMA is disabled / not working".
+    if (((has(s, "peermem") || has(s, "peer_mem") || has(s, "peer mem")) &&
+         (has(s, "not loaded") || has(s, "missing") || has(s, "not installed") || has(s, "wasn't loaded") || has(s, "was not loaded") ||
+          has(s, "failed to load") || has(s, "not present"))) ||
+        ((has(s, "gpudirect") || has(s, "gdr")) && (has(s, "disabled") || has(s, "not working") || has(s, "not enabled") ||
+                                                      has(s, "not supported") || has(s, "unavailable"))))
+      out.add(diagnose::GdrState{"(as the text states)", false}, where);
+    // torch.compile recompiling or breaking its graph.
+    if ((has(s, "torch.compile") || has(s, "dynamo") || has(s, "inductor")) &&
+        (has(s, "recompil") || has(s, "graph break") || has(s, "graph-break") || has(s, "recompiles")))
+      out.add(diagnose::FrameworkMessage{"compile-graph-break", "pytorch"}, where);
     // Kernel launches named as what limits the step.
     if (has(s, "launch overhead") || has(s, "kernel launch") || has(s, "cpu overhead") || has(s, "python overhead") ||
         has(s, "small kernels") || has(s, "cpu-bound") || has(s, "cpu bound") || has(s, "host-bound") || has(s, "cuda graph"))
@@ -459,7 +501,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       out.add(std::move(m), where);
     }
     // ---- speedups said in words ----
-    static const std::regex speed_re(R"((\d+(?:\.\d+)?)\s*(?:x|×|times)\s*(faster|slower|speed ?up))");
+    static const std::regex speed_re(R"((\d+(?:\.\d+)?)\s*(?:x|×|times)\s*(faster|slower|speed ?-?up|scale ?-?up))");
     std::smatch sm;
     const bool no_speedup = has(s, "no speedup") || has(s, "no speed up") || has(s, "not faster") || has(s, "isn't faster") ||
                             has(s, "is not faster") || has(s, "same speed") || has(s, "no faster") || has(s, "doesn't speed") ||
@@ -474,7 +516,21 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       if (std::regex_search(s, nm, nodes_re))
         if (auto n = count_word(nm[1].str()); n && *n >= 2) multi = *n;
     }
-    if (multi && std::regex_search(s, sm, speed_re)) {
+    // The word before the figure: "the speedup with 2 GPUs is 1.17x", "a scale-up of 1.3x".
+    static const std::regex speed_after(R"((speed ?-?up|scale ?-?up)\D{0,60}?(\d+(?:\.\d+)?)\s*(?:x|×)(?![a-z0-9]))");
+    std::smatch sa;
+    const bool after_form = multi && !std::regex_search(s, sm, speed_re) && std::regex_search(s, sa, speed_after);
+    if (after_form) {
+      const double x = std::stod(sa[2].str());
+      if (x > 0 && x <= 64) {
+        diagnose::ScalingPoint p;
+        p.world_size = *multi;
+        p.speedup = x;
+        p.efficiency = x / *multi;
+        p.mode = "stated";
+        out.add(p, where);
+      }
+    } else if (multi && std::regex_search(s, sm, speed_re)) {
       double x = std::stod(sm[1].str());
       const std::string dir = sm[2].str();
       // "2x slower on 4 GPUs" (than one GPU): speedup 1/x; "1.13x faster with 2 GPUs": speedup x.
