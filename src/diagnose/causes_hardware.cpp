@@ -193,6 +193,37 @@ std::optional<Assessment> host_path(const Context& ctx, bool sys) {
     a.summary = "the job's GPUs sit on different CPU sockets: peer traffic is staged through host memory across the "
                 "CPU interconnect";
   }
+  // The text compares two paths. Without peer-to-peer (GeForce boards, P2P disabled), NCCL stages every transfer through
+  // host memory; two GPUs under one PCIe switch then share the switch's single uplink to the CPU for both GPUs' staged
+  // copies, while GPUs on different sockets or root ports each use their own — so the switch-local pair is the slower
+  // one, and the host bridge's path is what carries the traffic (PCIe: both copies cross one x16 uplink).
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "slower-path") {
+      const bool local_slower = c.fact.detail == "local<far";
+      const bool no_p2p = (ctx.gpu && !ctx.gpu->pcie_p2p) || ctx.expected.link.p2p == std::optional<bool>(false);
+      if (local_slower && !sys) {
+        a.evidence.push_back(line(std::string("the text says the pair under one PCIe switch (or one NUMA node) is slower than a pair "
+                                              "across sockets") +
+                                      (no_p2p ? ": without peer-to-peer on " + (ctx.gpu ? std::string(ctx.gpu->model) : std::string("these GPUs")) +
+                                                    " every transfer is staged through host memory, and the two GPUs under one switch "
+                                                    "share its single uplink to the CPU for it"
+                                              : ": traffic between them goes up through the host bridge rather than across the switch"),
+                                  c.where));
+        score = std::max(score, no_p2p ? 0.6 : 0.45);
+        a.summary = "the GPUs under one PCIe switch reach each other through the CPU's host bridge (host-memory staging over the "
+                    "switch's one shared uplink), so that pair is slower than GPUs on separate root ports";
+      } else if (local_slower && sys) {
+        a.against.push_back(line("the text says the pair across sockets is the faster one", c.where));
+        score *= 0.3;
+      }
+    }
+  // In a virtual machine the path classes are the hypervisor's picture, not the hardware's.
+  if (!ctx.facts.of<HypervisorSeen>().empty() && score > 0) {
+    a.against.push_back(line("a virtual machine: " + ctx.facts.of<HypervisorSeen>().front().fact.what +
+                                 " — its topology matrix is the hypervisor's, not the PCIe tree's",
+                             ctx.facts.of<HypervisorSeen>().front().where));
+    score *= 0.7;
+  }
   // A hang is not what a slow path does: the path sets a ceiling, it does not stop the job.
   for (const auto& c : ctx.facts.of<Claim>())
     if (c.fact.kind == "hang") {
@@ -347,9 +378,18 @@ std::optional<Assessment> assess_virtualised_topology(const Context& ctx) {
   Assessment a = start("virtualised-topology");
   double score = 0;
   int signals = 0;
+  std::set<std::string> hypervisors_said;
   for (const auto& h : ctx.facts.of<HypervisorSeen>()) {
+    if (!hypervisors_said.insert(h.fact.what).second) continue;  // one sign, however often the text repeats it
+    if (hypervisors_said.size() > 1) {
+      a.evidence.push_back(line("a hypervisor: " + h.fact.what, h.where));
+      continue;  // several words for one virtual machine are one signal
+    }
     a.evidence.push_back(line("a hypervisor: " + h.fact.what, h.where));
-    score = std::max(score, 0.5);
+    // Renting a cloud instance is no fault by itself: it needs a symptom (a flattened topology, a capability lost) to
+    // be the cause; a hypervisor the evidence itself shows weighs more.
+    const bool cloud_only = h.fact.what.rfind("a cloud instance", 0) == 0;
+    score = std::max(score, cloud_only ? 0.25 : 0.5);
     ++signals;
   }
   if (const auto* t = ctx.setting("NCCL_TOPO_FILE")) {

@@ -35,6 +35,7 @@ struct CommPicture {
   bool comm_cannot_explain = false;  ///< the expected all-reduce is < 10 % of compute even at its worst
   bool long_allreduce = false;       ///< the all-reduce alone takes ≥ kLongAllReduceS per step: the link is short
   bool network = false;              ///< the gradients cross a network between nodes
+  bool small_workload = false;       ///< the text calls the workload small (CIFAR, MNIST, "small model")
 };
 
 CommPicture comm_picture(const Context& ctx) {
@@ -169,6 +170,28 @@ CommPicture comm_picture(const Context& ctx) {
       p.strength *= 0.5;
     }
   }
+  // 5b. Scaling stated in words that falls far short, for a workload the text calls small (CIFAR, MNIST, "small model"):
+  // compute per step too short to hide the gradients.
+  {
+    std::optional<Seen<Claim>> small;
+    for (const auto& c : ctx.facts.of<Claim>())
+      if (c.fact.kind == "small-workload" && !small) small.emplace(c);
+    for (const auto& sp : ctx.facts.of<ScalingPoint>())
+      if (sp.fact.mode.rfind("stated", 0) == 0 && sp.fact.world_size >= 2 && sp.fact.efficiency < 0.6) {
+        p.lines.push_back(line(fmt::format("{} GPUs: speedup {:.2f} over one, as the text states", sp.fact.world_size, sp.fact.speedup),
+                               sp.where));
+        if (small) {
+          p.lines.push_back(line("a workload the text calls small (small inputs or model): little compute per step to hide "
+                                 "the gradient all-reduce behind",
+                                 small->where));
+          p.strength = std::max(p.strength, 0.5);
+          p.small_workload = true;
+        } else if (ctx.span == Span::multi_node) {
+          p.strength = std::max(p.strength, 0.45);
+        }
+        break;
+      }
+  }
   // 6. Between nodes, with nothing to compute the expectation from: a multi-node job that scales poorly, or one whose
   // text names communication as the bottleneck, over a network of at most 25 Gb/s (≤ 3 GB/s: a 100 M-parameter model's
   // 0.4 GB of gradients alone take over 0.1 s per step) — the network carries every step's gradients.
@@ -222,7 +245,9 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   a.evidence = p.lines;
   a.cost = p.cost;
   double score = p.strength;
-  if (!p.expected && p.network) {
+  if (p.small_workload && !p.network) {
+    raise(score, 0.05);
+  } else if (!p.expected && p.network) {
     score *= 0.6;
     a.against.push_back(line("the gradients cross a network between nodes, an order of magnitude slower than the links inside "
                              "one: the link, not the shortness of compute, is the likelier limit (bandwidth-bound-gradients)",
@@ -594,6 +619,16 @@ std::optional<Assessment> assess_host_sync(const Context& ctx) {
         a.cost.text = fmt::format("up to {} per step while the host waits (the GPU idles for the part it cannot overlap)",
                                   duration(h.fact.blocked_ms_per_step / 1e3));
       }
+    }
+  // torch.cuda.empty_cache() every step: it synchronises the device and hands the caching allocator's free blocks back,
+  // which the next step must cudaMalloc again (PyTorch's CUDA semantics notes: memory management).
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "empty_cache" && c.fact.in_loop) {
+      a.evidence.push_back(line("torch.cuda.empty_cache() every step: a device synchronisation, and the freed blocks are "
+                                "allocated again with cudaMalloc in the next step",
+                                c.where));
+      score = std::max(score, 0.5);
+      break;
     }
   // Syncs in the training loop of the code: each one drains the GPU every step.
   {

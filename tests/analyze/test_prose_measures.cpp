@@ -193,6 +193,15 @@ TEST(ProseGrammar, FieldSignaturesInWords) {
   EXPECT_EQ(read("It turned out nvidia-peermem was not loaded on the second node.").of<GdrState>().size(), 1u);
   EXPECT_EQ(read("With torch.compile the model keeps recompiling every few steps under DDP.").of<FrameworkMessage>().size(), 1u);
   EXPECT_TRUE(read("The model has 16 layers and the GPUs sit in x16 slots.").of<PcieLinkState>().empty());
+  EXPECT_TRUE(claims(read("It is a small model trained on CIFAR-10 images."), "small-workload"));
+  EXPECT_EQ(read("The NCCL log says it is using network Socket between the hosts.").of<NetworkChosen>().size(), 1u);
+  {
+    const auto f = read("Adding a second machine with the same GPUs makes training 4x slower.");
+    const auto s = f.of<ScalingPoint>();
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(s[0].fact.world_size, 2);
+    EXPECT_NEAR(s[0].fact.speedup, 0.25, 1e-12);
+  }
 }
 
 std::string primary(const std::string& post) {
@@ -213,6 +222,8 @@ TEST(ProseGrammar, ShortPostsOfOurOwnGetTheirCause) {
   EXPECT_EQ(primary("# Slow DDP\n\nEach batch holds sequences of variable length, and with 8 GPUs the ranks keep waiting "
                     "for each other.\n"),
             "load-imbalance");
+  EXPECT_EQ(primary("# Slower on 4 GPUs\n\nMy small model on MNIST trains 1.5x slower with 4 GPUs than with one GPU.\n"),
+            "comm-bound-small-model");
   EXPECT_EQ(primary("# Where did my GPUs go\n\nnvidia-smi shows 8 GPUs on the node but torch.cuda.device_count() returns 4 "
                     "in my job.\n"),
             "gpu-hidden");

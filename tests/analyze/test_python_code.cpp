@@ -75,6 +75,17 @@ TEST(PythonCode, DataParallelAndCompile) {
   EXPECT_EQ(seen, (std::set<std::string>{"DataParallel", "torch.compile"}));
 }
 
+TEST(PythonCode, ATrainersStepMethodRunsEveryStep) {
+  const auto r = read_python_code("import torch\nclass Trainer:\n    def training_step(self, model, inputs):\n"
+                                  "        loss = model(**inputs).loss\n        torch.cuda.empty_cache()\n        return loss\n"
+                                  "    def save(self):\n        torch.cuda.empty_cache()\n",
+                                  "trainer.py");
+  std::vector<bool> in_loop;
+  for (const auto& c : r.facts.of<CodeUse>())
+    if (c.fact.construct == "empty_cache") in_loop.push_back(c.fact.in_loop);
+  EXPECT_EQ(in_loop, (std::vector<bool>{true}));  // the one in save() is not per step and not in a loop: not reported
+}
+
 TEST(PythonCode, DetectionTellsCodeFromProseAndLogs) {
   EXPECT_TRUE(looks_like_python_code(kScript));
   EXPECT_FALSE(looks_like_python_code("I train with torch on two GPUs. It is slow. Why is that so, do you know?\n"));

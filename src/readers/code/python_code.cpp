@@ -190,6 +190,7 @@ diagnose::Reading read_python_code(std::string_view text, const std::string& sou
     static const std::regex data_parallel(R"(\bDataParallel\()"), num_threads(R"(set_num_threads\(\s*([0-9]+)\s*\))"),
         all_reduce(R"(\b(dist|distributed)\.all_reduce\()"), barrier(R"(\b(dist|distributed)\.barrier\()"),
         to_device(R"(\.to\(\s*(device|[a-z_]*device\b|'cuda|"cuda|rank|local_rank))");
+    static const std::regex step_def(R"(^\s*(async\s+)?def\s+_?(train(ing)?_step|step|train_batch|inner_training_loop|_inner_training_loop)\s*\()");
     static const std::regex env_default(R"(os\.environ\.setdefault\(\s*["']([A-Z][A-Z0-9_]*)["']\s*,\s*["']([^"']*)["'])");
     for (std::size_t i = 0; i < code.size(); ++i) {
       const std::string& c = code[i];
@@ -241,6 +242,9 @@ diagnose::Reading read_python_code(std::string_view text, const std::string& sou
           st.use("blocking-copy", ".to(device) without non_blocking=True", true, std::nullopt, i, line);
       }
       if (std::regex_search(c, loop_head)) loops.push_back(ind);
+      // A trainer's per-step method ("def training_step", "def train_step", "def _inner_training_loop" …) runs every
+      // step although no loop is in sight: its body counts as the loop's.
+      if (std::regex_search(c, step_def)) loops.push_back(ind);
     }
   } catch (const std::exception& e) {
     st.r.notes.push_back(std::string("the code reader stopped: ") + e.what());

@@ -334,9 +334,15 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     }
     // One member slower than the others: "one faulty GPU", "one node is slower", "rank 3 is always the slowest".
     {
+      // (not a pair compared: "between GPU2 and GPU3 is much slower")
       static const std::regex one_slow(R"(\b(one|a single|a|1)\s+(faulty|slow|slower|bad|broken|defective|degraded|sick)\s+(gpu|node|machine|rank|card|host|worker)\b|\b(rank|gpu|node)\s*#?\d+\s+(is|was|runs|seems)\s+(always\s+|much\s+|consistently\s+)?(slow|slower|the slowest|lagging|behind))");
       std::smatch m1;
-      if (std::regex_search(s, m1, one_slow)) out.add(Claim{"one-slow-member", m1.str(0)}, where);
+      if (std::regex_search(s, m1, one_slow)) {
+        const std::size_t at = static_cast<std::size_t>(m1.position(0));
+        const std::string before = s.substr(at > 40 ? at - 40 : 0, at > 40 ? 40 : at);
+        if (!has(before, "between") && !has(before, " and ") && !has(before, "<->") && !has(before, "<-->"))
+          out.add(Claim{"one-slow-member", m1.str(0)}, where);
+      }
     }
     // A setting that makes it slower: "with NCCL_SHM_DISABLE=1 I see a large drop in performance".
     {
@@ -399,6 +405,55 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     if ((has(s, "torch.compile") || has(s, "dynamo") || has(s, "inductor")) &&
         (has(s, "recompil") || has(s, "graph break") || has(s, "graph-break") || has(s, "recompiles")))
       out.add(diagnose::FrameworkMessage{"compile-graph-break", "pytorch"}, where);
+    // Two paths compared: "within NUMA (GPU0 <--> GPU1) is much slower than across NUMA", "the PIX pair is slower than the
+    // SYS pair". Detail: "<slower path class><<faster path class>" with classes local (PIX/PXB/one switch/same NUMA) and
+    // far (SYS/NODE/PHB/across NUMA or sockets).
+    {
+      auto cls_at = [&](std::size_t from, std::size_t to) -> std::string {
+        const std::string part = s.substr(from, to - from);
+        if (has(part, "within numa") || has(part, "same numa") || has(part, "pix") || has(part, "pxb") || has(part, "same switch") ||
+            has(part, "same pcie switch") || has(part, "same socket") || has(part, "same cpu"))
+          return "local";
+        if (has(part, "across numa") || has(part, "cross numa") || has(part, "cross-numa") || has(part, "different numa") ||
+            has(part, "sys") || has(part, "across sockets") || has(part, "different socket") || has(part, "different cpu") ||
+            has(part, "node") || has(part, "phb"))
+          return "far";
+        return "";
+      };
+      for (const char* cmp : {" slower than ", " lower than ", " faster than ", " higher than "}) {
+        const auto at = s.find(cmp);
+        if (at == std::string::npos) continue;
+        const std::string left = cls_at(0, at), right = cls_at(at, s.size());
+        if (left.empty() || right.empty() || left == right) continue;
+        const bool slower = std::string(cmp) == " slower than " || std::string(cmp) == " lower than ";
+        const std::string slow = slower ? left : right, fast = slower ? right : left;
+        out.add(Claim{"slower-path", slow + "<" + fast}, where);
+        break;
+      }
+    }
+    // A cloud instance: the GPUs are a virtual machine's (AWS, Azure, GCP instance types).
+    {
+      static const std::regex cloud(R"(\b(aws|ec2|azure|gcp|google cloud|oracle cloud|lambda cloud|(g4dn|g5|g6|p3|p3dn|p4d|p4de|p5|p5e)\.[0-9]*x?large|nd[0-9a-z_]*v[0-9]|nc[0-9a-z_]*v[0-9]|a2-(high|ultra)gpu|a3-(high|mega)gpu)\b)");
+      std::smatch cm2;
+      if (std::regex_search(s, cm2, cloud)) out.add(diagnose::HypervisorSeen{"a cloud instance (" + cm2.str(0) + "): its GPUs are a virtual machine's"}, where);
+    }
+    // The workload called small: "small model", "tiny dataset", CIFAR or MNIST images (32×32 and 28×28: a fraction of an
+    // ImageNet image's compute per sample).
+    if (has(s, "small model") || has(s, "small models") || has(s, "enough small") || has(s, "tiny model") || has(s, "toy model") ||
+        has(s, "small network") || word(s, "cifar10") || word(s, "cifar-10") || word(s, "cifar100") || word(s, "cifar") ||
+        word(s, "mnist"))
+      out.add(Claim{"small-workload", ""}, where);
+    // NCCL's network named in words: "NCCL reports that it is using network Socket", "falls back to sockets".
+    if (has(s, "nccl") && (has(s, "socket") || has(s, "tcp")) &&
+        (has(s, "using network") || has(s, "uses network") || has(s, "using socket") || has(s, "fall back") ||
+         has(s, "falls back") || has(s, "fallback") || has(s, "net/socket")))
+      out.add(diagnose::NetworkChosen{"Socket", {}}, where);
+    if (has(s, "empty_cache"))
+      out.add(CodeUse{"empty_cache", "torch.cuda.empty_cache() named in the text",
+                      has(s, "every step") || has(s, "each step") || has(s, "per step") || has(s, "every iteration") ||
+                          has(s, "each iteration") || has(s, "training step") || has(s, "training_step"),
+                      std::nullopt},
+              where);
     // Kernel launches named as what limits the step.
     if (has(s, "launch overhead") || has(s, "kernel launch") || has(s, "cpu overhead") || has(s, "python overhead") ||
         has(s, "small kernels") || has(s, "cpu-bound") || has(s, "cpu bound") || has(s, "host-bound") || has(s, "cuda graph"))
@@ -510,6 +565,15 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     for (const auto& c : cs)
       if (!c.processes && c.n >= 2) multi = multi ? std::max(*multi, c.n) : c.n;
     // "two nodes" / "2 machines" with no GPU count of their own: at least that many GPUs.
+    bool vs_one_machine = false;
+    if (!multi) {
+      // "distribute the workload over an identical machine", "a second node": the run on one machine is the baseline.
+      static const std::regex another(R"(\b(another|a second|an identical|an additional|a 2nd)\s+(identical\s+)?(machine|node|host|server)\b)");
+      if (std::regex_search(s, another)) {
+        multi = 2;
+        vs_one_machine = true;
+      }
+    }
     if (!multi) {
       static const std::regex nodes_re(R"(\b(\d{1,4}|two|three|four|eight|sixteen)\s+(nodes|machines|hosts|servers|computers)\b)");
       std::smatch nm;
@@ -534,7 +598,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       double x = std::stod(sm[1].str());
       const std::string dir = sm[2].str();
       // "2x slower on 4 GPUs" (than one GPU): speedup 1/x; "1.13x faster with 2 GPUs": speedup x.
-      const bool vs_one = has(s, "1 gpu") || has(s, "one gpu") || has(s, "single gpu") || has(s, "single-gpu");
+      const bool vs_one = has(s, "1 gpu") || has(s, "one gpu") || has(s, "single gpu") || has(s, "single-gpu") || vs_one_machine;
       if (x > 0 && x <= 64 && (vs_one || dir != "slower")) {
         diagnose::ScalingPoint p;
         p.world_size = *multi;
