@@ -16,3 +16,7 @@ exe=${SCALESCOPE:-build/tools/scalescope}
 } > docs/causes.md.tmp
 mv docs/causes.md.tmp docs/causes.md
 echo "wrote docs/causes.md"
+# docs/knowledge.md: the knowledge tables of data/*.json (tests/knowledge checks it is current).
+"$exe" knowledge --markdown > docs/knowledge.md.tmp
+mv docs/knowledge.md.tmp docs/knowledge.md
+echo "wrote docs/knowledge.md"

@@ -195,7 +195,7 @@ TEST(KnowledgeDocs, DocsKnowledgeMdIsGeneratedFromTheData) {
   std::ostringstream text;
   text << in.rdbuf();
   EXPECT_TRUE(text.str() == report::knowledge_markdown())
-      << "docs/knowledge.md differs from the data: regenerate it with build/tools/scalescope knowledge --markdown > docs/knowledge.md";
+      << "docs/knowledge.md differs from the data: regenerate it with scripts/gen-docs.sh (build/tools/scalescope knowledge --markdown > docs/knowledge.md)";
 }
 
 TEST(KnowledgeDocs, EveryTableListsOnTheTerminal) {

@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/output_guard.h"
+#include "predict/expected_scaling.h"
 #include "predict/inputs.h"
 #include "predict/step_model.h"
 #include "report/html_builders.h"
@@ -28,7 +29,25 @@ struct PredictFlags {
   std::optional<std::string> embedding_exchange;
   double contention = predict::ModelConstants{}.contention;
   double comm_beside = predict::ModelConstants{}.comm_beside;
+  std::string model, precision = "mixed";  ///< --model: the expectation with no run
+  std::optional<double> batch;
 };
+
+// `predict --model NAME --link GPU:PATH`: what the hardware and the model should give, with no run (issue #36).
+int run_expected(const PredictFlags& f) {
+  if (!f.run.empty())
+    throw core::UsageError("--model and a run: give one", "with a run, predict replays its buckets; without one, --model names the model");
+  core::check_run_outputs({{"--out", f.out}}, {});
+  const auto e = predict::expect_scaling(f.model, f.link, f.gpus, f.batch,
+                                         f.precision == "fp32" ? knowledge::Precision::fp32 : knowledge::Precision::mixed16);
+  const std::string text = predict::render_expected(e);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (!f.out.empty()) {
+    core::write_file_atomically(f.out, predict::expected_json(e).dump(2) + "\n");
+    say_written(f.out);
+  }
+  return 0;
+}
 
 std::string row(const predict::Prediction& p, const std::string& measured) {
   return fmt::format("  {:<22} {:>9.2f} {:>8.2f} {:>7.1f} % {:>7.1f} % {:>9.2f} {:>9.2f}  {:<11}{}\n", p.label, p.step_s * 1e3,
@@ -166,7 +185,12 @@ Action add_predict_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("predict", "Predict the step at N GPUs from a one-rank run and a link measurement "
                                             "(DDP's bucket schedule), with what-if tables");
   cmd->add_option("run", flags->run, "scalescope train or doctor JSON with a world-size-1 run, or a one-rank profile job directory")
-      ->required()->check(CLI::ExistingPath);
+      ->check(CLI::ExistingPath);
+  cmd->add_option("--model", flags->model, "no run: what this model (`scalescope knowledge models`) should give on --link's "
+                                           "GPUs (GPU:PATH or GPU:net:GBIT), as bands with their assumptions");
+  cmd->add_option("--batch", flags->batch, "with --model: samples (sequences) per GPU per step (default: a typical band)");
+  cmd->add_option("--precision", flags->precision, "with --model: mixed (16-bit tensor cores, default) or fp32")
+      ->check(CLI::IsMember({"mixed", "fp32"}));
   cmd->add_option("--link", flags->link,
                   "the link: scalescope comm JSON, an all_reduce_perf output or an NCCL profiler plugin record of the "
                   "machine, or GPU:PATH (\"H200:NV18\", \"RTX 4090:PHB\") or net:GBIT (\"net:25\")")
@@ -189,6 +213,8 @@ Action add_predict_command(CLI::App& app) {
   cmd->add_option("-o,--out", flags->out, "write the predictions as JSON (scalescope.predict/1)")->check(output_file_check());
   return [cmd, flags] {
     if (!cmd->parsed()) return -1;
+    if (!flags->model.empty()) return run_expected(*flags);
+    if (flags->run.empty()) throw core::UsageError("predict needs a run, or --model for what a model should give", "scalescope predict RUN --link … | scalescope predict --model NAME --link GPU:PATH --gpus 2,4,8");
     return run_predict(*flags);
   };
 }

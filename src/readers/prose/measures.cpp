@@ -65,7 +65,7 @@ std::vector<Count> counts(const std::string& s) {
       R"(\b(\d{1,4}|one|two|three|four|six|eight|sixteen|single|dual|quad)\s*(?:x\s*|×\s*)?(?:[a-z]*\s?(?:geforce|nvidia|tesla|rtx|gtx|quadro)?\s?[a-z]?\d{2,4}[a-z]*(?:\s?(?:ti|super|sxm\d?|pcie|\d+gb))*\s)?(gpus?|cards?|devices?)\b)");
   static const std::regex x_re(R"(\b(\d{1,3})\s*(?:x|×)\s*(?:nvidia\s+|geforce\s+|tesla\s+)?(?:rtx|gtx|titan|quadro|[ahlbtvpk]\d{1,4}|\d{4})\b)");
   static const std::regex proc_re(R"(\b(\d{1,4}|one|two|four|eight)\s+(?:processes|procs|ranks|workers? processes)\b)");
-  static const std::regex flag_re(R"((?:nproc[_-]per[_-]node|--gpus|num_processes|world[_ ]size|--np|-np)\s*[= ]\s*(\d{1,4}))");
+  static const std::regex flag_re(R"((?:nproc[_-]per[_-]node|--gpus|num_processes|world[_ ]size|--np|-np|ngpus?|num[_-]?gpus|n_gpus?)\s*[= ]\s*(\d{1,4}))");
   std::smatch m;
   for (auto it = std::sregex_iterator(s.begin(), s.end(), gpu_re); it != std::sregex_iterator(); ++it)
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
