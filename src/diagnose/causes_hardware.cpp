@@ -35,8 +35,23 @@ std::optional<Assessment> assess_nvlink_degraded(const Context& ctx) {
     up += n.fact.active ? 1 : 0;
     if (!n.fact.active || !first.count(n.fact.gpu)) first[n.fact.gpu] = &n.where;
   }
+  // The links a board wires by design: all of them on SXM modules; on PCIe cards only those its bridges carry. The die
+  // has more ports (NVLink 1: 4, 2: 6, 3: 12, 4 and 5: 18), and a tool lists the unwired ones as inactive.
+  const topo::GpuSpec* g0 = ctx.gpu;
+  const int die_ports = !g0 ? 0 : g0->nvlink_gen == 1 ? 4 : g0->nvlink_gen == 2 ? 6 : g0->nvlink_gen == 3 ? 12 : g0->nvlink_gen >= 4 ? 18 : 0;
+  const int wired = !g0 ? 0
+                    : (g0->form == topo::GpuForm::sxm || g0->form == topo::GpuForm::superchip) ? g0->nvlink_links
+                                                                                                : g0->bridge_links;
   for (const auto& [g, c] : up_of) {
     if (c.first >= c.second) continue;
+    const int inactive = c.second - c.first;
+    if (g0 && die_ports > wired && wired > 0 && inactive <= die_ports - wired && (c.first == 0 || c.first >= wired)) {
+      a.against.push_back(line(fmt::format("{}: {} NVLink(s) listed inactive — {} wires {} of its die's {} NVLinks, so {} are "
+                                           "inactive by design, not down",
+                                           g, inactive, g0->model, wired, die_ports, die_ports - wired),
+                               *first[g]));
+      continue;
+    }
     const int links = ctx.gpu && ctx.gpu->nvlink_links > 0 ? std::max(ctx.gpu->nvlink_links, c.second) : c.second;
     a.evidence.push_back(line(fmt::format("{}: {} of its {} NVLinks inactive", g, c.second - c.first, links), *first[g]));
     score = std::max(score, 0.8);
@@ -77,7 +92,12 @@ std::optional<Assessment> assess_nvlink_degraded(const Context& ctx) {
         a.evidence.push_back(line(fmt::format("{} link {}: {} = {}", c.fact.gpu, c.fact.link, c.fact.counter, c.fact.value), c.where));
       score = std::max(score, 0.35);
     }
-  if (score == 0) return std::nullopt;
+  if (score == 0) {
+    if (a.against.empty()) return std::nullopt;
+    a.ruled_out = true;
+    a.why_not = a.against.front().says;
+    return a;
+  }
   a.score = score;
   a.summary = "NVLink runs with fewer links (or errors) than the GPUs have: the ring runs at the slowest pair's speed";
   return a;

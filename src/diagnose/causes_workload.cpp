@@ -215,6 +215,17 @@ CommPicture comm_picture(const Context& ctx) {
   return p;
 }
 
+// Where the job is seen to run under nn.DataParallel (its code, the text, a framework message) without DDP.
+std::optional<Provenance> data_parallel_in_use(const Context& ctx) {
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "DistributedDataParallel") return std::nullopt;
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "DataParallel") return c.where;
+  for (const auto& m : ctx.facts.of<FrameworkMessage>())
+    if (m.fact.id == "dataparallel") return m.where;
+  return std::nullopt;
+}
+
 // A Python profile: the rows, their total, and the rows that are one-off start-up work.
 struct ProfileView {
   std::vector<Seen<ProfileRow>> rows;
@@ -245,6 +256,12 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   a.evidence = p.lines;
   a.cost = p.cost;
   double score = p.strength;
+  if (auto dp = data_parallel_in_use(ctx)) {
+    score *= 0.6;
+    a.against.push_back(line("the job runs under DataParallel: its replication and scatter every step, not a gradient "
+                             "all-reduce, is what scales badly (dataparallel-not-ddp)",
+                             *dp));
+  }
   if (p.small_workload && !p.network) {
     raise(score, 0.05);
   } else if (!p.expected && p.network) {
@@ -303,6 +320,10 @@ std::optional<Assessment> assess_bandwidth_bound_gradients(const Context& ctx) {
   a.evidence = p.lines;
   a.cost = p.cost;
   double score = p.strength;
+  if (auto dp = data_parallel_in_use(ctx)) {
+    score *= 0.6;
+    a.against.push_back(line("the job runs under DataParallel, which exchanges no gradients over a network link", *dp));
+  }
   if (p.expected) {
     if (p.long_allreduce || p.network) raise(score, 0.1);
     else score *= 0.6;

@@ -438,3 +438,49 @@ TEST(LiveTopologyFacts, NvmlNvlinkErrorCountersBecomeEvidenceOfADegradedLink) {
 }
 
 }  // namespace
+
+namespace {
+
+// A board's design is no fault: a PCIe H100 wires 12 of its die's 18 NVLinks through its bridges, so a listing of the
+// unwired ones as inactive is what the board is; on an SXM module, whose 18 are all wired, the same listing is links down.
+FactSet nvlink_listing(const std::string& gpu, int active, int inactive) {
+  FactSet f;
+  f.add(GpuSeen{gpu, 0, std::nullopt, std::nullopt, std::nullopt}, at("nvlink.txt", 1, gpu));
+  for (int i = 0; i < active + inactive; ++i) {
+    NvlinkState s;
+    s.gpu = "GPU 0";
+    s.link = i;
+    s.active = i < active;
+    f.add(s, at("nvlink.txt", static_cast<std::size_t>(i + 2), "Link"));
+  }
+  return f;
+}
+
+TEST(NvlinkDesign, UnwiredLinksOfAPcieBoardAreNotDegraded) {
+  const auto pcie = diagnose::diagnose(nvlink_listing("NVIDIA H100 PCIe", 0, 5));
+  EXPECT_FALSE(pcie.primary && pcie.primary->cause == "nvlink-degraded");
+  bool ruled_out = false;
+  for (const auto& r : pcie.ruled_out) ruled_out = ruled_out || r.cause == "nvlink-degraded";
+  EXPECT_TRUE(ruled_out);
+  const auto sxm = diagnose::diagnose(nvlink_listing("NVIDIA H100 80GB HBM3", 13, 5));
+  ASSERT_TRUE(sxm.primary);
+  EXPECT_EQ(sxm.primary->cause, "nvlink-degraded");
+}
+
+// Under DataParallel a poor speedup is DataParallel's, not a gradient all-reduce's.
+TEST(DataParallelFirst, ItsScalingLossIsNotCalledCommunication) {
+  FactSet f;
+  f.add(CodeUse{"DataParallel", "", false, std::nullopt}, at("train.py", 3, "model = nn.DataParallel(model)"));
+  ScalingPoint p;
+  p.world_size = 4;
+  p.speedup = 0.8;
+  p.efficiency = 0.2;
+  p.mode = "stated";
+  f.add(p, at("post.md", 2, "4 GPUs are slower than one"));
+  f.add(Claim{"small-workload", ""}, at("post.md", 3, "CIFAR-10"));
+  const auto d = diagnose::diagnose(f);
+  ASSERT_TRUE(d.primary);
+  EXPECT_EQ(d.primary->cause, "dataparallel-not-ddp");
+}
+
+}  // namespace

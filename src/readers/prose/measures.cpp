@@ -251,7 +251,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     }
     // ---- a GPU named without a count ("all_reduce_perf in H100", "on our A100 server") ----
     {
-      static const std::regex gpu_re(R"(\b(gh200|gb200|h100|h200|h800|h20|a100|a800|a10g|a10|a30|a40|a6000|v100|p100|t4|l4|l40s|l40|b200|b100|rtx ?[2-5]0[5-9]0( ?ti)?|gtx ?10[5-8]0( ?ti)?)\b)");
+      static const std::regex gpu_re(R"(\b(gh200|gb200|h100|h200|h800|h20|a100|a800|a10g|a10|a30|a40|a6000|v100|p100|t4|l4|l40s|l40|b200|b100|rtx ?[2-5]0[5-9]0( ?ti)?|gtx ?10[5-8]0( ?ti)?)\b( ?(sxm[0-9]?|pcie|pci-e|nvl)\b)?)");
       std::smatch gm;
       if (std::regex_search(s, gm, gpu_re)) {
         std::string name = raw.substr(static_cast<std::size_t>(gm.position(0)), static_cast<std::size_t>(gm.length(0)));
@@ -398,8 +398,10 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     if (((has(s, "peermem") || has(s, "peer_mem") || has(s, "peer mem")) &&
          (has(s, "not loaded") || has(s, "missing") || has(s, "not installed") || has(s, "wasn't loaded") || has(s, "was not loaded") ||
           has(s, "failed to load") || has(s, "not present"))) ||
-        ((has(s, "gpudirect") || has(s, "gdr")) && (has(s, "disabled") || has(s, "not working") || has(s, "not enabled") ||
-                                                      has(s, "not supported") || has(s, "unavailable"))))
+        ((has(s, "gpudirect") || word(s, "gdr") || has(s, "gdrdma")) &&
+         (has(s, "disabled") || has(s, "not working") || has(s, "not enabled") || has(s, "not supported") ||
+          has(s, "unavailable") || has(s, "how to enable") || has(s, "problem with enabling") || has(s, "cannot enable") ||
+          has(s, "can't enable") || has(s, "unable to enable") || has(s, "fail to enable") || has(s, "failed to enable"))))
       out.add(diagnose::GdrState{"(as the text states)", false}, where);
     // torch.compile recompiling or breaking its graph.
     if ((has(s, "torch.compile") || has(s, "dynamo") || has(s, "inductor")) &&
