@@ -190,6 +190,30 @@ std::optional<Assessment> host_path(const Context& ctx, bool sys) {
       score = std::max(score, 0.5);
     }
   }
+  bool local_pair_slower = false;
+  // The text compares two paths. Without peer-to-peer (GeForce boards, P2P disabled), NCCL stages every transfer through
+  // host memory; two GPUs under one PCIe switch then share the switch's single uplink to the CPU for both GPUs' staged
+  // copies, while GPUs on different sockets or root ports each use their own — so the switch-local pair is the slower
+  // one, and the host bridge's path is what carries the traffic (PCIe: both copies cross one x16 uplink).
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "slower-path") {
+      const bool local_slower = c.fact.detail == "local<far";
+      const bool no_p2p = (ctx.gpu && !ctx.gpu->pcie_p2p) || ctx.expected.link.p2p == std::optional<bool>(false);
+      if (local_slower && !sys) {
+        a.evidence.push_back(line(std::string("the text says the pair under one PCIe switch (or one NUMA node) is slower than a pair "
+                                              "across sockets") +
+                                      (no_p2p ? ": without peer-to-peer on " + (ctx.gpu ? std::string(ctx.gpu->model) : std::string("these GPUs")) +
+                                                    " every transfer is staged through host memory, and the two GPUs under one switch "
+                                                    "share its single uplink to the CPU for it"
+                                              : ": traffic between them goes up through the host bridge rather than across the switch"),
+                                  c.where));
+        score = std::max(score, no_p2p ? 0.6 : 0.45);
+        local_pair_slower = true;
+      } else if (local_slower && sys) {
+        a.against.push_back(line("the text says the pair across sockets is the faster one", c.where));
+        score *= 0.3;
+      }
+    }
   if (score == 0) return std::nullopt;
   // Cost: the class's ceiling against a switch path on the same GPU.
   const auto* gpu = ctx.gpu;
@@ -213,30 +237,9 @@ std::optional<Assessment> host_path(const Context& ctx, bool sys) {
     a.summary = "the job's GPUs sit on different CPU sockets: peer traffic is staged through host memory across the "
                 "CPU interconnect";
   }
-  // The text compares two paths. Without peer-to-peer (GeForce boards, P2P disabled), NCCL stages every transfer through
-  // host memory; two GPUs under one PCIe switch then share the switch's single uplink to the CPU for both GPUs' staged
-  // copies, while GPUs on different sockets or root ports each use their own — so the switch-local pair is the slower
-  // one, and the host bridge's path is what carries the traffic (PCIe: both copies cross one x16 uplink).
-  for (const auto& c : ctx.facts.of<Claim>())
-    if (c.fact.kind == "slower-path") {
-      const bool local_slower = c.fact.detail == "local<far";
-      const bool no_p2p = (ctx.gpu && !ctx.gpu->pcie_p2p) || ctx.expected.link.p2p == std::optional<bool>(false);
-      if (local_slower && !sys) {
-        a.evidence.push_back(line(std::string("the text says the pair under one PCIe switch (or one NUMA node) is slower than a pair "
-                                              "across sockets") +
-                                      (no_p2p ? ": without peer-to-peer on " + (ctx.gpu ? std::string(ctx.gpu->model) : std::string("these GPUs")) +
-                                                    " every transfer is staged through host memory, and the two GPUs under one switch "
-                                                    "share its single uplink to the CPU for it"
-                                              : ": traffic between them goes up through the host bridge rather than across the switch"),
-                                  c.where));
-        score = std::max(score, no_p2p ? 0.6 : 0.45);
-        a.summary = "the GPUs under one PCIe switch reach each other through the CPU's host bridge (host-memory staging over the "
-                    "switch's one shared uplink), so that pair is slower than GPUs on separate root ports";
-      } else if (local_slower && sys) {
-        a.against.push_back(line("the text says the pair across sockets is the faster one", c.where));
-        score *= 0.3;
-      }
-    }
+  if (local_pair_slower)
+    a.summary = "the GPUs under one PCIe switch reach each other through the CPU's host bridge (host-memory staging over the "
+                "switch's one shared uplink), so that pair is slower than GPUs on separate root ports";
   // In a virtual machine the path classes are the hypervisor's picture, not the hardware's.
   if (!ctx.facts.of<HypervisorSeen>().empty() && score > 0) {
     a.against.push_back(line("a virtual machine: " + ctx.facts.of<HypervisorSeen>().front().fact.what +
