@@ -53,6 +53,16 @@ TEST(ProseMeasures, BandwidthBytesAgainstBits) {
   EXPECT_DOUBLE_EQ(*n[0].fact.line_gbit, 100);
 }
 
+TEST(ProseMeasures, PortsWithTheirCountAndABusbwInBits) {
+  auto f = read("Each node has 4 200Gbps NICs.");
+  EXPECT_EQ(f.of<NicSeen>().size(), 4u);
+  f = read("all_reduce_perf reports a busbw of 96 Gbps across the 2 nodes.");
+  const auto p = f.of<BusbwPlateau>();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_DOUBLE_EQ(p[0].fact.gbps, 12);  // bits → bytes
+  EXPECT_TRUE(f.of<NicSeen>().empty()) << "a busbw is no port";
+}
+
 TEST(ProseMeasures, AlgbwBecomesBusbwWithTheRankCount) {
   const auto f = read("all_reduce reaches an algbw of 100 GB/s across 4 GPUs.");
   const auto p = f.of<BusbwPlateau>();

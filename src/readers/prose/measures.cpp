@@ -483,12 +483,45 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     for (const auto& f : fs) {
       // Network line rates: Gb/s, or GB/s said of a port/NIC/network.
       if (f.unit == "Gb/s") {
-        diagnose::NicSeen n;
-        n.name = "stated in the text";
-        n.line_gbit = f.value;
-        n.link_layer = word(s, "infiniband") || word(s, "ib") ? "IB" : word(s, "ethernet") || word(s, "gbe") ? "Ethernet" : "";
-        if (n.link_layer->empty()) n.link_layer.reset();
-        out.add(std::move(n), where);
+        // A collective's bandwidth written in bits ("busbw of 125 Gbps", "all_reduce_perf reports 80 Gb/s"): its bytes.
+        const std::size_t from = f.pos > 40 ? f.pos - 40 : 0;
+        const std::string before = s.substr(from, f.pos - from);
+        if (has(before, "busbw") || has(before, "bus bandwidth") || has(before, "algbw") || has(before, "all_reduce_perf") ||
+            has(before, "reported by") || has(before, "reports")) {
+          Measurement m;
+          m.quantity = has(before, "algbw") ? "algbw" : "busbw";
+          m.unit = "GB/s";
+          m.value = f.value / 8;
+          m.higher_is_better = true;
+          m.table = "prose";
+          m.row = std::string(sentence.substr(f.pos, f.end - f.pos)) + " (in bits)";
+          if (m.quantity == "busbw") {
+            diagnose::BusbwPlateau p;
+            p.collective = has(s, "all_gather") || has(s, "allgather") ? "all_gather" : "all_reduce";
+            p.gbps = p.peak_gbps = m.value;
+            if (auto c = nearest(cs, s, f.pos)) p.ranks = c->n;
+            else if (state && state->last_gpu_count) p.ranks = state->last_gpu_count;
+            out.add(p, where);
+          }
+          out.add(std::move(m), where);
+          continue;
+        }
+        // Ports of a rate, with their count when it precedes them: "8 100Gbps Mellanox CX-6", "2 x 200 Gb/s".
+        int ports = 1;
+        {
+          static const std::regex count_before(R"((\d{1,2})\s*(?:x|×|\*)?\s*$)");
+          std::smatch cm3;
+          const std::string lead = s.substr(f.pos > 8 ? f.pos - 8 : 0, f.pos > 8 ? 8 : f.pos);
+          if (std::regex_search(lead, cm3, count_before)) ports = std::clamp(std::stoi(cm3[1].str()), 1, 16);
+        }
+        for (int k = 0; k < ports; ++k) {
+          diagnose::NicSeen n;
+          n.name = ports == 1 ? "stated in the text" : fmt::format("port {} of {} (stated in the text)", k + 1, ports);
+          n.line_gbit = f.value;
+          n.link_layer = word(s, "infiniband") || word(s, "ib") ? "IB" : word(s, "ethernet") || word(s, "gbe") ? "Ethernet" : "";
+          if (n.link_layer->empty()) n.link_layer.reset();
+          out.add(std::move(n), where);
+        }
         continue;
       }
       std::string q = quantity_of(s, f);
