@@ -53,6 +53,27 @@ TEST(ProseMeasures, BandwidthBytesAgainstBits) {
   EXPECT_DOUBLE_EQ(*n[0].fact.line_gbit, 100);
 }
 
+TEST(ProseMeasures, ClockTimesDaysInstancesAndPercentSlower) {
+  auto f = read("On a single cloud instance the run takes 1:10:00, on two such instances it takes 2:20:00.");
+  auto ms = f.of<Measurement>();
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_DOUBLE_EQ(ms[0].fact.value, 4200);
+  EXPECT_EQ(ms[0].fact.dims.at("gpus"), "1");
+  EXPECT_EQ(ms[1].fact.dims.at("gpus"), "2");
+  f = read("Training the whole schedule takes 3 days.");
+  ms = f.of<Measurement>();
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_DOUBLE_EQ(ms[0].fact.value, 3 * 86400);
+  f = read("With 4 GPUs the throughput is 40% lower than with a single GPU.");
+  const auto sp = f.of<ScalingPoint>();
+  ASSERT_EQ(sp.size(), 1u);
+  EXPECT_NEAR(sp[0].fact.speedup, 0.6, 1e-12);
+  {
+    const auto legend = read("SYS = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes");
+    for (const auto& c : legend.of<Claim>()) EXPECT_NE(c.fact.kind, "nodes");
+  }
+}
+
 TEST(ProseMeasures, PortsWithTheirCountAndABusbwInBits) {
   auto f = read("Each node has 4 200Gbps NICs.");
   EXPECT_EQ(f.of<NicSeen>().size(), 4u);

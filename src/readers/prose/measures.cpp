@@ -78,7 +78,7 @@ std::vector<Count> counts(const std::string& s) {
   // Machines when the sentence counts no GPU: "a single machine" against "2 identical machines" scale as the GPUs do
   // (the same GPUs per machine).
   if (out.empty()) {
-    static const std::regex machine_re(R"(\b(\d{1,4}|one|two|three|four|eight|sixteen|single|a single)\s+(?:[a-z-]+\s+)?(machines?|nodes?|hosts?|servers?)\b)");
+    static const std::regex machine_re(R"(\b(\d{1,4}|one|two|three|four|eight|sixteen|single|a single)\s+(?:[a-z0-9.-]+\s+){0,3}(machines?|nodes?|hosts?|servers?|instances?)\b)");
     for (auto it = std::sregex_iterator(s.begin(), s.end(), machine_re); it != std::sregex_iterator(); ++it) {
       std::string w = (*it)[1].str();
       if (w == "a single") w = "single";
@@ -99,10 +99,13 @@ std::optional<Count> nearest(const std::vector<Count>& cs, const std::string& s,
     // Counts across a clause break (";", " but ", " while ", " whereas ") weigh as farther.
     const std::size_t a = std::min(c.pos, pos), b = std::max(c.pos, pos);
     const std::string between = s.substr(a, b - a);
-    const std::size_t penalty = (has(between, ";") || has(between, " but ") || has(between, " while ") ||
-                                 has(between, " whereas ") || has(between, " vs") || has(between, " and "))
-                                    ? 60
-                                    : 0;
+    std::size_t penalty = (has(between, ";") || has(between, " but ") || has(between, " while ") ||
+                           has(between, " whereas ") || has(between, " vs") || has(between, " and "))
+                              ? 60
+                              : 0;
+    // A comma between parts the clauses; a count after the figure is the next clause's more often than this one's.
+    if (has(between, ",")) penalty += 30;
+    if (c.pos > pos) penalty += 15;
     if (d + penalty < best_d) {
       best_d = d + penalty;
       best = c;
@@ -129,7 +132,7 @@ double parse_num(const std::string& a, const std::string& b) {
 std::vector<Figure> figures(const std::string& s, const std::string& raw) {
   std::vector<Figure> out;
   static const std::regex re(
-      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mb/s|gbit/s|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|%)(?![a-z/]))");
+      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mb/s|gbit/s|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     // A number inside a word is a name ("H100s", "A6000", "x86"): the figure must start at a word boundary.
@@ -159,11 +162,25 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
     else if (u == "s" || u.rfind("sec", 0) == 0) u = "s";
     else if (u.rfind("min", 0) == 0) u = "min";
     else if (u == "h" || u.rfind("hour", 0) == 0 || u.rfind("hr", 0) == 0) u = "h";
+    else if (u.rfind("day", 0) == 0) u = "d";
     f.unit = u;
     f.pos = static_cast<std::size_t>(m.position(0));
     f.end = f.pos + static_cast<std::size_t>(m.length(0));
     out.push_back(f);
   }
+  // Clock times: "1:45:49" (h:mm:ss), "36:33" (mm:ss, or h:mm where the text says hours), as seconds.
+  static const std::regex clock(R"(\b(\d{1,3}):([0-5]\d)(?::([0-5]\d))?\b(?![:.]?\d))");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), clock); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    Figure f;
+    const double a = std::stod(m[1].str()), b = std::stod(m[2].str());
+    f.value = m[3].matched ? a * 3600 + b * 60 + std::stod(m[3].str()) : a * 60 + b;
+    f.unit = "s";
+    f.pos = static_cast<std::size_t>(m.position(0));
+    f.end = f.pos + static_cast<std::size_t>(m.length(0));
+    out.push_back(f);
+  }
+  std::sort(out.begin(), out.end(), [](const Figure& x, const Figure& y) { return x.pos < y.pos; });
   return out;
 }
 
@@ -195,7 +212,8 @@ std::string quantity_of(const std::string& s, const Figure& f) {
       {"training took", "run time"},   {"whole", "run time"},          {"run time", "run time"},
       {"runtime", "run time"},         {"training time", "run time"},  {"wall", "run time"},
       {"finish", "run time"},          {"complete", "run time"},       {"to train", "run time"},
-      {"estimat", "run time"},         {"conclusion", "run time"},     {"training takes", "run time"}};
+      {"estimat", "run time"},         {"conclusion", "run time"},     {"training takes", "run time"},
+      {"the run", "run time"},         {"to run", "run time"},         {"training", "run time"}};
   std::size_t best = std::string::npos;
   std::string q;
   for (const auto& [w, quantity] : words) {
@@ -222,6 +240,7 @@ double seconds(const Figure& f) {
   if (f.unit == "ms") return f.value / 1000;
   if (f.unit == "min") return f.value * 60;
   if (f.unit == "h") return f.value * 3600;
+  if (f.unit == "d") return f.value * 86400;
   return f.value;
 }
 
@@ -360,7 +379,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       out.add(Claim{"comm-suspected", ""}, where);
     // Several machines: "between machines", "the number of machines", "multiple nodes", "across nodes".
     {
-      static const std::regex many(R"(\b(between|across|multiple|several|many|more|number of|increase the number of)\s+(the\s+)?(machines|nodes|hosts|servers)\b|\bmulti-?(node|machine)\b)");
+      static const std::regex many(R"(\b(between|across|multiple|several|many|more|number of|increase the number of|two|2)\s+(the\s+)?((?!numa\b)[a-z0-9.-]+\s+)?(machines|nodes|hosts|servers|instances)\b|\bmulti-?(node|machine)\b)");
       if (std::regex_search(s, many)) out.add(Claim{"nodes", "multi-node"}, where);
     }
     // Ranks given unequal work: variable lengths or sizes, uneven shards, some ranks doing more.
@@ -542,7 +561,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       // `all_reduce_perf`: about 250 GB/s"), else busbw.
       if (q == "bandwidth" && collective) q = state && !state->last_bw_quantity.empty() ? state->last_bw_quantity : "busbw";
       if (state && (q == "busbw" || q == "algbw")) state->last_bw_quantity = q;
-      const bool time_unit = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h";
+      const bool time_unit = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h" || f.unit == "d";
       // "It also takes 21 seconds": a time with no noun of its own continues the previous sentence's quantity.
       if (q.empty() && time_unit && last_time_quantity && !last_time_quantity->empty()) q = *last_time_quantity;
       if (q.empty()) continue;
@@ -561,7 +580,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       m.quantity = q;
       m.table = "prose";
       m.row = std::string(sentence.substr(f.pos, f.end - f.pos));
-      if (f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h") {
+      if (f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h" || f.unit == "d") {
         m.unit = "s";
         m.value = seconds(f);
         m.higher_is_better = false;
@@ -650,6 +669,20 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       p.efficiency = 1.0 / *multi;
       p.mode = "stated: slower than one (speedup at most 1)";
       out.add(p, where);
+    } else if (multi && std::regex_search(s, sm, std::regex(R"((\d{1,3})\s*%\s*(lower|less|slower|worse))")) &&
+               (has(s, "single") || has(s, "one gpu") || has(s, "1 gpu") || has(s, "without"))) {
+      // "the speed is 50% lower than with a single GPU": speedup 1 − x; "50% slower" (its time): 1 / (1 + x).
+      const double x = std::stod(sm[1].str()) / 100;
+      const bool rate = has(s, "speed") || has(s, "throughput") || has(s, "samples") || has(s, "images");
+      const double sp = rate && sm[2].str() != "slower" ? 1 - x : 1 / (1 + x);
+      if (sp > 0 && sp < 64) {
+        diagnose::ScalingPoint p;
+        p.world_size = *multi;
+        p.speedup = sp;
+        p.efficiency = sp / *multi;
+        p.mode = "stated";
+        out.add(p, where);
+      }
     } else if (multi && no_speedup) {
       diagnose::ScalingPoint p;
       p.world_size = *multi;
