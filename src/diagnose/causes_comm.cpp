@@ -171,9 +171,7 @@ CommPicture comm_picture(const Context& ctx) {
   // 5b. Scaling stated in words that falls far short, for a workload the text calls small (CIFAR, MNIST, "small model"):
   // compute per step too short to hide the gradients.
   {
-    std::optional<Seen<Claim>> small;
-    for (const auto& c : ctx.facts.of<Claim>())
-      if (c.fact.kind == "small-workload" && !small) small.emplace(c);
+    const auto small = first_claim(ctx, "small-workload");
     for (const auto& sp : ctx.facts.of<ScalingPoint>())
       if (sp.fact.mode.rfind("stated", 0) == 0 && sp.fact.world_size >= 2 && sp.fact.efficiency < 0.6) {
         p.lines.push_back(line(fmt::format("{} GPUs: speedup {:.2f} over one, as the text states", sp.fact.world_size, sp.fact.speedup),
@@ -195,9 +193,7 @@ CommPicture comm_picture(const Context& ctx) {
   // 0.4 GB of gradients alone take over 0.1 s per step) — the network carries every step's gradients.
   if (!p.expected && ctx.span == Span::multi_node) {
     p.network = true;
-    std::optional<Seen<Claim>> said;
-    for (const auto& c : ctx.facts.of<Claim>())
-      if (c.fact.kind == "comm-suspected" && !said) said.emplace(c);
+    const auto said = first_claim(ctx, "comm-suspected");
     std::optional<Seen<NicSeen>> slow_net;
     for (const auto& n : ctx.facts.of<NicSeen>())
       if (n.fact.line_gbit && *n.fact.line_gbit <= 25 && !slow_net) slow_net.emplace(n);

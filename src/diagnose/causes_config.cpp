@@ -435,18 +435,16 @@ std::optional<Assessment> assess_collective_mismatch(const Context& ctx) {
     }
   // A hang or timeout where ranks' code paths part (evaluation, validation, an epoch's end, a save): the ranks that run
   // that code issue collectives the others never do, so the watchdog fires — the most common cause of such hangs.
-  for (const auto& c : ctx.facts.of<Claim>())
-    if (c.fact.kind == "hang-at-boundary") {
-      a.evidence.push_back(line("the job hangs or times out at " + c.fact.detail + ": a point where ranks can take different code "
-                                "paths (work only rank 0 does, uneven batches), so one rank waits in a collective the others "
-                                "never issue",
-                                c.where));
-      score = std::max(score, 0.45);
-      a.needs.push_back({"which collective each rank was in when it stopped",
-                         "TORCH_DISTRIBUTED_DEBUG=DETAIL and the watchdog messages of every rank (or py-spy dump of each rank)",
-                         "collective-mismatch (ranks in different collectives) against a network fault (all in the same one)"});
-      break;
-    }
+  if (const auto c = first_claim(ctx, "hang-at-boundary")) {
+    a.evidence.push_back(line("the job hangs or times out at " + c->fact.detail + ": a point where ranks can take different code "
+                              "paths (work only rank 0 does, uneven batches), so one rank waits in a collective the others "
+                              "never issue",
+                              c->where));
+    score = std::max(score, 0.45);
+    a.needs.push_back({"which collective each rank was in when it stopped",
+                       "TORCH_DISTRIBUTED_DEBUG=DETAIL and the watchdog messages of every rank (or py-spy dump of each rank)",
+                       "collective-mismatch (ranks in different collectives) against a network fault (all in the same one)"});
+  }
   if (score == 0) return std::nullopt;
   // Network failures around the timeout point elsewhere.
   for (const auto& w : ctx.facts.of<NcclWarning>())

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -51,6 +53,13 @@ inline double seconds_of(const Measurement& m) {
 /// What a time of this quantity is per: "step", "epoch", else "run".
 inline std::string per_of(const std::string& quantity) {
   return quantity == "step time" ? "step" : quantity == "epoch time" ? "epoch" : "run";
+}
+
+/// The first Claim of `kind` (facts/facts.h) among the facts, nullopt when none.
+inline std::optional<Seen<Claim>> first_claim(const Context& ctx, std::string_view kind) {
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == kind) return c;
+  return std::nullopt;
 }
 
 /// Adds `v` to a score and keeps it in [0, 1].

@@ -43,14 +43,12 @@ std::optional<Assessment> assess_no_overlap(const Context& ctx) {
   Assessment a = start("no-overlap");
   double score = 0;
   // The text says the all-reduce runs after backward (or overlaps 0 %); the code reduces gradients by hand in the loop.
-  for (const auto& c : ctx.facts.of<Claim>())
-    if (c.fact.kind == "no-overlap") {
-      a.evidence.push_back(line("the text says the gradient all-reduce runs after backward, not during it: the whole "
-                                "communication time adds to every step",
-                                c.where));
-      score = std::max(score, 0.5);
-      break;
-    }
+  if (const auto c = first_claim(ctx, "no-overlap")) {
+    a.evidence.push_back(line("the text says the gradient all-reduce runs after backward, not during it: the whole "
+                              "communication time adds to every step",
+                              c->where));
+    score = std::max(score, 0.5);
+  }
   {
     bool ddp = false;
     for (const auto& c : ctx.facts.of<CodeUse>()) ddp = ddp || c.fact.construct == "DistributedDataParallel";
@@ -196,21 +194,14 @@ std::optional<Assessment> assess_dataparallel_not_ddp(const Context& ctx) {
                                 c.where));
       score = std::max(score, ddp_code ? 0.3 : code ? 0.75 : 0.55);
     }
-  for (const auto& c : ctx.facts.of<Claim>())
-    if (c.fact.kind == "not-ddp" && !ddp_code) {
-      a.evidence.push_back(line("the text asks whether DDP would help: the job does not use it yet, so several GPUs are driven "
-                                "from one process (DataParallel or an equivalent)",
-                                c.where));
-      double sc = 0.4;
-      for (const auto& u : ctx.facts.of<Claim>())
-        if (u.fact.kind == "gpu-underused") {
-          a.evidence.push_back(line("the GPUs are said to be underused", u.where));
-          sc = 0.45;
-          break;
-        }
-      score = std::max(score, sc);
-      break;
-    }
+  if (const auto c = first_claim(ctx, "not-ddp"); c && !ddp_code) {
+    a.evidence.push_back(line("the text asks whether DDP would help: the job does not use it yet, so several GPUs are driven "
+                              "from one process (DataParallel or an equivalent)",
+                              c->where));
+    const auto idle = first_claim(ctx, "gpu-underused");
+    if (idle) a.evidence.push_back(line("the GPUs are said to be underused", idle->where));
+    score = std::max(score, idle ? 0.45 : 0.4);
+  }
   // A Python profile with DataParallel's fingerprint.
   const auto pv = profile_view(ctx);
   double dp_time = 0;
@@ -407,12 +398,8 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
     }
   // In words: a saturated CPU, GPUs left idle, data loading suspected — together with scaling that falls short.
   {
-    std::optional<Seen<Claim>> cpu, idle, input;
-    for (const auto& c : ctx.facts.of<Claim>()) {
-      if (c.fact.kind == "cpu-saturated" && !cpu) cpu.emplace(c);
-      if (c.fact.kind == "gpu-underused" && !idle) idle.emplace(c);
-      if (c.fact.kind == "input-suspected" && !input) input.emplace(c);
-    }
+    const auto cpu = first_claim(ctx, "cpu-saturated"), idle = first_claim(ctx, "gpu-underused"),
+               input = first_claim(ctx, "input-suspected");
     const auto& ex = ctx.expected;
     const bool poor = ex.measured_speedup && ex.gpus >= 2 && *ex.measured_speedup < 0.75 * ex.gpus;
     if (cpu) {
@@ -461,12 +448,8 @@ std::optional<Assessment> assess_launch_bound(const Context& ctx) {
   // In words and figures: a short step with the GPU mostly idle and no input or CPU-saturation claim — the host's launch
   // rate sets the step (or the text names kernel launches).
   {
-    std::optional<Seen<Claim>> words, idle_claim, other;
-    for (const auto& c : ctx.facts.of<Claim>()) {
-      if (c.fact.kind == "launch-suspected" && !words) words.emplace(c);
-      if (c.fact.kind == "gpu-underused" && !idle_claim) idle_claim.emplace(c);
-      if ((c.fact.kind == "cpu-saturated" || c.fact.kind == "input-suspected") && !other) other.emplace(c);
-    }
+    const auto words = first_claim(ctx, "launch-suspected"), idle_claim = first_claim(ctx, "gpu-underused");
+    const bool other = first_claim(ctx, "cpu-saturated") || first_claim(ctx, "input-suspected");
     std::optional<Seen<Measurement>> util, step;
     for (const auto& m : ctx.facts.of<Measurement>()) {
       if (m.fact.table != "prose") continue;
@@ -556,15 +539,13 @@ std::optional<Assessment> assess_launch_bound(const Context& ctx) {
 std::optional<Assessment> assess_straggler(const Context& ctx) {
   Assessment a = start("straggler");
   double score = 0;
-  for (const auto& c : ctx.facts.of<Claim>())
-    if (c.fact.kind == "one-slow-member") {
-      a.evidence.push_back(line("the text names one member slower than the others (\"" + c.fact.detail + "\"): in a synchronous "
-                                "job every rank waits for it at every collective",
-                                c.where));
-      score = std::max(score, 0.45);
-      if (a.summary.empty()) a.summary = "one member (a GPU, a node) is slower than the rest, and every step waits for it";
-      break;
-    }
+  if (const auto c = first_claim(ctx, "one-slow-member")) {
+    a.evidence.push_back(line("the text names one member slower than the others (\"" + c->fact.detail + "\"): in a synchronous "
+                              "job every rank waits for it at every collective",
+                              c->where));
+    score = std::max(score, 0.45);
+    if (a.summary.empty()) a.summary = "one member (a GPU, a node) is slower than the rest, and every step waits for it";
+  }
   for (const auto& s : ctx.variants.pairs) {
     if (s.suspects.empty() || s.slow.size() < 1) continue;
     const std::string& prime = s.suspects.front();
@@ -718,14 +699,12 @@ std::optional<Assessment> assess_load_imbalance(const Context& ctx) {
   Assessment a = start("load-imbalance");
   double score = 0;
   // The text says the ranks get unequal work (variable lengths, random sizes, uneven shards) in a multi-rank job.
-  for (const auto& c : ctx.facts.of<Claim>())
-    if (c.fact.kind == "uneven-work") {
-      a.evidence.push_back(line("the text says the ranks get unequal work per step: every step the others wait for whichever "
-                                "rank drew the most",
-                                c.where));
-      score = std::max(score, 0.45);
-      break;
-    }
+  if (const auto c = first_claim(ctx, "uneven-work")) {
+    a.evidence.push_back(line("the text says the ranks get unequal work per step: every step the others wait for whichever "
+                              "rank drew the most",
+                              c->where));
+    score = std::max(score, 0.45);
+  }
   for (const auto& s : ctx.facts.of<Straggler>())
     if (s.fact.who == "varies") {
       a.evidence.push_back(line("the slowest rank changes from step to step" +

@@ -634,62 +634,41 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       if (std::regex_search(s, nm, nodes_re))
         if (auto n = count_word(nm[1].str()); n && *n >= 2) multi = *n;
     }
+    // A speedup the text states at `multi` GPUs (kept only inside 0–64, what a speedup can be).
+    auto stated = [&](double speedup, const char* mode) {
+      if (!(speedup > 0 && speedup <= 64)) return;
+      diagnose::ScalingPoint p;
+      p.world_size = *multi;
+      p.speedup = speedup;
+      p.efficiency = speedup / *multi;
+      p.mode = mode;
+      out.add(p, where);
+    };
+    static const std::regex slower_than_one(R"((slower|longer|worse) than (with |on |using )?(1|one|a single|single|only one)( gpu| card| machine| node| device)?)");
+    static const std::regex percent_lower(R"((\d{1,3})\s*%\s*(lower|less|slower|worse))");
     // The word before the figure: "the speedup with 2 GPUs is 1.17x", "a scale-up of 1.3x".
     static const std::regex speed_after(R"((speed ?-?up|scale ?-?up)\D{0,60}?(\d+(?:\.\d+)?)\s*(?:x|×)(?![a-z0-9]))");
     std::smatch sa;
-    const bool after_form = multi && !std::regex_search(s, sm, speed_re) && std::regex_search(s, sa, speed_after);
-    if (after_form) {
-      const double x = std::stod(sa[2].str());
-      if (x > 0 && x <= 64) {
-        diagnose::ScalingPoint p;
-        p.world_size = *multi;
-        p.speedup = x;
-        p.efficiency = x / *multi;
-        p.mode = "stated";
-        out.add(p, where);
-      }
-    } else if (multi && std::regex_search(s, sm, speed_re)) {
+    const bool before_form = multi && std::regex_search(s, sm, speed_re);
+    if (multi && !before_form && std::regex_search(s, sa, speed_after)) {
+      stated(std::stod(sa[2].str()), "stated");
+    } else if (before_form) {
       double x = std::stod(sm[1].str());
       const std::string dir = sm[2].str();
       // "2x slower on 4 GPUs" (than one GPU): speedup 1/x; "1.13x faster with 2 GPUs": speedup x.
       const bool vs_one = has(s, "1 gpu") || has(s, "one gpu") || has(s, "single gpu") || has(s, "single-gpu") || vs_one_machine;
-      if (x > 0 && x <= 64 && (vs_one || dir != "slower")) {
-        diagnose::ScalingPoint p;
-        p.world_size = *multi;
-        p.speedup = dir == "slower" ? 1 / x : x;
-        p.efficiency = p.speedup / *multi;
-        p.mode = "stated";
-        out.add(p, where);
-      }
-    } else if (multi && std::regex_search(s, sm, std::regex(R"((slower|longer|worse) than (with |on |using )?(1|one|a single|single|only one)( gpu| card| machine| node| device)?)"))) {
+      if (x > 0 && x <= 64 && (vs_one || dir != "slower")) stated(dir == "slower" ? 1 / x : x, "stated");
+    } else if (multi && std::regex_search(s, sm, slower_than_one)) {
       // "two machines (2 GPUs) are slower than one machine": no faster than one, an upper bound.
-      diagnose::ScalingPoint p;
-      p.world_size = *multi;
-      p.speedup = 1.0;
-      p.efficiency = 1.0 / *multi;
-      p.mode = "stated: slower than one (speedup at most 1)";
-      out.add(p, where);
-    } else if (multi && std::regex_search(s, sm, std::regex(R"((\d{1,3})\s*%\s*(lower|less|slower|worse))")) &&
+      stated(1.0, "stated: slower than one (speedup at most 1)");
+    } else if (multi && std::regex_search(s, sm, percent_lower) &&
                (has(s, "single") || has(s, "one gpu") || has(s, "1 gpu") || has(s, "without"))) {
       // "the speed is 50% lower than with a single GPU": speedup 1 − x; "50% slower" (its time): 1 / (1 + x).
       const double x = std::stod(sm[1].str()) / 100;
       const bool rate = has(s, "speed") || has(s, "throughput") || has(s, "samples") || has(s, "images");
-      const double sp = rate && sm[2].str() != "slower" ? 1 - x : 1 / (1 + x);
-      if (sp > 0 && sp < 64) {
-        diagnose::ScalingPoint p;
-        p.world_size = *multi;
-        p.speedup = sp;
-        p.efficiency = sp / *multi;
-        p.mode = "stated";
-        out.add(p, where);
-      }
+      stated(rate && sm[2].str() != "slower" ? 1 - x : 1 / (1 + x), "stated");
     } else if (multi && no_speedup) {
-      diagnose::ScalingPoint p;
-      p.world_size = *multi;
-      p.speedup = 1.0;
-      p.efficiency = 1.0 / *multi;
-      p.mode = "stated";
-      out.add(p, where);
+      stated(1.0, "stated");
     }
   } catch (...) {
     // A sentence the grammar cannot read gives no facts.
