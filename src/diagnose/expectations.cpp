@@ -14,12 +14,6 @@ namespace {
 using namespace detail;
 using knowledge::LinkAssumption;
 
-// NVSwitch joins the GPUs of SXM boards since NVLink 3 (HGX/DGX A100 and later); older SXM boards (V100's hybrid
-// cube mesh) and bridged PCIe cards join them point to point.
-bool through_nvswitch(const topo::GpuSpec* g) {
-  return g && (g->form == topo::GpuForm::sxm || g->form == topo::GpuForm::superchip) && g->nvlink_gen >= 3;
-}
-
 // What the job's logs and settings say of peer-to-peer: NCCL_P2P_DISABLE, or the transports NCCL chose.
 std::optional<bool> p2p_in_use(const Context& ctx) {
   if (const auto* p = ctx.setting("NCCL_P2P_DISABLE"); p && p->judgement.turns_off == "p2p") return false;
@@ -58,7 +52,7 @@ void find_link(const Context& ctx, JobExpectation& e) {
   if (worst && ctx.span != Span::multi_node) {
     e.link.kind = worst->cls == topo::LinkClass::nvlink ? LinkAssumption::Kind::nvlink : LinkAssumption::Kind::pcie;
     e.link.path = *worst;
-    e.link.nvswitch = through_nvswitch(ctx.gpu);
+    e.link.nvswitch = knowledge::through_nvswitch(ctx.gpu);
     e.link.said = fmt::format("the slowest path between the job's GPUs is {} (topology matrix)", topo::to_string(*worst));
     e.link_line = line(e.link.said, worst_where);
     return;
@@ -118,7 +112,7 @@ void find_link(const Context& ctx, JobExpectation& e) {
     if (links > 0) {
       e.link.kind = LinkAssumption::Kind::nvlink;
       e.link.path = {topo::LinkClass::nvlink, links};
-      e.link.nvswitch = through_nvswitch(g);
+      e.link.nvswitch = knowledge::through_nvswitch(g);
       e.link.said = fmt::format("the text names NVLink: {} links of {}", links, g->model);
       e.link_line = line(e.link.said, nv->where);
       return;
@@ -133,7 +127,7 @@ void find_link(const Context& ctx, JobExpectation& e) {
     if ((g->form == topo::GpuForm::sxm || g->form == topo::GpuForm::superchip) && g->nvlink_links > 0) {
       e.link.kind = LinkAssumption::Kind::nvlink;
       e.link.path = {topo::LinkClass::nvlink, g->nvlink_links};
-      e.link.nvswitch = through_nvswitch(g);
+      e.link.nvswitch = knowledge::through_nvswitch(g);
       e.link.said = fmt::format("assumed: {} boards join their GPUs with all {} NVLinks (no topology given)", g->model, g->nvlink_links);
     } else {
       pcie_link(fmt::format("assumed: {} cards meet over PCIe (no NVLink named, no topology given)", g->model), ctx.gpu_evidence->where);

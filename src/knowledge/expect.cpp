@@ -62,6 +62,10 @@ const TransportSpec* find_transport(std::string_view key) {
   return nullptr;
 }
 
+bool through_nvswitch(const topo::GpuSpec* gpu) {
+  return gpu && (gpu->form == topo::GpuForm::sxm || gpu->form == topo::GpuForm::superchip) && gpu->nvlink_gen >= 3;
+}
+
 Band expected_busbw(const topo::GpuSpec* gpu, const LinkAssumption& link) {
   Band b;
   double rate = 0;             // per-direction line rate of the path, GB/s

@@ -63,6 +63,11 @@ const std::vector<TransportSpec>& transport_table();
 /// The row of `key`, nullptr when none.
 const TransportSpec* find_transport(std::string_view key);
 
+/// Whether the GPUs of this board meet through NVSwitch: SXM modules and superchips since NVLink 3 (HGX/DGX A100 and
+/// later); older SXM boards (V100's hybrid cube mesh) and bridged PCIe cards join their GPUs point to point. False for
+/// nullptr (an unknown board).
+bool through_nvswitch(const topo::GpuSpec* gpu);
+
 /// The all-reduce busbw band of a large message over `link` between GPUs of model `gpu` (nullptr: unknown model,
 /// PCIe Gen4 x16 and 25 GB/s NVLinks assumed): the path's per-direction line rate × the share band of its transport
 /// (data/nccl.json). NVLink through NVSwitch on NVLink 4 and later (Hopper, Blackwell) reaches up to the NVLS row's

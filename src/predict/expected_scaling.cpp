@@ -73,7 +73,7 @@ ExpectedScaling expect_scaling(std::string_view model, std::string_view link, co
                              "name nvidia-smi topo -m's token: NV# (NV12, NV18), PIX, PXB, PHB, NODE or SYS");
     e.link.kind = path->cls == topo::LinkClass::nvlink ? knowledge::LinkAssumption::Kind::nvlink : knowledge::LinkAssumption::Kind::pcie;
     e.link.path = *path;
-    e.link.nvswitch = (e.gpu->form == topo::GpuForm::sxm || e.gpu->form == topo::GpuForm::superchip) && e.gpu->nvlink_gen >= 3;
+    e.link.nvswitch = knowledge::through_nvswitch(e.gpu);
     e.link.said = fmt::format("{} between {} GPUs{}", right, e.gpu->model, e.link.nvswitch ? " (through NVSwitch)" : "");
   }
   e.busbw = knowledge::expected_busbw(e.gpu, e.link);

@@ -87,7 +87,10 @@ TEST(Expectation, BusbwBandFollowsTheLink) {
   pcie.path = {topo::LinkClass::phb, 0};
   EXPECT_LT(expected_busbw(h100, pcie).high, b.low / 5);
   pcie.path = {topo::LinkClass::sys, 0};
-  EXPECT_LT(expected_busbw(h100, pcie).high, expected_busbw(h100, LinkAssumption{LinkAssumption::Kind::pcie, {topo::LinkClass::pix, 0}}).low);
+  LinkAssumption pix;
+  pix.kind = LinkAssumption::Kind::pcie;
+  pix.path = {topo::LinkClass::pix, 0};
+  EXPECT_LT(expected_busbw(h100, pcie).high, expected_busbw(h100, pix).low);
   LinkAssumption eth;
   eth.kind = LinkAssumption::Kind::network;
   eth.network_gbit = 10;
