@@ -123,6 +123,39 @@ CommPicture comm_picture(const Context& ctx) {
         break;
       }
     }
+  // 4a. Communication's share of a multi-GPU step as the evidence states it: a time per step beside the step's own
+  // ("communication time per step 11.24 ms" of "DDP step time 26.36 ms"), or a share ("communication overhead 42.6 %").
+  if (p.strength == 0) {
+    std::optional<Seen<Measurement>> comm, share, step;
+    for (const auto& m : ctx.facts.of<Measurement>()) {
+      const bool time = m.fact.unit == "s" || m.fact.unit == "ms";
+      if (m.fact.quantity == "communication time" && time && !comm) comm.emplace(m);
+      if (m.fact.quantity == "communication time" && m.fact.unit == "%" && m.fact.value <= 100 && !share) share.emplace(m);
+    }
+    if (comm)
+      for (const auto& m : ctx.facts.of<Measurement>())
+        if (m.fact.quantity == "step time" && (m.fact.unit == "s" || m.fact.unit == "ms") && m.where.source == comm->where.source &&
+            (!step || seconds_of(m.fact) > seconds_of(step->fact)))
+          step.emplace(m);
+    std::optional<double> part;
+    if (comm && step && seconds_of(step->fact) > seconds_of(comm->fact)) part = seconds_of(comm->fact) / seconds_of(step->fact);
+    else if (share) part = share->fact.value / 100;
+    if (part && *part >= 0.3) {
+      if (comm && step)
+        p.lines.push_back(line(fmt::format("communication {} of a {} step ({}), as measured", figure(comm->fact), figure(step->fact),
+                                           percent(*part)),
+                               comm->where));
+      else
+        p.lines.push_back(line(fmt::format("communication {} of the step, as measured", percent(*part)), share->where));
+      p.strength = *part >= 0.5 ? 0.55 : 0.5;
+      p.cost.share = *part;
+      if (comm && step) {
+        p.cost.seconds = seconds_of(comm->fact);
+        p.cost.per = "step";
+      }
+      p.cost.text = fmt::format("communication is {} of the step", percent(*part));
+    }
+  }
   // 4. A multi-GPU job whose GPUs idle most of the step in its best variant, with the step sensitive to the transport.
   for (const auto& k : ctx.variants.constant_compute) {
     const double busy = seconds_of(*k.fast_busy.m), step = seconds_of(*k.fast_step.m);
@@ -202,7 +235,14 @@ CommPicture comm_picture(const Context& ctx) {
       p.lines.push_back(line(fmt::format("the nodes are joined at {:.0f} Gb/s: at most {} of all-reduce busbw between them",
                                          *slow_net->fact.line_gbit, gbps(topo::nic_busbw_gbps(*slow_net->fact.line_gbit))),
                              slow_net->where));
-    if (slow_net && (said || p.strength > 0)) p.strength = std::max(p.strength, 0.5);
+    // At 1 Gb/s or less (≤ 0.12 GB/s of busbw) even a 10 M-parameter model's 40 MB of FP32 gradients take over 0.3 s
+    // per step: the network sets the step for any model worth spreading over nodes, stated slowness or not.
+    const bool crawling = slow_net && *slow_net->fact.line_gbit <= 1.0;
+    if (crawling)
+      p.lines.push_back(line("at 1 Gb/s or less, even 40 MB of gradients (a 10 M-parameter model in FP32) take over 0.3 s "
+                             "per step between the nodes",
+                             slow_net->where));
+    if (slow_net && (said || p.strength > 0 || crawling)) p.strength = std::max(p.strength, 0.5);
     else if (said) p.strength = std::max(p.strength, 0.4);
     if (!ctx.span_evidence.empty()) p.lines.push_back(ctx.span_evidence.front());
   }
@@ -217,6 +257,7 @@ std::optional<Provenance> data_parallel_in_use(const Context& ctx) {
     if (c.fact.construct == "DataParallel") return c.where;
   for (const auto& m : ctx.facts.of<FrameworkMessage>())
     if (m.fact.id == "dataparallel") return m.where;
+  if (const auto plain = single_process_over_gpus(ctx)) return plain->where;
   return std::nullopt;
 }
 
@@ -274,6 +315,15 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
     score *= 0.8;
     a.needs.push_back({"the model's size and one step's compute time", "the training script's model and batch, or scalescope analyze on a profiler trace",
                        "a small model whose compute is too short (comm-bound-small-model) or a large gradient (bandwidth-bound-gradients)"});
+  }
+  // All of its gradients in one DDP bucket: one all-reduce after backward, nothing for backward to hide it behind.
+  if (const auto m = model_with_params(ctx); m && fits_one_bucket(m->params) && !p.network) {
+    raise(score, 0.1);
+    a.evidence.push_back(line(fmt::format("{}{:.3g} parameters: its {:.0f} MB of FP32 gradients fit one DDP bucket (25 MB), "
+                                          "so the all-reduce starts only when backward ends and adds to every step",
+                                          m->name.empty() ? "a model of " : "model " + m->name + ": ", m->params,
+                                          m->params * 4 / 1e6),
+                              m->where));
   }
   a.score = score;
   a.summary = p.fast_link_still_poor

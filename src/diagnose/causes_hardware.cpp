@@ -127,7 +127,7 @@ std::optional<Assessment> assess_pcie_link_degraded(const Context& ctx) {
       score = std::max(score, 0.6);
       worst_ratio = std::min(worst_ratio, topo::pcie_lane_gbps(*f.max_gen) / topo::pcie_lane_gbps(*f.device_max_gen));
     } else if (cur_g > 0 && cap_g > 0 && cur_g < cap_g) {
-      if (f.under_load.value_or(false)) {
+      if (f.under_load.value_or(false) || read_busy(ctx, p.where.source)) {
         a.evidence.push_back(line(fmt::format("{}: PCIe Gen{} of Gen{} while busy", name, cur_g, cap_g), p.where));
         score = std::max(score, 0.6);
         worst_ratio = std::min(worst_ratio, topo::pcie_lane_gbps(cur_g) / topo::pcie_lane_gbps(cap_g));

@@ -62,6 +62,52 @@ inline std::optional<Seen<Claim>> first_claim(const Context& ctx, std::string_vi
   return std::nullopt;
 }
 
+/// DDP's default bucket (bucket_cap_mb = 25, torch.nn.parallel.DistributedDataParallel): gradients that fit in one
+/// bucket are all-reduced in one call, which can start only when backward has produced the last of them.
+inline constexpr double kDdpBucketBytes = 25.0 * 1024 * 1024;
+
+/// The model of the evidence with a parameter count (the smallest, when several are named): its count and where it
+/// was named; nullopt when none.
+struct ModelSize {
+  double params = 0;
+  std::string name;
+  Provenance where;
+};
+inline std::optional<ModelSize> model_with_params(const Context& ctx) {
+  std::optional<ModelSize> best;
+  for (const auto& m : ctx.facts.of<ModelSeen>())
+    if (m.fact.parameters && *m.fact.parameters > 0 && (!best || *m.fact.parameters < best->params))
+      best = ModelSize{*m.fact.parameters, m.fact.name, m.where};
+  return best;
+}
+
+/// Whether a model of `params` parameters has all its FP32 gradients in one DDP bucket (kDdpBucketBytes).
+inline bool fits_one_bucket(double params) { return params * 4 <= kDdpBucketBytes; }
+
+/// Whether the evidence of `source` says its readings were taken with the GPUs busy (Claim "read-busy": "with the
+/// models loaded and running", "under load").
+inline bool read_busy(const Context& ctx, const std::string& source) {
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "read-busy" && c.where.source == source) return true;
+  return false;
+}
+
+/// One Python process given several GPUs: a `python train.py` launch (no torchrun, accelerate, deepspeed or mpirun,
+/// no DDP in the code or the words) where the evidence names two GPUs or more. Without ranks there is no DDP; a
+/// framework that uses every visible GPU from one process (the HF Trainer, Lightning's "dp") does it with
+/// DataParallel. The launch line, nullopt when the evidence does not show this.
+inline std::optional<Seen<Launch>> single_process_over_gpus(const Context& ctx) {
+  if (ctx.expected.gpus < 2 || ctx.has<DdpConfig>()) return std::nullopt;
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "DistributedDataParallel") return std::nullopt;
+  std::optional<Seen<Launch>> plain;
+  for (const auto& l : ctx.facts.of<Launch>()) {
+    if (l.fact.launcher != "python" || l.fact.nproc_per_node || l.fact.np) return std::nullopt;  // a launcher of ranks
+    if (!plain) plain.emplace(l);
+  }
+  return plain;
+}
+
 /// Adds `v` to a score and keeps it in [0, 1].
 inline void raise(double& score, double v) { score = std::clamp(score + v, 0.0, 1.0); }
 

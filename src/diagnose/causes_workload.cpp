@@ -93,6 +93,19 @@ std::optional<Assessment> assess_no_overlap(const Context& ctx) {
     a.why_not = "the all-reduce overlaps backward";
     return a;
   }
+  // A model whose gradients fit in one DDP bucket has one all-reduce, ready only when backward ends: no overlap is
+  // what such a model gets, not a setting or a code path that turned it off (comm-bound-small-model says it).
+  const bool configured = std::any_of(a.evidence.begin(), a.evidence.end(), [](const EvidenceLine& e) {
+    return e.says.find("configured") != std::string::npos || e.says.find("by hand") != std::string::npos;
+  });
+  if (const auto m = model_with_params(ctx); m && fits_one_bucket(m->params) && !configured) {
+    score *= 0.6;
+    a.against.push_back(line(fmt::format("{}{:.3g} parameters: {:.0f} MB of FP32 gradients, one DDP bucket (25 MB), reduced in "
+                                         "one call after the last gradient — no overlap is this model's size, not a fault",
+                                         m->name.empty() ? "a model of " : "model " + m->name + ": ", m->params,
+                                         m->params * 4 / 1e6),
+                             m->where));
+  }
   a.score = score;
   a.summary = "the gradient all-reduce runs after backward instead of during it";
   return a;
@@ -251,6 +264,16 @@ std::optional<Assessment> assess_dataparallel_not_ddp(const Context& ctx) {
     a.cost.text = fmt::format("about {} of the profile in replication and thread overhead{}", duration(dp_time),
                               a.cost.share ? " (" + percent(*a.cost.share) + " of the profiled time outside start-up)" : "");
   }
+  // One Python process given several GPUs (causes_util.h single_process_over_gpus).
+  if (score == 0)
+    if (const auto plain = single_process_over_gpus(ctx)) {
+      a.evidence.push_back(line(fmt::format("`python {}` starts one process for the {} GPUs the evidence names: without "
+                                            "torchrun (or accelerate, deepspeed, mpirun) there are no DDP ranks, and a "
+                                            "framework that uses every visible GPU from one process does it with DataParallel",
+                                            plain->fact.program, ctx.expected.gpus),
+                                plain->where));
+      score = 0.5;
+    }
   // A table with a DP row slower than a DDP row.
   for (const auto& c : ctx.variants.comparisons)
     if (c.dim == "mode" && c.worse_value == "DP" && c.better_value == "DDP" && c.beyond_noise) {
@@ -417,6 +440,17 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
       raise(score, 0.05);
     }
     if ((cpu || input) && poor && ex.speedup_line) a.evidence.push_back(*ex.speedup_line);
+    // Utilisation that swings between idle and flat out, in a job whose input pipeline is in view: the GPU runs a batch
+    // and then waits for the next — the signature of a pipeline that cannot keep up (a sync every step would show the
+    // same swing at a shorter period, and a named sync says so).
+    const auto swings = first_claim(ctx, "util-swings"), named = first_claim(ctx, "input-mentioned");
+    if (swings && (named || input) && !first_claim(ctx, "launch-suspected") && !ctx.has<HostSync>()) {
+      a.evidence.push_back(line("GPU utilisation swings between idle and busy: each batch runs flat out, then the GPU waits "
+                                "for the next",
+                                swings->where));
+      if (named && !input) a.evidence.push_back(line("the input pipeline is part of the job as described", named->where));
+      score = std::max(score, input ? 0.55 : 0.5);
+    }
   }
   // One-off reads in a Python profile are start-up, not per-step input.
   const auto pv = profile_view(ctx);
@@ -736,6 +770,12 @@ std::optional<Assessment> assess_compile_ddp_interaction(const Context& ctx) {
       if (a.evidence.size() < 4) a.evidence.push_back(line("torch.compile split or recompiled the graph under DDP", m.where));
       score = 0.35;
     }
+  if (const auto c = first_claim(ctx, "compile-ddp-slower")) {
+    a.evidence.push_back(line("the text says training under torch.compile with DDP is slower than eager DDP: compiled "
+                              "graphs run backward as one unit, so DDP's bucket hooks no longer fire during it",
+                              c->where));
+    score = std::max(score, 0.45);
+  }
   if (score == 0) return std::nullopt;
   if (ctx.has<DdpConfig>() || ctx.ranks.value_or(0) > 1) raise(score, 0.1);
   a.score = score;

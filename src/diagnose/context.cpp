@@ -1,6 +1,8 @@
 #include "diagnose/context.h"
 
 #include <algorithm>
+#include <cctype>
+#include <utility>
 #include <set>
 
 #include <fmt/format.h>
@@ -75,15 +77,28 @@ Context::Context(const FactSet& f) : facts(f) {
     });
     if (it == models.end()) models.push_back({*n.fact.gpu_name, spec, n.where, 1});
   }
-  // A bare name ("H100", "A100") beside a full one of the same board ("NVIDIA H100 80GB HBM3") is that board.
+  // A bare or partial name ("H100", "A100 80GB") beside a full one of the same board ("NVIDIA H100 80GB HBM3",
+  // "NVIDIA A100-SXM4-80GB") is that board: every word of it is a word of the full name.
+  auto words_of = [](const std::string& name) {
+    std::set<std::string> w;
+    std::string cur;
+    for (char c : lower(name) + " ") {
+      if (std::isalnum(static_cast<unsigned char>(c))) cur += c;
+      else if (!cur.empty()) w.insert(std::exchange(cur, std::string()));
+    }
+    return w;
+  };
+  auto part_of = [&](const std::string& bare, const std::string& full) {
+    if (lower(full).find(lower(bare)) != std::string::npos) return true;
+    const auto b = words_of(bare), f = words_of(full);
+    return !b.empty() && std::all_of(b.begin(), b.end(), [&](const std::string& x) { return f.count(x) > 0; });
+  };
   if (std::any_of(models.begin(), models.end(), [](const Model& m) { return m.spec != nullptr; }))
     models.erase(std::remove_if(models.begin(), models.end(),
                                 [&](const Model& m) {
                                   if (m.spec) return false;
-                                  const std::string bare = lower(m.name);
                                   return std::any_of(models.begin(), models.end(), [&](const Model& o) {
-                                    return o.spec && (lower(std::string(o.spec->model)).find(bare) != std::string::npos ||
-                                                      lower(o.name).find(bare) != std::string::npos);
+                                    return o.spec && (part_of(m.name, std::string(o.spec->model)) || part_of(m.name, o.name));
                                   });
                                 }),
                  models.end());

@@ -235,9 +235,42 @@ std::vector<Judgement> judgements(const Context& ctx) {
                               s.where),
                      "the seed's rule: healthy when comm ratio < 15 % and 2-GPU speedup > 1.7", ok ? 0.7 : 0});
     }
+  // Scaling the evidence states (a speedup in words or a table's speedup column at the job's GPU count), when no
+  // measured verdict or table of GPU counts judges it: the brief's rule of thumb, healthy at ≥ 85 % efficiency (a
+  // 2-GPU speedup above 1.7); below 70 % it is a loss to explain, not the ceiling.
+  {
+    const auto& ex = ctx.expected;
+    bool judged = !ctx.variants.scaling.empty();
+    for (const auto& s : ctx.facts.of<ScalingPoint>()) judged = judged || s.fact.verdict.has_value();
+    if (!judged && ex.measured_speedup && ex.gpus >= 2 && ex.speedup_line) {
+      const double eff = *ex.measured_speedup / ex.gpus;
+      if (eff >= 0.85)
+        out.push_back({true, line(fmt::format("{} ({} efficiency)", ex.speedup_line->says, percent(eff)), ex.speedup_line->where),
+                       fmt::format("ideal {} on {} GPUs; healthy data-parallel scaling reaches 85–95 % of it", ex.gpus, ex.gpus), 0.55});
+      else if (eff < 0.7)
+        out.push_back({false, line(fmt::format("{} ({} efficiency)", ex.speedup_line->says, percent(eff)), ex.speedup_line->where), "", 0});
+    }
+  }
+  // A PCIe link below its generation while the GPU idles, at its full width: the GPU lowers the generation to save power
+  // and raises it under load (nvidia-smi -q's "Current" against "Max"); what it does under load is what matters.
+  for (const auto& p : ctx.facts.of<PcieLinkState>()) {
+    const auto& f = p.fact;
+    const int cap_g = f.device_max_gen.value_or(f.max_gen.value_or(0));
+    const int cap_w = f.device_max_width.value_or(f.max_width.value_or(0));
+    if (!f.current_gen || cap_g == 0 || *f.current_gen >= cap_g) continue;
+    if (f.current_width && cap_w > 0 && *f.current_width < cap_w) continue;  // a narrower link is judged by its cause
+    const bool busy = f.under_load.value_or(false) || read_busy(ctx, p.where.source);
+    out.push_back({!busy,
+                   line(fmt::format("{}: PCIe Gen{} of Gen{}{}", f.device, *f.current_gen, cap_g,
+                                    busy ? " while busy" : ", read while the GPU idles: GPUs lower the link's generation when idle and raise it under load"),
+                        p.where),
+                   busy ? "" : "the link's generation under load (nvidia-smi -q -d PCIE during a job); the width is what an idle reading can show wrong",
+                   busy ? 0.0 : 0.5});
+  }
   // Scaling from tables.
   for (const auto& s : ctx.variants.scaling) {
-    if (s.efficiency >= 0.85)
+    // Far above ideal is not healthy scaling but rows that do not compare (a different batch, a hypothetical figure).
+    if (s.efficiency >= 0.85 && s.efficiency <= 1.15)
       out.push_back({true, line(fmt::format("{} on {} GPUs: speedup {:.2f} ({} efficiency)", row_name(*s.row.m), s.gpus, s.speedup,
                                             percent(s.efficiency)),
                                 *s.row.where),
@@ -345,10 +378,9 @@ Diagnosis diagnose(const FactSet& facts) {
       a.score = weight;
       for (const auto& j : js) a.evidence.push_back(j.line);
       a.summary = "the figures are what this hardware and workload should give: nothing to fix";
+      std::set<std::string> said;
       for (const auto& j : js)
-        if (!j.ceiling.empty()) {
-          d.ceiling += (d.ceiling.empty() ? "" : "; ") + j.ceiling;
-        }
+        if (!j.ceiling.empty() && said.insert(j.ceiling).second) d.ceiling += (d.ceiling.empty() ? "" : "; ") + j.ceiling;
       a.cost.text = "none";
       a.fix = "nothing to fix; more speed has to come from the ceiling itself: " + (d.ceiling.empty() ? "the hardware" : d.ceiling);
       a.confirm = "";

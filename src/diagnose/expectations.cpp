@@ -1,5 +1,7 @@
 #include "diagnose/expectations.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <map>
 
@@ -168,7 +170,27 @@ JobExpectation expect_job(const Context& ctx) {
                                         s.fact.mode == "stated" ? "as the text states it" : s.fact.mode + " scaling"),
                             s.where);
     }
+  // The GPU count the text states ("2x H100 SXM5"), when no run or table gives one.
+  std::optional<int> stated;
+  for (const auto& c : ctx.facts.of<GpuCount>())
+    if (c.fact.scope == "stated") stated = std::max(stated.value_or(0), c.fact.count);
   if (e.gpus == 0 && ctx.ranks && *ctx.ranks >= 2) e.gpus = *ctx.ranks;
+  if (e.gpus == 0 && stated && *stated >= 2) e.gpus = *stated;
+  // Else the largest GPU count a measured figure is given at ("2x RTX 3090" beside a table of runs).
+  if (e.gpus == 0)
+    for (const auto& m : ctx.facts.of<Measurement>())
+      if (auto it = m.fact.dims.find("gpus"); it != m.fact.dims.end())
+        if (const int n = std::atoi(it->second.c_str()); n >= 2 && n <= 1024) e.gpus = std::max(e.gpus, n);
+  // A speedup the evidence gives as a figure of its own (a table's "Speedup" column: "DDP | 1.93x"), at that count.
+  if (!e.measured_speedup && e.gpus >= 2)
+    for (const auto& m : ctx.facts.of<Measurement>())
+      if (m.fact.quantity == "speedup" && m.fact.value > 1.0 && m.fact.value <= e.gpus * 1.05 &&
+          (!e.measured_speedup || m.fact.value > *e.measured_speedup)) {
+        e.measured_speedup = m.fact.value;
+        e.speedup_line = line(fmt::format("speedup {:.2f} as stated ({}), at the {} GPUs the evidence names", m.fact.value,
+                                          row_name(m.fact), e.gpus),
+                              m.where);
+      }
   // ---- the link and its busbw ----
   find_link(ctx, e);
   e.busbw = knowledge::expected_busbw(ctx.gpu, e.link);

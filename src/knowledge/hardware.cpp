@@ -219,9 +219,9 @@ std::span<const GpuSpec> gpu_table() {
   return table;
 }
 
-const GpuSpec* find_gpu(std::string_view product_name) {
-  const std::vector<std::string> name = tokenize(product_name);
-  if (name.empty() || clause_holds(name, kNotABoard)) return nullptr;
+namespace {
+
+const GpuSpec* find_gpu_tokens(const std::vector<std::string>& name) {
   const GpuSpec* found = nullptr;
   for (const GpuSpec& g : gpu_table()) {
     if (!rule_holds(name, g.match)) continue;
@@ -229,6 +229,26 @@ const GpuSpec* find_gpu(std::string_view product_name) {
     found = &g;
   }
   return found;
+}
+
+}  // namespace
+
+const GpuSpec* find_gpu(std::string_view product_name) {
+  std::vector<std::string> name = tokenize(product_name);
+  if (name.empty() || clause_holds(name, kNotABoard)) return nullptr;
+  if (const auto* g = find_gpu_tokens(name)) return g;
+  // A GeForce board by its number alone, as owners write it ("4x 4090", "NVIDIA 5090", "two 3090s"): the numbers
+  // 1050–1080 are GTX boards, 2060–5090 RTX boards; professional lines (Quadro, Tesla, RTX A…) have letters.
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const std::string& t = name[i];
+    if (t.size() != 4 || !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }) || t[3] != '0') continue;
+    const int n = std::stoi(t);
+    if (n < 1050 || n > 5090 || (n > 1080 && n < 2060)) continue;
+    if (i > 0 && (name[i - 1] == "rtx" || name[i - 1] == "gtx" || name[i - 1] == "quadro")) break;
+    name.insert(name.begin() + static_cast<std::ptrdiff_t>(i), n < 2000 ? "gtx" : "rtx");
+    return find_gpu_tokens(name);
+  }
+  return nullptr;
 }
 
 std::span<const NicSpec> nic_table() { return nic_rows(); }

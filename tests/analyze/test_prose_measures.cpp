@@ -264,4 +264,73 @@ TEST(ProseGrammar, ShortPostsOfOurOwnGetTheirCause) {
             "no-defect");
 }
 
+// Batches 5 and 6's mechanisms (issue #36), each on sentences of this project's own.
+TEST(ProseGrammar, CountsFusedToNamesAndGpusOnlyComparedWith) {
+  const auto r = scalescope::analyze::read_report_text("We bought a box with 4x4090 and run DDP on it.\n", "post.md");
+  bool named = false;
+  for (const auto& g : r.facts.of<GpuSeen>()) named = named || g.fact.name.find("4090") != std::string::npos;
+  EXPECT_TRUE(named);
+  ASSERT_EQ(r.facts.of<GpuCount>().size(), 1u);
+  EXPECT_EQ(r.facts.of<GpuCount>()[0].fact.count, 4);
+  EXPECT_EQ(r.facts.of<GpuCount>()[0].fact.scope, "stated");
+  // The board compared with is not the job's.
+  const auto c = read("Eight of our cards give little more than compared to 8x RTX 4090 GPUs.");
+  EXPECT_TRUE(c.of<GpuSeen>().empty());
+}
+
+TEST(ProseGrammar, FiguresAimedAtOrSupposedAreNotMeasurements) {
+  EXPECT_TRUE(read("How to achieve 35 GB/s of all-reduce busbw with 8 GPUs?").of<BusbwPlateau>().empty());
+  EXPECT_TRUE(read("At full efficiency two GPUs would halve the step time to 11 ms.").of<Measurement>().empty());
+  // "would" of a past fact still reads ("DDP would take 36 minutes on one instance").
+  EXPECT_EQ(read("On a single GPU the run would take 36 min per epoch.").of<Measurement>().size(), 1u);
+  // A bandwidth in a text that runs nccl-tests, at a GPU count, is its bus bandwidth whatever it is called.
+  FactSet out;
+  scalescope::analyze::MeasureState st;
+  scalescope::analyze::read_sentence_measures("We run ./build/all_reduce_perf -b 1g -e 8g -g 8 on the box.", at("p", 1, ""), out, &st);
+  scalescope::analyze::read_sentence_measures("8 GPU max performance: bw 28GB/s", at("p", 2, ""), out, &st);
+  ASSERT_EQ(out.of<BusbwPlateau>().size(), 1u);
+  EXPECT_DOUBLE_EQ(out.of<BusbwPlateau>()[0].fact.gbps, 28);
+}
+
+TEST(ProseGrammar, PcieGenerationsInWordsAndWhenTheyWereRead) {
+  const auto idle = read("Our GPUs sit in PCIe 5.0 slots and report PCIe Gen 1 in nvidia-smi.");
+  ASSERT_EQ(idle.of<PcieLinkState>().size(), 1u);
+  EXPECT_EQ(idle.of<PcieLinkState>()[0].fact.current_gen, 1);
+  EXPECT_EQ(idle.of<PcieLinkState>()[0].fact.device_max_gen, 5);
+  const auto narrow = read("One card was negotiating as low as Gen2 x1 while the other three negotiated Gen3 at x16.");
+  ASSERT_EQ(narrow.of<PcieLinkState>().size(), 1u);
+  EXPECT_EQ(narrow.of<PcieLinkState>()[0].fact.current_width, 1);
+  EXPECT_EQ(narrow.of<PcieLinkState>()[0].fact.device_max_width, 16);
+  EXPECT_TRUE(claims(read("The query ran while the GPUs were idle."), "read-idle"));
+  EXPECT_TRUE(claims(read("I checked it with the model loaded and running."), "read-busy"));
+}
+
+TEST(ProseGrammar, SwingsInputP2pOffAndCompileInWords) {
+  EXPECT_TRUE(claims(read("GPU utilization keeps jumping between 0% and 100% during training."), "util-swings"));
+  EXPECT_TRUE(claims(read("We use a DataLoader with heavy CPU transforms."), "input-mentioned"));
+  EXPECT_EQ(read("Why does the launcher disable p2p on our cards?").of<Setting>().size(), 1u);
+  EXPECT_TRUE(read("Disabling p2p fixed the hang for us.").of<Setting>().empty());
+  EXPECT_TRUE(claims(read("With torch.compile our DDP training is 20% slower than eager."), "compile-ddp-slower"));
+}
+
+TEST(ProseGrammar, ShortPostsOfBatchFiveAndSixMechanisms) {
+  // An idle link's generation is power saving; a narrow link under load is a fault.
+  EXPECT_EQ(primary("# Gen 1?\n\nOur two GPUs in PCIe 4.0 slots report PCIe Gen 1 when we query them.\n"
+                    "The query ran during routine monitoring with the GPUs idle.\n"),
+            "no-defect");
+  EXPECT_EQ(primary("# Slow card\n\nThe 4 GPUs show low throughput. One GPU was negotiating as low as Gen2 x1 while "
+                    "the other three negotiated Gen3 at x16. I checked it with the job loaded and running.\n"),
+            "pcie-link-degraded");
+  // Utilisation swinging while the input pipeline is in view.
+  EXPECT_EQ(primary("# Util\n\nDuring DDP training GPU utilization keeps jumping between 0% and 100%.\n"
+                    "We load images with a DataLoader and CPU transforms.\n"),
+            "input-bound");
+  // torch.compile under DDP slower than eager.
+  EXPECT_EQ(primary("# Compile\n\nWith torch.compile our DDP training on 8 GPUs is 20% slower than eager DDP.\n"),
+            "compile-ddp-interaction");
+  // A launcher turning P2P off on NVLinked cards.
+  EXPECT_EQ(primary("# P2P\n\nWe have 2 RTX 3090 joined by NVLink. Why does the launcher disable p2p when it sees them?\n"),
+            "nccl-env-override");
+}
+
 }  // namespace

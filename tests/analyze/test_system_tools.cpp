@@ -1522,3 +1522,48 @@ TEST(SystemToolsCorpus, ExpectedFactsAndNoSpuriousOnes) {
   }
   EXPECT_GE(others, 100u);  // the corpus was read, not an empty folder
 }
+
+// nvidia-smi's default table and iperf's client output (issue #36: files a user pastes that were refused before).
+TEST(SystemTools, NvidiaSmiTableGivesGpusTheirCountAndUtilisation) {
+  const std::string text =
+      "$ nvidia-smi\n"
+      "+-----------------------------------------------------------------------------+\n"
+      "| NVIDIA-SMI 535.54.03    Driver Version: 535.54.03    CUDA Version: 12.2     |\n"
+      "|-------------------------------+----------------------+----------------------+\n"
+      "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+      "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n"
+      "|===============================+======================+======================|\n"
+      "|   0  Tesla T4            Off  | 00000000:00:04.0 Off |                    0 |\n"
+      "| N/A   60C    P0    70W /  70W |  14000MiB / 15360MiB |     97%      Default |\n"
+      "+-------------------------------+----------------------+----------------------+\n"
+      "|   1  Tesla T4            Off  | 00000000:00:05.0 Off |                    0 |\n"
+      "| N/A   45C    P8    10W /  70W |      3MiB / 15360MiB |      0%      Default |\n"
+      "+-------------------------------+----------------------+----------------------+\n";
+  const auto r = read(text);
+  const auto gpus = all<diagnose::GpuSeen>(r);
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].name, "Tesla T4");
+  EXPECT_EQ(gpus[1].index, 1);
+  EXPECT_EQ(gpus[1].bus_id, "00000000:00:05.0");
+  const auto count = all<diagnose::GpuCount>(r);
+  ASSERT_EQ(count.size(), 1u);
+  EXPECT_EQ(count[0].count, 2);
+  EXPECT_EQ(count[0].scope, "exist");
+  const auto util = all<diagnose::Measurement>(r);
+  ASSERT_EQ(util.size(), 2u);
+  EXPECT_DOUBLE_EQ(util[0].value, 97);
+  EXPECT_DOUBLE_EQ(util[1].value, 0);
+  EXPECT_NE(std::find(detect_system_tools(text).begin(), detect_system_tools(text).end(), "nvidia-smi"),
+            detect_system_tools(text).end());
+}
+
+TEST(SystemTools, IperfGivesTheMeasuredNetworkRate) {
+  const auto r = read("[ ID] Interval       Transfer     Bandwidth\n"
+                      "[  3]  0.0-10.0 sec  1.09 GBytes   937 Mbits/sec\n"
+                      "[  3] 10.0-20.0 sec  1.09 GBytes   938 Mbits/sec\n"
+                      "[  3] 20.0-30.0 sec  1.08 GBytes   930 Mbits/sec\n");
+  const auto nics = all<diagnose::NicSeen>(r);
+  ASSERT_EQ(nics.size(), 1u);
+  EXPECT_NEAR(*nics[0].line_gbit, 0.937, 1e-9);
+  EXPECT_TRUE(read("[1] the first reference, 3 sec of reading\n").facts.empty());
+}

@@ -931,3 +931,19 @@ TEST(TrainingLogCorpus, RealLogsOfTheCases) {
     EXPECT_NO_THROW((void)read(slurp(e.path())));
   }
 }
+
+// TensorFlow 1's models print "(N examples/sec; T sec/batch)" per step (issue #36: a log refused before).
+TEST(TrainingLog, TensorflowExamplesPerSecondAndSecondsPerBatch) {
+  const std::string log = "2016-04-14 20:47:44.064244: step 10, loss = 13.16 (68.1 examples/sec; 3.762 sec/batch)\n"
+                          "2016-04-14 20:48:21.515250: step 20, loss = 13.25 (68.9 examples/sec; 3.718 sec/batch)\n"
+                          "2016-04-14 20:48:59.089292: step 30, loss = 13.27 (68.7 examples/sec; 3.728 sec/batch)\n";
+  EXPECT_TRUE(analyze::looks_like_training_log(log));
+  const auto r = read(log);
+  bool throughput = false, step = false;
+  for (const auto& m : r.facts.of<diagnose::Measurement>()) {
+    throughput = throughput || (m.fact.quantity == "throughput" && m.fact.unit == "samples/s" && m.fact.value > 68 && m.fact.value < 69);
+    step = step || (m.fact.quantity == "step time" && m.fact.unit == "s" && m.fact.value > 3.7 && m.fact.value < 3.8);
+  }
+  EXPECT_TRUE(throughput);
+  EXPECT_TRUE(step);
+}

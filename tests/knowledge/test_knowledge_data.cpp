@@ -208,3 +208,15 @@ TEST(KnowledgeDocs, EveryTableListsOnTheTerminal) {
 
 }  // namespace
 }  // namespace scalescope::knowledge
+
+// GeForce boards by their number alone, as owners write them (issue #36).
+TEST(KnowledgeData, GeforceBoardsByTheirNumberAlone) {
+  namespace topo = scalescope::topo;
+  ASSERT_NE(topo::find_gpu("NVIDIA 5090"), nullptr);
+  EXPECT_EQ(std::string(topo::find_gpu("NVIDIA 5090")->model), "GeForce RTX 5090");
+  EXPECT_EQ(std::string(topo::find_gpu("4090")->model), "GeForce RTX 4090");
+  EXPECT_EQ(std::string(topo::find_gpu("2080 Ti")->model), "GeForce RTX 2080 Ti");
+  EXPECT_EQ(std::string(topo::find_gpu("1080")->model), "GeForce GTX 1080");
+  EXPECT_EQ(topo::find_gpu("6000"), nullptr);   // not a GeForce number
+  EXPECT_EQ(topo::find_gpu("1024"), nullptr);
+}

@@ -611,6 +611,12 @@ constexpr UnitRule kUnitRules[] = {
     {"ms/it", "step time", "ms", 1, false},                {"s/step", "step time", "s", 1, false},
     {"sec/step", "step time", "s", 1, false},              {"s/iter", "step time", "s", 1, false},
     {"sec/iter", "step time", "s", 1, false},
+    // TensorFlow 1's models (inception, slim, cifar10_multi_gpu_train): "step 10, loss = 13.16 (68.1 examples/sec;
+    // 3.762 sec/batch)".
+    // (not "examples/s": HF datasets' map bars print it of preprocessing)
+    {"examples/sec", "throughput", "samples/s", 1, true},
+    {"sec/batch", "step time", "s", 1, false},             {"s/batch", "step time", "s", 1, false},
+    {"ms/batch", "step time", "ms", 1, false},
 };
 
 // tqdm descriptions of bars that are not the training loop.

@@ -260,6 +260,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     const bool collective = has(s, "allreduce") || has(s, "all-reduce") || has(s, "all_reduce") || word(s, "ar") ||
                             has(s, "nccl") || has(s, "nvls") || has(s, "all_gather") || has(s, "allgather") ||
                             has(s, "reduce_scatter") || has(s, "bus bw") || has(s, "busbw") || has(s, "algbw");
+    if (state && (has(s, "_perf") || has(s, "nccl-tests") || has(s, "nccl tests"))) state->tests_text = true;
 
     // ---- models ----
     for (const auto& m : knowledge::models_in_text(raw)) {
@@ -272,7 +273,10 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     {
       static const std::regex gpu_re(R"(\b(gh200|gb200|h100|h200|h800|h20|a100|a800|a10g|a10|a30|a40|a6000|v100|p100|t4|l4|l40s|l40|b200|b100|rtx ?[2-5]0[5-9]0( ?ti)?|gtx ?10[5-8]0( ?ti)?)\b( ?(sxm[0-9]?|pcie|pci-e|nvl)\b)?)");
       std::smatch gm;
-      if (std::regex_search(s, gm, gpu_re)) {
+      // A GPU named as the thing compared with ("little difference compared to 8×RTX 4090 GPUs") is not the job's.
+      static const std::regex compared(R"((compared (to|with)|than|versus|\bvs\.?|similar to)\s+\S*\s*$)");
+      if (std::regex_search(s, gm, gpu_re) &&
+          !std::regex_search(s.substr(0, static_cast<std::size_t>(gm.position(0))), compared)) {
         std::string name = raw.substr(static_cast<std::size_t>(gm.position(0)), static_cast<std::size_t>(gm.length(0)));
         out.add(diagnose::GpuSeen{name, std::nullopt, std::nullopt, std::nullopt, std::nullopt}, where);
       }
@@ -405,6 +409,85 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         out.add(st, where);
       }
     }
+    // A PCIe generation (and width) a link runs at, said in words or as the tools print it: "the GPUs report PCIe Gen 1",
+    // "operating at 2.5GT/s", "negotiating as low as Gen2 x1 … the other three Gen3 at x16". What the link can do comes
+    // from the same sentence: the slot's generation ("PCIe 5.0 slots"), or the best link it names beside the worst.
+    {
+      static const std::regex gen_at(R"(\b(?:pcie\s*)?gen\s?([1-6])(?:\.0)?(?:\s*(?:at\s+)?x\s?(1|2|4|8|16)\b)?)");
+      static const std::regex gts_re(R"(\b(2\.5|5|8|16|32|64)\s?gt/s)");
+      static const std::regex slot_re(R"(\b(?:pcie|pci-e)\s?([3-6])(?:\.0)?\s+(?:x16\s+)?slots?\b|\bgen\s?([3-6])\s+(?:x16\s+)?slots?\b)");
+      const bool link_words = word(s, "pcie") || has(s, "pci-e") || has(s, "gt/s") || has(s, "lnksta") || has(s, "link") ||
+                              has(s, "negotiat");
+      const bool now_words = has(s, "report") || has(s, "operating at") || has(s, "running at") || has(s, "runs at") ||
+                             has(s, "negotiat") || has(s, "trained at") || has(s, "shows") || has(s, "showed") ||
+                             has(s, "show ") || has(s, "as low as") || has(s, "stuck at") || has(s, "only at") ||
+                             has(s, "downgrad") || has(s, "currently");
+      if (link_words && now_words && !has(s, "instead of x16")) {
+        std::vector<std::pair<int, int>> seen;  // (generation, width or 0)
+        for (auto it = std::sregex_iterator(s.begin(), s.end(), gen_at); it != std::sregex_iterator(); ++it)
+          seen.push_back({std::stoi((*it)[1].str()), (*it)[2].matched ? std::stoi((*it)[2].str()) : 0});
+        for (auto it = std::sregex_iterator(s.begin(), s.end(), gts_re); it != std::sregex_iterator(); ++it) {
+          const double gts = std::stod((*it)[1].str());
+          seen.push_back({gts < 3 ? 1 : gts < 6 ? 2 : gts < 10 ? 3 : gts < 20 ? 4 : gts < 40 ? 5 : 6, 0});
+        }
+        std::smatch slot;
+        std::optional<int> slot_gen;
+        if (std::regex_search(s, slot, slot_re)) slot_gen = std::stoi(slot[1].matched ? slot[1].str() : slot[2].str());
+        if (!seen.empty()) {
+          auto worst = *std::min_element(seen.begin(), seen.end());
+          auto best = *std::max_element(seen.begin(), seen.end());
+          // A slot's generation said as a link ("PCIe 5.0 slots … report Gen 1"): the capability, not a reading.
+          if (slot_gen && worst.first == *slot_gen) worst = best;
+          diagnose::PcieLinkState st;
+          st.device = "a GPU (as the text states)";
+          st.current_gen = worst.first;
+          if (worst.second > 0) st.current_width = worst.second;
+          if (slot_gen && *slot_gen > worst.first) st.device_max_gen = *slot_gen;
+          else if (best.first > worst.first) st.device_max_gen = best.first;
+          if (best.second > worst.second && worst.second > 0) st.device_max_width = best.second;
+          if (st.device_max_gen || st.device_max_width) out.add(st, where);
+        }
+      }
+    }
+    // When a reading was taken: with the GPUs idle ("no job was running", "during routine monitoring") or busy ("with
+    // the models loaded and running", "under load", "during training").
+    if (has(s, "idle") || has(s, "no job") || has(s, "no workload") || has(s, "nothing running") || has(s, "not running"))
+      out.add(Claim{"read-idle", ""}, where);
+    else if (has(s, "under load") || has(s, "loaded and running") || has(s, "while training") || has(s, "during training") ||
+             has(s, "during the job") || has(s, "while the job") || has(s, "under stress") || has(s, "during a benchmark"))
+      out.add(Claim{"read-busy", ""}, where);
+    // GPU utilisation that swings between idle and busy ("jumping between 0% and 100%"): the GPU waits for something
+    // every step and then runs flat out.
+    {
+      static const std::regex pct(R"((\d{1,3})\s*%)");
+      bool low = false, high = false;
+      for (auto it = std::sregex_iterator(s.begin(), s.end(), pct); it != std::sregex_iterator(); ++it) {
+        const int v = std::stoi((*it)[1].str());
+        low = low || v <= 10;
+        high = high || (v >= 70 && v <= 100);
+      }
+      const bool util = has(s, "util") || has(s, "usage") || word(s, "gpu") || word(s, "gpus");
+      if (util && ((low && high) || has(s, "jumping") || has(s, "jumps between") || has(s, "oscillat") ||
+                   has(s, "spik") || has(s, "fluctuat") || has(s, "intermittent")))
+        out.add(Claim{"util-swings", ""}, where);
+    }
+    // The input pipeline named at all (a suspect or not): "DataLoader with CPU-side transforms", "data loading time".
+    if (has(s, "dataloader") || has(s, "data loader") || has(s, "data loading") || has(s, "loading time") ||
+        has(s, "transforms") || has(s, "augmentation") || has(s, "preprocessing") || has(s, "num_workers"))
+      out.add(Claim{"input-mentioned", ""}, where);
+    // P2P turned off by something, said in words ("why do you disable p2p when detecting RTX 3090", "the launcher sets P2P
+    // off"): NCCL_P2P_DISABLE=1 as the text states it — not when the text says turning it off was the fix.
+    {
+      static const std::regex p2p_off(R"(\b(disabl\w*|turn\w*\s+off|switch\w*\s+off|sets?\s+off|overrid\w*)\s+(the\s+)?(nccl\s+)?p2p\b|\bp2p\s+(is\s+|was\s+|gets\s+|being\s+)?(disabled|turned off|switched off|forced off))");
+      const bool as_fix = has(s, "fix") || has(s, "solve") || has(s, "workaround") || has(s, "helped") || has(s, "try ") ||
+                          has(s, "tried") || has(s, "works now") || has(s, "worked");
+      if (!as_fix && std::regex_search(s, p2p_off)) out.add(diagnose::Setting{"NCCL_P2P_DISABLE", "1", "said in the text"}, where);
+    }
+    // torch.compile (TorchDynamo, Inductor) under DDP said to be slower than eager.
+    if ((has(s, "dynamo") || has(s, "torch.compile") || has(s, "inductor") || has(s, "compiled")) &&
+        (word(s, "ddp") || has(s, "distributeddataparallel")) &&
+        (has(s, "slower") || has(s, "slow down") || has(s, "slowdown") || has(s, "regress")))
+      out.add(Claim{"compile-ddp-slower", ""}, where);
     // GPU counts of different views: "nvidia-smi shows 8 GPUs but torch.cuda.device_count() returns 4".
     {
       static const std::regex cuda_count(R"((device_count\(\)|cuda\.device_count|visible to (cuda|pytorch|torch|nccl))\D{0,40}?(\d{1,2})\b)");
@@ -555,11 +638,24 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
                        "maximum of", "max of", "promised", "marketing", "slide", "according to", "whitepaper", "presentation",
                        "gtc", "announced", "brochure"})
           if (has(near, w)) reference = true;
+        // A figure aimed at: "how to achieve 35 GB/s with 8 GPUs", "we want 40 GB/s".
+        for (auto w : {"achieve", "how to get", "how can i get", "want to reach", "we want", "target", "goal"})
+          if (has(near, w)) reference = true;
         if (reference && (f.unit == "GB/s" || f.unit == "MB/s")) continue;
+        // A time the sentence only supposes: "at 100% efficiency two GPUs would halve your step time to 11ms", "ideally
+        // 50 ms". A measurement is what ran, not what would.
+        const bool time_figure = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h";
+        if (time_figure && (has(near, "would halve") || has(near, "would drop") || has(near, "would be") ||
+                            has(near, "would cut") || has(near, "would reduce") || has(near, "would bring") || has(near, "ideal") || has(near, "theoretic") || has(near, "in theory") ||
+                            has(near, "should be") || has(near, "expected") || has(near, "expect ") || has(near, "if we") ||
+                            has(near, "could be")))
+          continue;
       }
       // A bandwidth of a collective without its own qualifier is the one the text named last ("the algbw is 250 GB/s …
       // `all_reduce_perf`: about 250 GB/s"), else busbw.
-      if (q == "bandwidth" && collective) q = state && !state->last_bw_quantity.empty() ? state->last_bw_quantity : "busbw";
+      // In a text that runs nccl-tests, a bandwidth stated at a GPU count ("8 GPU max performance: 28GB/s") is its result.
+      if (q == "bandwidth" && (collective || (state && state->tests_text && !cs.empty() && f.unit == "GB/s")))
+        q = state && !state->last_bw_quantity.empty() ? state->last_bw_quantity : "busbw";
       if (state && (q == "busbw" || q == "algbw")) state->last_bw_quantity = q;
       const bool time_unit = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h" || f.unit == "d";
       // "It also takes 21 seconds": a time with no noun of its own continues the previous sentence's quantity.

@@ -31,6 +31,8 @@ struct MeasureState {
   std::string last_time_quantity;
   std::optional<int> last_gpu_count;
   std::string last_bw_quantity;   ///< "busbw" or "algbw": what the text's last named bandwidth was
+  /// The text runs nccl-tests (all_reduce_perf …): a bandwidth it states at a GPU count is that test's bus bandwidth.
+  bool tests_text = false;
 };
 
 /// Reads one sentence; `state` (optional) carries what earlier sentences said and is updated.

@@ -1474,6 +1474,10 @@ struct Reader {
       bool x = false;
       auto n = count_of(t[i].low, &x);
       if (!n) continue;
+      // The thing compared with ("compared to 8×RTX 4090 GPUs", "faster than 2 V100s") is not the job's hardware.
+      if (i > 0 && (t[i - 1].low == "than" || t[i - 1].low == "versus" || t[i - 1].low == "vs" || t[i - 1].low == "vs." ||
+                    (i > 1 && (t[i - 2].low == "compared" || t[i - 2].low == "similar") && (t[i - 1].low == "to" || t[i - 1].low == "with"))))
+        continue;
       std::size_t k = i + 1;
       if (k < t.size() && (t[k].low == "x" || t[k].low == "×")) ++k;
       std::vector<std::string> name;
@@ -1514,6 +1518,7 @@ struct Reader {
       const auto where = at_tok(i);
       r.facts.add(diagnose::GpuSeen{full, std::nullopt, std::nullopt, std::nullopt, std::nullopt}, where);
       r.notes.push_back(fmt::format("line {}: {} × {} named", where.line, *n, full));
+      if (*n >= 2 && *n <= 1024) r.facts.add(diagnose::GpuCount{*n, "stated", std::nullopt}, where);
     }
   }
 
@@ -1592,6 +1597,14 @@ Layout layout(std::string_view text, std::size_t max_lines, Reading* notes_to) {
   }
   l.cls = classify(l.lines);
   return l;
+}
+
+/// "4x4090", "8xA100", "2xH100": a count fused to a GPU's name, split ("4x 4090") so that it reads as "4x RTX 4090"
+/// does. Only the first MiB (a prose post is far smaller); line breaks are kept, so line numbers do not move.
+std::string split_fused_counts(std::string_view text) {
+  if (text.size() > (1u << 20)) return std::string(text);
+  static const std::regex fused(R"(\b(\d{1,2})([xX])([A-Za-z]{0,4}\d{3,4}[A-Za-z]{0,3})\b)");
+  return std::regex_replace(std::string(text), fused, "$1$2 $3");
 }
 
 Reading read_layout(const Layout& l, const std::string& source) {
@@ -1675,6 +1688,8 @@ constexpr std::string_view kFunctionWords[] = {"the", "a", "an", "is", "it", "an
 bool looks_like_report_text(std::string_view text) {
   try {
     if (text.size() > kDetectBytes) text = text.substr(0, kDetectBytes);
+    const std::string split = split_fused_counts(text);
+    text = split;
     const auto first = text.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
     if (first == std::string_view::npos) return false;
     if (text[first] == '{') return false;  // JSON
@@ -1736,7 +1751,8 @@ bool looks_like_report_text(std::string_view text) {
 Reading read_report_text(std::string_view text, const std::string& source) {
   Reading notes;
   try {
-    const Layout l = layout(text, kMaxLines, &notes);
+    const std::string split = split_fused_counts(text);
+    const Layout l = layout(split, kMaxLines, &notes);
     Reading r = read_layout(l, source);
     for (auto& n : notes.notes) r.notes.insert(r.notes.begin(), std::move(n));
     return r;

@@ -61,6 +61,8 @@ const char* tool_name(Tool t) {
     case Tool::p2p_test: return "p2pBandwidthLatencyTest";
     case Tool::ibstat: return "ibstat";
     case Tool::hypervisor: return "hypervisor";
+    case Tool::smi_table: return "nvidia-smi";
+    case Tool::iperf: return "iperf";
     case Tool::count_: break;
   }
   return "";
@@ -248,6 +250,8 @@ Scan scan_text(std::string_view text, const std::string& source) {
   read_kernel_log(lines, scan);
   read_p2p_test(lines, scan);
   read_ib_tools(lines, scan);
+  read_smi_table(lines, scan);
+  read_iperf(lines, scan);
   return scan;
 }
 

@@ -39,6 +39,8 @@ enum class Tool : std::size_t {
   p2p_test,
   ibstat,
   hypervisor,
+  smi_table,
+  iperf,
   count_
 };
 const char* tool_name(Tool t);
@@ -118,6 +120,8 @@ bool plain_log_prefix(std::string_view prefix);
 void read_lspci(const std::vector<Line>& lines, Scan& scan);
 void read_smi_query(const std::vector<Line>& lines, Scan& scan);
 void read_smi_lists(const std::vector<Line>& lines, Scan& scan);   // nvidia-smi -L and nvlink -s / -e
+void read_smi_table(const std::vector<Line>& lines, Scan& scan);   // nvidia-smi's default table
+void read_iperf(const std::vector<Line>& lines, Scan& scan);       // iperf / iperf3 client output
 void read_smi_p2p(const std::vector<Line>& lines, Scan& scan);     // nvidia-smi topo -p2p
 void read_kernel_log(const std::vector<Line>& lines, Scan& scan);  // Xid, IOMMU, hypervisor signs
 void read_p2p_test(const std::vector<Line>& lines, Scan& scan);    // p2pBandwidthLatencyTest
