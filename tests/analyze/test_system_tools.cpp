@@ -355,7 +355,11 @@ TEST(SystemToolsLspci, TreeOfAVirtualMachineShowsVirtio) {
   ASSERT_EQ(h.size(), 1u);
   EXPECT_EQ(h[0].what, "virtual PCI device (virtio): Red Hat, Inc. Virtio network device");
   EXPECT_EQ(where<diagnose::HypervisorSeen>(r)[0].line, 6u);
-  EXPECT_EQ(r.facts.size(), 1u);
+  // The tree names the GPU too.
+  const auto g = all<diagnose::GpuSeen>(r);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].name, "NVIDIA Corporation GA100 [A100 PCIe 40GB]");
+  EXPECT_EQ(r.facts.size(), 2u);
   EXPECT_EQ(detect_system_tools(text), (Tools{"lspci", "hypervisor"}));
 }
 

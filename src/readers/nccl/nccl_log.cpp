@@ -441,6 +441,17 @@ class Parser {
     }
     if (starts_with(m, "Pattern ") && contains(m, "type ")) return add_pattern(n, o, m);
     if (starts_with(m, "Check P2P Type")) return add_p2p_check(n, o, m);
+    // NCCL's topology check (src/graph/paths.cc): CUDA says no peer access between two GPUs joined below SYS (consumer
+    // boards, some VMs) — "P2P is disabled between connected GPUs 1 and 0" (INFO), or between NVLink-joined ones (WARN).
+    if (starts_with(m, "P2P is disabled between")) {
+      NcclP2pCheck c;
+      c.intra_node_p2p_support = false;
+      c.origin = o;
+      c.line = n;
+      keep(n, "p2pcheck", 64);
+      if (log_.p2p_checks.size() < 100000) log_.p2p_checks.push_back(std::move(c));
+      return;
+    }
     (void)location;
   }
 

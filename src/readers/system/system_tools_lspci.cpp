@@ -218,6 +218,14 @@ class LspciReader {
       std::string tree_name;
       if (tree_line(t, tree_name)) {
         scan_.saw(Tool::lspci);
+        // A GPU of the tree (-tv names each device): "+-01.0  NVIDIA Corporation GA100 [A100 SXM4 80GB]". Its other
+        // NVIDIA functions (NVSwitch, audio, USB, bridges) are not GPUs.
+        if (icontains(tree_name, "NVIDIA") && !icontains(tree_name, "NVSwitch") && !icontains(tree_name, "Audio") &&
+            !icontains(tree_name, "USB") && !icontains(tree_name, "bridge") && !icontains(tree_name, "Serial")) {
+          diagnose::GpuSeen g;
+          g.name = tree_name;
+          scan_.add(std::move(g), l);
+        }
         if (const std::string kind = virtual_device_kind(tree_name); !kind.empty())
           scan_.hypervisor("virtual PCI device (" + kind + "): " + tree_name, l, "pci:" + kind);
         continue;
