@@ -34,6 +34,7 @@ struct CommPicture {
   bool long_allreduce = false;       ///< the all-reduce alone takes ≥ kLongAllReduceS per step: the link is short
   bool network = false;              ///< the gradients cross a network between nodes
   bool small_workload = false;       ///< the text calls the workload small (CIFAR, MNIST, "small model")
+  bool slow_network = false;         ///< a network of at most 25 Gb/s between the nodes is in the evidence
 };
 
 CommPicture comm_picture(const Context& ctx) {
@@ -221,6 +222,17 @@ CommPicture comm_picture(const Context& ctx) {
         break;
       }
   }
+  // 5c. No gain said in words ("the time is almost the same as on one GPU") for a small workload on several GPUs or nodes.
+  if (p.strength == 0)
+    if (const auto small = first_claim(ctx, "small-workload"), same = first_claim(ctx, "no-gain");
+        small && same && (ctx.ranks.value_or(0) >= 2 || ctx.nodes.value_or(0) >= 2 || ctx.expected.gpus >= 2)) {
+      p.lines.push_back(line("the text says more GPUs gave no gain", same->where));
+      p.lines.push_back(line("a workload the text calls small (small inputs or model): little compute per step to hide the "
+                             "gradient all-reduce behind",
+                             small->where));
+      p.strength = 0.5;
+      p.small_workload = true;
+    }
   // 6. Between nodes, with nothing to compute the expectation from: a multi-node job that scales poorly, or one whose
   // text names communication as the bottleneck, over a network of at most 25 Gb/s (≤ 3 GB/s: a 100 M-parameter model's
   // 0.4 GB of gradients alone take over 0.1 s per step) — the network carries every step's gradients.
@@ -245,6 +257,7 @@ CommPicture comm_picture(const Context& ctx) {
     if (slow_net && (said || p.strength > 0 || crawling)) p.strength = std::max(p.strength, 0.5);
     else if (said) p.strength = std::max(p.strength, 0.4);
     if (!ctx.span_evidence.empty()) p.lines.push_back(ctx.span_evidence.front());
+    p.slow_network = slow_net.has_value();
   }
   return p;
 }
@@ -276,7 +289,8 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
                              "all-reduce, is what scales badly (dataparallel-not-ddp)",
                              *dp));
   }
-  if (p.small_workload && !p.network) {
+  if (p.small_workload && (!p.network || !p.slow_network)) {
+    // A small workload: its compute is short wherever its gradients go, unless a slow network is known to carry them.
     raise(score, 0.05);
   } else if (!p.expected && p.network) {
     score *= 0.6;
@@ -350,6 +364,8 @@ std::optional<Assessment> assess_bandwidth_bound_gradients(const Context& ctx) {
   if (p.expected) {
     if (p.long_allreduce || p.network) raise(score, 0.1);
     else score *= 0.6;
+  } else if (p.network && p.small_workload && !p.slow_network) {
+    score *= 0.8;  // a small workload between nodes of an unknown network: short compute, more than a short link
   } else if (p.network) {
     raise(score, 0.05);
   } else if (p.params) {

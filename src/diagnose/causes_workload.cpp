@@ -451,6 +451,15 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
       if (named && !input) a.evidence.push_back(line("the input pipeline is part of the job as described", named->where));
       score = std::max(score, input ? 0.55 : 0.5);
     }
+    // GPUs measured idle (utilisation ≤ 10 %) in a job whose input pipeline is what the text is about.
+    if (!swings && (named || input) && !first_claim(ctx, "launch-suspected") && !ctx.has<HostSync>())
+      for (const auto& m : ctx.facts.of<Measurement>())
+        if (m.fact.quantity == "GPU utilisation" && m.fact.unit == "%" && m.fact.value <= 10) {
+          a.evidence.push_back(line("the GPUs are measured idle (" + figure(m.fact) + " utilisation): they wait for work", m.where));
+          if (named && !input) a.evidence.push_back(line("the input pipeline is part of the job as described", named->where));
+          score = std::max(score, input ? 0.55 : 0.5);
+          break;
+        }
   }
   // One-off reads in a Python profile are start-up, not per-step input.
   const auto pv = profile_view(ctx);
@@ -573,6 +582,21 @@ std::optional<Assessment> assess_launch_bound(const Context& ctx) {
 std::optional<Assessment> assess_straggler(const Context& ctx) {
   Assessment a = start("straggler");
   double score = 0;
+  // Node health checks that measured a member below its threshold (a link, a GPU's bandwidth): that member is slower
+  // than its peers, and a synchronous job runs at its speed.
+  {
+    std::size_t shown = 0;
+    for (const auto& m : ctx.facts.of<Measurement>()) {
+      if (m.fact.quantity != "health check" || !m.fact.higher_is_better) continue;
+      const auto ex = m.fact.dims.find("expected");
+      if (shown++ < 4)
+        a.evidence.push_back(line(fmt::format("{}: {} measured against {} expected — below its peers", row_name(m.fact), figure(m.fact),
+                                              ex == m.fact.dims.end() ? std::string("the threshold") : ex->second),
+                                  m.where));
+      score = std::max(score, 0.55);
+    }
+    if (score > 0) a.summary = "a member (a node, its links) measures below its peers in the health checks, and every step waits for it";
+  }
   if (const auto c = first_claim(ctx, "one-slow-member")) {
     a.evidence.push_back(line("the text names one member slower than the others (\"" + c->fact.detail + "\"): in a synchronous "
                               "job every rank waits for it at every collective",

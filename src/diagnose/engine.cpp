@@ -12,6 +12,7 @@
 #include "diagnose/catalogue.h"
 #include "diagnose/causes_util.h"
 #include "diagnose/context.h"
+#include "knowledge/expect.h"
 
 namespace scalescope::diagnose {
 namespace {
@@ -199,8 +200,8 @@ std::vector<Judgement> judgements(const Context& ctx) {
         ceiling += fmt::format("; between nodes, the {} NIC(s) per node at their line rate (about 12 GB/s of busbw per "
                                "100 Gb/s port; the rate is not in the matrix)",
                                nic_labels.size());
-      out.push_back({!nics_bad, line(what + nic_text, pairs.front().where), ceiling,
-                     0.5});
+      // NICs far from the GPUs matter between nodes (GPUDirect RDMA); a job of one node does not use them.
+      out.push_back({!(nics_bad && ctx.span == Span::multi_node), line(what + nic_text, pairs.front().where), ceiling, 0.5});
     }
   }
 
@@ -267,6 +268,33 @@ std::vector<Judgement> judgements(const Context& ctx) {
                    busy ? "" : "the link's generation under load (nvidia-smi -q -d PCIE during a job); the width is what an idle reading can show wrong",
                    busy ? 0.0 : 0.5});
   }
+  // A busbw said to exceed the network's on exactly two nodes: NCCL's tree sends each node's half over the network
+  // once, so busbw (computed as for a ring) is above the NIC's rate — expected, not an error.
+  if (const auto c = first_claim(ctx, "busbw-above-link"); c && ctx.nodes && *ctx.nodes == 2)
+    out.push_back({true, line("busbw above the network's rate on exactly two nodes: NCCL's Tree algorithm sends less over "
+                              "the network than the busbw formula (2(n−1)/n of the data per rank) assumes",
+                              c->where),
+                   "the network between the nodes (NCCL_ALGO=Ring measures it alone)", 0.55});
+  // Model FLOPs utilisation measured on several GPUs (a table's MFU column, "57 % MFU"): dense training reaches
+  // 25–55 % of peak (knowledge/expect.h kMfuLow/kMfuHigh, the PaLM paper's and public runs' range). At 40 % or more
+  // the GPUs compute at the top of it, communication included: nothing to fix.
+  for (const auto& m : ctx.facts.of<Measurement>()) {
+    if (m.fact.quantity != "MFU") continue;
+    const double mfu = m.fact.unit == "%" ? m.fact.value / 100 : m.fact.value;
+    if (!(mfu > 0 && mfu <= 1) || ctx.expected.gpus < 2) continue;
+    if (mfu >= 0.4)
+      out.push_back({true, line(fmt::format("MFU {} on {} GPUs: at the top of the {}–{} dense training reaches", percent(mfu),
+                                            ctx.expected.gpus, percent(knowledge::kMfuLow), percent(knowledge::kMfuHigh)),
+                                m.where),
+                     "the GPUs' own math rate: MFU near 55 % leaves little to gain from communication or input", 0.55});
+    break;
+  }
+  // A health check that failed is a fault found, whatever the other figures say.
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "health-check-failed") {
+      out.push_back({false, line("a node health check failed: " + c.fact.detail, c.where), "", 0});
+      break;
+    }
   // Scaling from tables.
   for (const auto& s : ctx.variants.scaling) {
     // Far above ideal is not healthy scaling but rows that do not compare (a different batch, a hypothetical figure).

@@ -333,4 +333,44 @@ TEST(ProseGrammar, ShortPostsOfBatchFiveAndSixMechanisms) {
             "nccl-env-override");
 }
 
+TEST(ProseGrammar, BatchSevenAndEightReadingsInWords) {
+  // Network rates in megabits ("iperf gave 625 Mbits/sec").
+  const auto nf = read("Testing the connection between the two servers with iperf, I got 625 Mbits/sec.");
+  const auto n = nf.of<NicSeen>();  // (references into nf: never of() on a temporary)
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_NEAR(*n[0].fact.line_gbit, 0.625, 1e-12);
+  // No gain in words, with no count in the sentence.
+  EXPECT_TRUE(claims(read("The total running time is almost the same as before."), "no-gain"));
+  // A busbw said to exceed the network's, and the bound in it is no measurement.
+  const auto above = read("With 2 nodes the reported busbw exceeds 100 Gbps, our NIC's rate.");
+  EXPECT_TRUE(claims(above, "busbw-above-link"));
+  EXPECT_TRUE(above.of<BusbwPlateau>().empty());
+  // A figure of one node inside a multi-node text is not the plateau across nodes.
+  EXPECT_TRUE(read("All checks passed (intra-node NCCL all-reduce busbw 482.6 GB/s).").of<BusbwPlateau>().empty());
+  // A sentence that says the overlap is good is no claim of none.
+  EXPECT_FALSE(claims(read("The all-gather communication overlaps the computation almost completely; only the first and "
+                           "last blocks cannot overlap."),
+                      "no-overlap"));
+  // MFU in words.
+  bool mfu = false;
+  const auto mf = read("The run reaches 57% MFU on 128 GPUs.");
+  for (const auto& m : mf.of<Measurement>()) mfu = mfu || m.fact.quantity == "MFU";
+  EXPECT_TRUE(mfu);
+}
+
+TEST(ProseGrammar, ShortPostsOfBatchSevenAndEightMechanisms) {
+  EXPECT_EQ(primary("# MNIST on horovod\n\nI run the MNIST example on 3 nodes with 1 GPU each. The total running time is "
+                    "almost the same as with one GPU.\n"),
+            "comm-bound-small-model");
+  EXPECT_EQ(primary("# busbw above the NIC?\n\nWe run all_reduce_perf on 2 nodes of 8 GPUs each, one 100 Gbps NIC per "
+                    "node, and the reported busbw exceeds the network bandwidth. Is something wrong?\n"),
+            "no-defect");
+  EXPECT_EQ(primary("# Slow training\n\nOur dataflow decodes and augments JPEG files; training runs at 0.3 it/s on 3 "
+                    "GPUs and the GPU utilization is 0%.\n"),
+            "input-bound");
+  EXPECT_EQ(primary("# 2 servers slower than 1\n\nTraining on 2 servers with 2 GPUs each takes 27 min per epoch, on one "
+                    "server with 4 GPUs 8 min. Between the servers iperf measures 625 Mbits/sec.\n"),
+            "bandwidth-bound-gradients");
+}
+
 }  // namespace

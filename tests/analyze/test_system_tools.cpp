@@ -1571,3 +1571,25 @@ TEST(SystemTools, IperfGivesTheMeasuredNetworkRate) {
   EXPECT_NEAR(*nics[0].line_gbit, 0.937, 1e-9);
   EXPECT_TRUE(read("[1] the first reference, 3 sec of reading\n").facts.empty());
 }
+
+TEST(SystemTools, FailedNodeHealthChecksNameTheNodeAndTheFigure) {
+  const std::string text =
+      "## host-a\n"
+      "ERROR:  nhc:  Health check failed:  check_ib_bw_gdr: ib_write_bw, IB=mlx5_ib0,\n"
+      "  IB BW (expected > 380 Gbps, but measured 351.09 Gbps. FaultCode: NHC2003\n"
+      "## host-b\n"
+      "ERROR:  nhc:  Health check failed:  check_ecc: GPU id 3: SRAM Uncorrectable ECC error count detected, (0,1).\n";
+  const auto r = read(text);
+  const auto c = all<diagnose::Claim>(r);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].kind, "health-check-failed");
+  EXPECT_EQ(c[0].detail.rfind("host-a: check_ib_bw_gdr", 0), 0u) << c[0].detail;
+  EXPECT_EQ(c[1].detail.rfind("host-b: check_ecc", 0), 0u) << c[1].detail;
+  const auto m = all<diagnose::Measurement>(r);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_DOUBLE_EQ(m[0].value, 351.09);
+  EXPECT_EQ(m[0].unit, "Gbps");
+  EXPECT_EQ(m[0].dims.at("host"), "host-a");
+  EXPECT_EQ(m[0].dims.at("expected"), "> 380 Gbps");
+  EXPECT_TRUE(read("The health check passed on every node.\n").facts.empty());
+}

@@ -542,3 +542,25 @@ TEST(FileCauses, AMeasuredCommunicationShareOfASmallModelsStep) {
   ASSERT_TRUE(d.primary) << describe(d);
   EXPECT_EQ(d.primary->cause, "comm-bound-small-model") << describe(d);
 }
+
+TEST(FileCauses, AFailedHealthCheckIsASlowMemberAndNeverHealthy) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# Cluster check\n\nWe validate 16 nodes of 8 H100 each with 8x 400 Gb/s NDR "
+                                         "InfiniBand before a multi-node all-reduce study.\n");
+  const auto nhc = dir.write("nhc.log", "## host-a\nERROR:  nhc:  Health check failed:  check_ib_bw_gdr: ib_write_bw, "
+                                        "IB=mlx5_ib0,\n  IB BW (expected > 380 Gbps, but measured 351.09 Gbps. FaultCode: NHC2003\n");
+  const auto d = diagnose::diagnose(gather_evidence({post, nhc}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "straggler") << describe(d);
+}
+
+TEST(FileCauses, MfuAtTheTopOfTheRangeOnManyGpusIsNoDefect) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# 7B on 128 A100s\n\nWe pre-train a 7B model with FSDP on 128 A100 80GB GPUs "
+                                         "over 400 Gb/s InfiniBand.\n\n| Model | Batch/GPU | Tokens/s/GPU | MFU |\n"
+                                         "|---|---|---|---|\n| 7B | 2 | 3700 | 0.57 |\n");
+  const auto ev = gather_evidence({post});
+  const auto d = diagnose::diagnose(ev.facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "no-defect") << describe(d);
+}

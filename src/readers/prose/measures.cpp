@@ -132,7 +132,7 @@ double parse_num(const std::string& a, const std::string& b) {
 std::vector<Figure> figures(const std::string& s, const std::string& raw) {
   std::vector<Figure> out;
   static const std::regex re(
-      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mb/s|gbit/s|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
+      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     // A number inside a word is a name ("H100s", "A6000", "x86"): the figure must start at a word boundary.
@@ -151,7 +151,11 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
     // Case matters for bytes against bits: look at the original spelling in the sentence (lower-cased here), so
     // "Gbps", "Gbit/s", "Gb/s" written with a small b are bits; we get the case from the raw text by the caller.
     if (u == "gb/s" || u == "gb/sec" || u == "gib/s" || u == "gbyte/s") u = "GB/s";
-    else if (u == "gbps" || u == "gbit/s" || u == "gbits/s" || u == "gbit/s" || u == "gbe" || u == "g ethernet") u = "Gb/s";
+    else if (u == "gbps" || u == "gbit/s" || u == "gbits/s" || u == "gbit/sec" || u == "gbits/sec" || u == "gbe" || u == "g ethernet") u = "Gb/s";
+    else if (u == "mbps" || u.rfind("mbit", 0) == 0) {  // "625 Mbits/sec" (iperf), "100 Mbps": a network rate in Gb/s
+      f.value /= 1000;
+      u = "Gb/s";
+    }
     else if (u == "mb/s") u = "MB/s";
     else if (u == "it/s" || u == "its/s") u = "it/s";
     else if (u == "s/it" || u == "sec/it") u = "s/it";
@@ -196,6 +200,7 @@ std::string quantity_of(const std::string& s, const Figure& f) {
     return "bandwidth";
   }
   if (f.unit == "%") {
+    if (has(around, "mfu") || has(around, "model flops util")) return "MFU";
     if (has(around, "util") || has(around, "busy") || has(around, "usage")) return "GPU utilisation";
     if (has(around, "nccl") || has(around, "communication") || has(around, "allreduce") || has(around, "all-reduce") ||
         has(around, "all_reduce"))
@@ -346,7 +351,12 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       const bool after = has(s, "after the backward") || has(s, "after backward") || has(s, "follow the backward") ||
                          has(s, "after loss.backward") || has(s, "not during") || has(s, "serialized") || has(s, "serialised") ||
                          std::regex_search(s, zero_overlap);
-      if (comm && after) out.add(Claim{"no-overlap", ""}, where);
+      // (not where the sentence says the overlap is good: "overlaps the computation almost completely; only the first
+      // and last blocks cannot overlap")
+      const bool good = has(s, "almost completely") || has(s, "almost fully") || has(s, "fully overlap") ||
+                        has(s, "overlaps well") || has(s, "well overlapped") || has(s, "nearly completely") ||
+                        has(s, "completely overlap") || has(s, "mostly overlap");
+      if (comm && after && !good) out.add(Claim{"no-overlap", ""}, where);
     }
     // A hang or timeout at a point where ranks' code paths can part: evaluation, validation, the end of an epoch, a save.
     {
@@ -449,6 +459,11 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         }
       }
     }
+    // A bus bandwidth said to exceed the network's ("the reported busbw exceeds 100 Gbps", "busbw higher than the NIC").
+    if ((has(s, "busbw") || has(s, "bus bandwidth") || has(s, "bus bw")) &&
+        (has(s, "exceed") || has(s, "above") || has(s, "higher than") || has(s, "more than") || has(s, "faster than")) &&
+        (has(s, "network") || word(s, "nic") || has(s, "link") || has(s, "line rate") || has(s, "gbps") || has(s, "gb/s")))
+      out.add(Claim{"busbw-above-link", ""}, where);
     // When a reading was taken: with the GPUs idle ("no job was running", "during routine monitoring") or busy ("with
     // the models loaded and running", "under load", "during training").
     if (has(s, "idle") || has(s, "no job") || has(s, "no workload") || has(s, "nothing running") || has(s, "not running"))
@@ -473,7 +488,9 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     }
     // The input pipeline named at all (a suspect or not): "DataLoader with CPU-side transforms", "data loading time".
     if (has(s, "dataloader") || has(s, "data loader") || has(s, "data loading") || has(s, "loading time") ||
-        has(s, "transforms") || has(s, "augmentation") || has(s, "preprocessing") || has(s, "num_workers"))
+        has(s, "transforms") || has(s, "augment") || has(s, "preprocessing") || has(s, "num_workers") ||
+        has(s, "dataflow") || has(s, "data pipeline") || has(s, "input pipeline") || has(s, "prefetch") || has(s, "lmdb") ||
+        has(s, "tfrecord") || has(s, "imread"))
       out.add(Claim{"input-mentioned", ""}, where);
     // P2P turned off by something, said in words ("why do you disable p2p when detecting RTX 3090", "the launcher sets P2P
     // off"): NCCL_P2P_DISABLE=1 as the text states it — not when the text says turning it off was the fix.
@@ -588,8 +605,11 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         // A collective's bandwidth written in bits ("busbw of 125 Gbps", "all_reduce_perf reports 80 Gb/s"): its bytes.
         const std::size_t from = f.pos > 40 ? f.pos - 40 : 0;
         const std::string before = s.substr(from, f.pos - from);
-        if (has(before, "busbw") || has(before, "bus bandwidth") || has(before, "algbw") || has(before, "all_reduce_perf") ||
-            has(before, "reported by") || has(before, "reports")) {
+        // (not a bound: "the reported busbw exceeds 100 Gbps" compares with the link, it measures nothing)
+        const bool bound = has(before, "exceed") || has(before, "above") || has(before, "more than") ||
+                           has(before, "higher than") || has(before, "over ") || has(before, "beyond");
+        if (!bound && (has(before, "busbw") || has(before, "bus bandwidth") || has(before, "algbw") ||
+                       has(before, "all_reduce_perf") || has(before, "reported by") || has(before, "reports"))) {
           Measurement m;
           m.quantity = has(before, "algbw") ? "algbw" : "busbw";
           m.unit = "GB/s";
@@ -701,7 +721,12 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         if (m.quantity == "algbw" && p.collective == "all_reduce" && p.ranks && *p.ranks >= 2)
           p.gbps = m.value * 2.0 * (*p.ranks - 1) / *p.ranks;
         p.peak_gbps = p.gbps;
-        if (m.unit == "GB/s" && (m.quantity == "busbw" || (p.ranks && *p.ranks >= 2))) out.add(p, where);
+        // A figure of one node inside a text about several ("intra-node NCCL all-reduce 482.6 GB/s") is not the job's
+        // plateau across nodes: kept as a measurement only.
+        const bool one_node = has(s, "intra-node") || has(s, "intranode") || has(s, "within a node") ||
+                              has(s, "within one node") || has(s, "within the node") || has(s, "single-node") ||
+                              has(s, "single node");
+        if (m.unit == "GB/s" && (m.quantity == "busbw" || (p.ranks && *p.ranks >= 2)) && !one_node) out.add(p, where);
       }
       out.add(std::move(m), where);
     }
@@ -711,6 +736,10 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     const bool no_speedup = has(s, "no speedup") || has(s, "no speed up") || has(s, "not faster") || has(s, "isn't faster") ||
                             has(s, "is not faster") || has(s, "same speed") || has(s, "no faster") || has(s, "doesn't speed") ||
                             has(s, "does not speed") || has(s, "no improvement") || has(s, "not any faster");
+    // The same speed in other words, with no count in the sentence: a claim the diagnosis reads with the text's counts.
+    const bool same_speed = no_speedup || has(s, "almost the same") || has(s, "about the same") || has(s, "roughly the same") ||
+                            has(s, "no gain") || has(s, "any gain") || has(s, "no benefit") || has(s, "didn't see any") ||
+                            has(s, "did not see any") || has(s, "no difference");
     std::optional<int> multi;
     for (const auto& c : cs)
       if (!c.processes && c.n >= 2) multi = multi ? std::max(*multi, c.n) : c.n;
@@ -765,6 +794,8 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       stated(rate && sm[2].str() != "slower" ? 1 - x : 1 / (1 + x), "stated");
     } else if (multi && no_speedup) {
       stated(1.0, "stated");
+    } else if (same_speed && (has(s, "time") || has(s, "speed") || has(s, "faster") || has(s, "gain") || has(s, "throughput"))) {
+      out.add(Claim{"no-gain", ""}, where);
     }
   } catch (...) {
     // A sentence the grammar cannot read gives no facts.

@@ -1458,7 +1458,10 @@ struct Reader {
       }
       if (!n) continue;
       if (prev == "numa" || prev == "gpu" || prev == "the" || (prev == "of" && *n == 1)) continue;
-      if (word_at + 1 < t.size() && (t[word_at + 1].low == "of" || t[word_at + 1].low == "numa")) continue;
+      // ("2 nodes of the cluster", "2 NUMA nodes" are no node count; "2 nodes of 8 GPUs" is)
+      const bool of_gpus = word_at + 3 < t.size() && t[word_at + 1].low == "of" && count_of(t[word_at + 2].low) &&
+                           gpu_noun(t[word_at + 3].low);
+      if (word_at + 1 < t.size() && ((t[word_at + 1].low == "of" && !of_gpus) || t[word_at + 1].low == "numa")) continue;
       std::optional<int> pn = per_node;
       // "2 nodes x 8 GPUs", "2 nodes with 8 GPUs each"
       for (std::size_t k = word_at + 1; k < t.size() && k <= word_at + 3; ++k)

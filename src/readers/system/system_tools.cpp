@@ -63,6 +63,7 @@ const char* tool_name(Tool t) {
     case Tool::hypervisor: return "hypervisor";
     case Tool::smi_table: return "nvidia-smi";
     case Tool::iperf: return "iperf";
+    case Tool::health_check: return "node health checks";
     case Tool::count_: break;
   }
   return "";
@@ -252,6 +253,7 @@ Scan scan_text(std::string_view text, const std::string& source) {
   read_ib_tools(lines, scan);
   read_smi_table(lines, scan);
   read_iperf(lines, scan);
+  read_health_checks(lines, scan);
   return scan;
 }
 

@@ -41,6 +41,7 @@ enum class Tool : std::size_t {
   hypervisor,
   smi_table,
   iperf,
+  health_check,
   count_
 };
 const char* tool_name(Tool t);
@@ -122,6 +123,7 @@ void read_smi_query(const std::vector<Line>& lines, Scan& scan);
 void read_smi_lists(const std::vector<Line>& lines, Scan& scan);   // nvidia-smi -L and nvlink -s / -e
 void read_smi_table(const std::vector<Line>& lines, Scan& scan);   // nvidia-smi's default table
 void read_iperf(const std::vector<Line>& lines, Scan& scan);       // iperf / iperf3 client output
+void read_health_checks(const std::vector<Line>& lines, Scan& scan);  // node health checks (NHC) that failed
 void read_smi_p2p(const std::vector<Line>& lines, Scan& scan);     // nvidia-smi topo -p2p
 void read_kernel_log(const std::vector<Line>& lines, Scan& scan);  // Xid, IOMMU, hypervisor signs
 void read_p2p_test(const std::vector<Line>& lines, Scan& scan);    // p2pBandwidthLatencyTest

@@ -147,6 +147,10 @@ Quantity quantity_of_header(std::string_view header) {
   } else if (has_word(w, {"idle"})) {
     const bool share = (q.unit && q.unit->unit == "%") || has_word(w, {"share", "ratio", "fraction", "%"});
     name = share ? "GPU idle share" : "GPU idle time";
+  } else if (has_word(w, {"mfu"}) || any({"model flops util", "model flop util"})) {
+    name = "MFU";
+  } else if (has_word(w, {"hfu"}) || any({"hardware flops util", "hardware flop util"})) {
+    name = "HFU";
   } else if (any({"util", "sm activity"})) {
     name = "GPU utilization";
   } else if (any({"busy", "processing time", "compute time", "computation time", "gpu time", "kernel time",

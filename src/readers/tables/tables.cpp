@@ -568,9 +568,16 @@ bool looks_like_measurement_table(std::string_view text) {
     diagnose::Reading r;
     read_lines(lines, "", r);
     std::map<std::string, std::set<std::size_t>> rows;
-    for (const auto& m : r.facts.of<diagnose::Measurement>()) rows[m.fact.table].insert(m.where.line);
+    std::map<std::string, std::size_t> figures;
+    for (const auto& m : r.facts.of<diagnose::Measurement>()) {
+      rows[m.fact.table].insert(m.where.line);
+      ++figures[m.fact.table];
+    }
+    // A markdown table ("|---|" under its header) of one row still measures: several figures in it.
+    const bool markdown = text.find("|---") != std::string_view::npos || text.find("| ---") != std::string_view::npos ||
+                          text.find("|:--") != std::string_view::npos;
     for (const auto& [table, ls] : rows)
-      if (ls.size() >= 2) return true;
+      if (ls.size() >= 2 || (markdown && figures[table] >= 2)) return true;
     return false;
   } catch (...) {
     return false;
