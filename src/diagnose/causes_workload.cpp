@@ -61,6 +61,15 @@ std::optional<Assessment> assess_no_overlap(const Context& ctx) {
         break;
       }
   }
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "sync-in-reduction") {
+      a.evidence.push_back(line("the gradient-reduction code calls " + c.fact.detail + ": it runs from backward's hooks for "
+                                "every bucket, and the CPU waits there for all GPU work before issuing more of backward — "
+                                "the reductions no longer overlap it",
+                                c.where));
+      score = std::max(score, 0.55);
+      break;
+    }
   for (const auto& s : ctx.facts.of<StepPhases>()) {
     const auto& f = s.fact;
     if (!f.all_reduce_s || !f.exposed_comm_s || !f.step_s || *f.all_reduce_s <= 0 || f.world_size.value_or(2) < 2) continue;
@@ -96,7 +105,8 @@ std::optional<Assessment> assess_no_overlap(const Context& ctx) {
   // A model whose gradients fit in one DDP bucket has one all-reduce, ready only when backward ends: no overlap is
   // what such a model gets, not a setting or a code path that turned it off (comm-bound-small-model says it).
   const bool configured = std::any_of(a.evidence.begin(), a.evidence.end(), [](const EvidenceLine& e) {
-    return e.says.find("configured") != std::string::npos || e.says.find("by hand") != std::string::npos;
+    return e.says.find("configured") != std::string::npos || e.says.find("by hand") != std::string::npos ||
+           e.says.find("gradient-reduction code") != std::string::npos;
   });
   if (const auto m = model_with_params(ctx); m && fits_one_bucket(m->params) && !configured) {
     score *= 0.6;

@@ -101,3 +101,17 @@ TEST(PythonCode, DamagedTextNeverThrows) {
 }
 
 }  // namespace
+
+// A host sync on the gradient-reduction path (issue #36): a function that reduces gradients and calls synchronize().
+TEST(PythonCode, ASyncInAGradientReductionFunction) {
+  const auto r = read_python_code("import torch\nclass Stage2:\n    def reduce_bucket(self, tensor):\n"
+                                  "        torch.cuda.synchronize()\n        with torch.cuda.stream(self.reduction_stream):\n"
+                                  "            dist.all_reduce(tensor)\n", "stage2.py");
+  bool found = false;
+  for (const auto& c : r.facts.of<scalescope::diagnose::CodeUse>())
+    found = found || (c.fact.construct == "sync-in-reduction" && c.fact.detail == "synchronize() in reduce_bucket()");
+  EXPECT_TRUE(found);
+  // A sync in a function that reduces nothing (a timing helper) is not one.
+  const auto t = read_python_code("import torch\ndef timed(fn):\n    torch.cuda.synchronize()\n    return fn()\n", "t.py");
+  for (const auto& c : t.facts.of<scalescope::diagnose::CodeUse>()) EXPECT_NE(c.fact.construct, "sync-in-reduction");
+}

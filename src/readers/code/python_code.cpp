@@ -246,6 +246,30 @@ diagnose::Reading read_python_code(std::string_view text, const std::string& sou
       // step although no loop is in sight: its body counts as the loop's.
       if (std::regex_search(c, step_def)) loops.push_back(ind);
     }
+    // A host sync on the gradient-reduction path: a function that reduces gradients (all_reduce, reduce_scatter, a
+    // "reduction" or "average" of gradients, the reduction stream) and calls synchronize() in its body. Such a function
+    // runs from backward's hooks for every bucket: the CPU waits there for all GPU work before it issues more of
+    // backward, so the reductions stop overlapping it (DeepSpeed ZeRO-2's average_tensor of 2022 is one).
+    {
+      static const std::regex def_head(R"(^\s*(async\s+)?def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\()");
+      static const std::regex reduce_words(R"(all_reduce|allreduce|reduce_scatter|reduction|average_|_average|allgather|all_gather|reduce_stream)");
+      static const std::regex sync_call(R"(\bsynchronize\(\s*\))");
+      for (std::size_t i = 0; i < code.size(); ++i) {
+        std::smatch dm;
+        if (!std::regex_search(code[i], dm, def_head)) continue;
+        const std::size_t ind = indent_of(code[i]);
+        bool reduces = std::regex_search(dm[2].str(), reduce_words);
+        std::optional<std::size_t> sync_at;
+        for (std::size_t k = i + 1; k < code.size(); ++k) {
+          if (blank(code[k])) continue;
+          if (indent_of(code[k]) <= ind) break;
+          reduces = reduces || std::regex_search(code[k], reduce_words);
+          if (!sync_at && std::regex_search(code[k], sync_call)) sync_at = k;
+        }
+        if (reduces && sync_at)
+          st.use("sync-in-reduction", "synchronize() in " + dm[2].str() + "()", false, std::nullopt, *sync_at, raw[*sync_at]);
+      }
+    }
   } catch (const std::exception& e) {
     st.r.notes.push_back(std::string("the code reader stopped: ") + e.what());
   } catch (...) {
