@@ -461,6 +461,14 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
       if (named && !input) a.evidence.push_back(line("the input pipeline is part of the job as described", named->where));
       score = std::max(score, input ? 0.55 : 0.5);
     }
+    // A pause at every epoch's start: the loader starting its worker processes again (persistent_workers=False, the
+    // default), the sampler and dataset set up anew — the input pipeline's start-up, paid every epoch.
+    if (const auto c = first_claim(ctx, "epoch-start-stall")) {
+      a.evidence.push_back(line("a pause at the start of every epoch: the DataLoader starts its workers again (and the "
+                                "dataset and sampler are set up anew) before the first batch",
+                                c->where));
+      score = std::max(score, 0.5);
+    }
     // GPUs measured idle (utilisation ≤ 10 %) in a job whose input pipeline is what the text is about.
     if (!swings && (named || input) && !first_claim(ctx, "launch-suspected") && !ctx.has<HostSync>())
       for (const auto& m : ctx.facts.of<Measurement>())

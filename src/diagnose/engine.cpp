@@ -362,6 +362,19 @@ Diagnosis diagnose(const FactSet& facts) {
       it = live.erase(it);
     }
   }
+  // A cause of slow scaling explains a loss: where the evidence shows the job scaling well (a measured or stated
+  // speedup at 85 % efficiency or more), a cause whose cost nothing measured is a risk, not this job's answer.
+  if (const auto& ex = ctx.expected; ex.measured_speedup && ex.gpus >= 2 && ex.speedup_line) {
+    const double eff = *ex.measured_speedup / ex.gpus;
+    static const std::set<std::string> failures = {"container-ipc-shm", "collective-mismatch", "gpu-hidden"};
+    if (eff >= 0.85)
+      for (auto& a : live)
+        if (!failures.count(a.cause) && !a.cost.seconds && !a.cost.share) {
+          a.score = std::min(a.score * 0.5, kPrimaryScore - 0.01);  // contributing at most
+          a.against.push_back(line(fmt::format("the job scales well: {} ({} efficiency)", ex.speedup_line->says, percent(eff)),
+                                   ex.speedup_line->where));
+        }
+  }
   // A cause that explains another (a setting behind a fallback) ranks above it: the effect's evidence is its too.
   for (auto& a : live)
     for (const auto& id : a.explains)

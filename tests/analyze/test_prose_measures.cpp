@@ -373,4 +373,28 @@ TEST(ProseGrammar, ShortPostsOfBatchSevenAndEightMechanisms) {
             "bandwidth-bound-gradients");
 }
 
+TEST(ProseGrammar, BatchNineAndTenReadingsInWords) {
+  {
+    const auto f = read("With 2 A100 GPUs the training runs twice as fast as with 1 GPU.");
+    const auto sp = f.of<ScalingPoint>();
+    ASSERT_EQ(sp.size(), 1u);
+    EXPECT_DOUBLE_EQ(sp[0].fact.speedup, 2);
+    EXPECT_EQ(sp[0].fact.world_size, 2);
+  }
+  // Someone else's figure is a reference, not this job's.
+  EXPECT_TRUE(read("Microsoft reported 7 times faster training between a single GPU and 8 GPUs.").of<ScalingPoint>().empty());
+  EXPECT_TRUE(claims(read("At the beginning of every epoch the loader takes about 3 min before the first batch arrives."),
+                     "epoch-start-stall"));
+  EXPECT_FALSE(claims(read("The job hangs at the end of every epoch."), "epoch-start-stall"));
+}
+
+TEST(ProseGrammar, ShortPostsOfBatchNineAndTenMechanisms) {
+  EXPECT_EQ(primary("# Slow epochs\n\nWith 8 GPUs every epoch takes 6 min of training, and there is a long pause of "
+                    "about 4 min between epochs before the first batch arrives.\n"),
+            "input-bound");
+  // "3 layers of 1024 nodes" is a network's width, not a cluster of 1024 machines.
+  const auto r = scalescope::analyze::read_report_text("A feed-forward network with 3 layers of 1024 nodes on MNIST.\n", "p");
+  EXPECT_TRUE(r.facts.of<WorldShape>().empty());
+}
+
 }  // namespace

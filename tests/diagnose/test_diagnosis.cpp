@@ -564,3 +564,23 @@ TEST(FileCauses, MfuAtTheTopOfTheRangeOnManyGpusIsNoDefect) {
   ASSERT_TRUE(d.primary) << describe(d);
   EXPECT_EQ(d.primary->cause, "no-defect") << describe(d);
 }
+
+TEST(FileCauses, ACodeRiskIsNotTheAnswerWhenTheJobScalesWell) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# 2 GPUs twice as fast?\n\nWith 2 A100 GPUs the training runs twice as fast as "
+                                         "with 1 GPU at the same batch size. Is this expected?\n");
+  const auto code = dir.write("train.py", "import torch\nmodel = torch.nn.DataParallel(model).cuda()\n"
+                                          "for x, y in loader:\n    loss = model(x).sum()\n    loss.backward()\n");
+  const auto d = diagnose::diagnose(gather_evidence({post, code}).facts);
+  EXPECT_FALSE(d.primary && d.primary->cause == "dataparallel-not-ddp") << describe(d);
+}
+
+TEST(FileCauses, NcclsSharedMemoryErrorWithoutItsPrefix) {
+  TempDir dir;
+  const auto log = dir.write("nccl.log", "Error while creating shared memory segment /dev/shm/nccl-pZafXL (size 7340384)\n");
+  const auto ev = gather_evidence({log});
+  for (const auto& f : ev.files) EXPECT_TRUE(f.error.empty()) << f.path << ": " << f.error;
+  const auto d = diagnose::diagnose(ev.facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "container-ipc-shm") << describe(d);
+}

@@ -270,6 +270,9 @@ diagnose::Reading read_python_code(std::string_view text, const std::string& sou
           st.use("sync-in-reduction", "synchronize() in " + dm[2].str() + "()", false, std::nullopt, *sync_at, raw[*sync_at]);
       }
     }
+    if (st.r.facts.empty())
+      st.r.notes.push_back("read as training code: no construct the diagnosis weighs (wrappers, DDP arguments, loaders, "
+                           "syncs in the loop, collectives by hand, settings)");
   } catch (const std::exception& e) {
     st.r.notes.push_back(std::string("the code reader stopped: ") + e.what());
   } catch (...) {

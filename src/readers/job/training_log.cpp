@@ -909,8 +909,19 @@ class Reader {
   void errors(std::size_t i, const std::string& lw, std::string_view text, const std::string& tlow) {
     if (contains(lw, "nccl")) nccl_errors(i, lw);
     if (contains(lw, "last error:")) last_error(i);
+    // NCCL's shared-memory failure as its message reaches a log without the "NCCL WARN" prefix (PyTorch quotes it in a
+    // DistBackendError; a paste keeps only it): "Error while creating shared memory segment /dev/shm/nccl-… (size …)".
+    else if (contains(lw, "shared memory segment") && (contains(lw, "error") || contains(lw, "failed")) &&
+             !contains(lw, "nccl warn") && shm_errors_ < 16 && last_error_message_line_ != i) {
+      ++shm_errors_;
+      diagnose::NcclWarning w;
+      w.category = warning_category(lw);
+      w.message = to_valid_utf8(trim_blanks(strip_prefixes(lines_[i])));
+      out_.facts.add(std::move(w), where(i));
+    }
     process_failure(i, lw, text, tlow);
   }
+  std::size_t shm_errors_ = 0;
 
   void add_failure(std::optional<int> code, std::string name, std::string reporter, std::size_t i) {
     for (const auto& f : failures_)
@@ -1022,7 +1033,9 @@ class Reader {
     }
     w.message = to_valid_utf8(msg);
     out_.facts.add(std::move(w), where(line));
+    last_error_message_line_ = line;
   }
+  std::optional<std::size_t> last_error_message_line_;  // the line a "Last error:" took its message from
 
   void add_process_failure(std::string what, std::size_t i) {
     if (!process_failures_.insert(what).second) return;

@@ -464,6 +464,17 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         (has(s, "exceed") || has(s, "above") || has(s, "higher than") || has(s, "more than") || has(s, "faster than")) &&
         (has(s, "network") || word(s, "nic") || has(s, "link") || has(s, "line rate") || has(s, "gbps") || has(s, "gb/s")))
       out.add(Claim{"busbw-above-link", ""}, where);
+    // A pause at every epoch's start (or between epochs), not a hang: "at the beginning of every epoch the loader takes
+    // about 3 min before the first batch", "a 4 min pause between epochs".
+    {
+      const bool hang = has(s, "hang") || has(s, "timeout") || has(s, "timed out") || has(s, "deadlock") || has(s, "stuck");
+      const bool epoch = has(s, "every epoch") || has(s, "each epoch") || has(s, "between epochs") || has(s, "between two epochs") ||
+                         has(s, "new epoch") || has(s, "next epoch") || has(s, "epoch start");
+      const bool at_start = has(s, "beginning") || has(s, "start") || has(s, "between") || has(s, "before the first");
+      const bool pause = has(s, "pause") || has(s, "stall") || has(s, "wait") || has(s, "idle") || has(s, "wastes") ||
+                         has(s, "takes about") || has(s, "delay") || has(s, "gap") || has(s, "before the first batch");
+      if (epoch && at_start && pause && !hang) out.add(Claim{"epoch-start-stall", ""}, where);
+    }
     // When a reading was taken: with the GPUs idle ("no job was running", "during routine monitoring") or busy ("with
     // the models loaded and running", "under load", "during training").
     if (has(s, "idle") || has(s, "no job") || has(s, "no workload") || has(s, "nothing running") || has(s, "not running"))
@@ -760,8 +771,12 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         if (auto n = count_word(nm[1].str()); n && *n >= 2) multi = *n;
     }
     // A speedup the text states at `multi` GPUs (kept only inside 0–64, what a speedup can be).
+    // A speedup someone else reports ("Microsoft reported 7 times faster training", "the paper claims 3.5x") is a
+    // reference, not this job's.
+    const bool others = has(s, "reported") || has(s, "paper") || has(s, "claims") || has(s, "claimed") ||
+                        has(s, "according to") || has(s, "published") || has(s, "advertis") || has(s, "blog post");
     auto stated = [&](double speedup, const char* mode) {
-      if (!(speedup > 0 && speedup <= 64)) return;
+      if (!(speedup > 0 && speedup <= 64) || others) return;
       diagnose::ScalingPoint p;
       p.world_size = *multi;
       p.speedup = speedup;
@@ -774,7 +789,15 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     // The word before the figure: "the speedup with 2 GPUs is 1.17x", "a scale-up of 1.3x".
     static const std::regex speed_after(R"((speed ?-?up|scale ?-?up)\D{0,60}?(\d+(?:\.\d+)?)\s*(?:x|×)(?![a-z0-9]))");
     std::smatch sa;
-    const bool before_form = multi && std::regex_search(s, sm, speed_re);
+    // "twice as fast as 1 GPU", "three times as fast": a speedup in words.
+    static const std::regex as_fast(R"(\b(twice|two times|three times|thrice|four times|(\d+(?:\.\d+)?)\s*(?:x|×|times))\s+as\s+fast\b)");
+    std::smatch af;
+    const bool in_words = multi && std::regex_search(s, af, as_fast);
+    const bool before_form = multi && !in_words && std::regex_search(s, sm, speed_re);
+    if (in_words) {
+      const std::string w = af[1].str();
+      stated(af[2].matched ? std::stod(af[2].str()) : w == "twice" || w == "two times" ? 2 : w == "four times" ? 4 : 3, "stated");
+    } else
     if (multi && !before_form && std::regex_search(s, sa, speed_after)) {
       stated(std::stod(sa[2].str()), "stated");
     } else if (before_form) {

@@ -1462,6 +1462,13 @@ struct Reader {
       const bool of_gpus = word_at + 3 < t.size() && t[word_at + 1].low == "of" && count_of(t[word_at + 2].low) &&
                            gpu_noun(t[word_at + 3].low);
       if (word_at + 1 < t.size() && ((t[word_at + 1].low == "of" && !of_gpus) || t[word_at + 1].low == "numa")) continue;
+      // Nodes of a network's layers ("3 layers of 1024 nodes", "a hidden layer with 512 nodes") are no machines.
+      {
+        bool layer = false;
+        for (std::size_t k = i >= 4 ? i - 4 : 0; k < i; ++k)
+          layer = layer || t[k].low == "layer" || t[k].low == "layers" || t[k].low == "hidden" || t[k].low == "neurons";
+        if (layer) continue;
+      }
       std::optional<int> pn = per_node;
       // "2 nodes x 8 GPUs", "2 nodes with 8 GPUs each"
       for (std::size_t k = word_at + 1; k < t.size() && k <= word_at + 3; ++k)
