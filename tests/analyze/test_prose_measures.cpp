@@ -397,4 +397,13 @@ TEST(ProseGrammar, ShortPostsOfBatchNineAndTenMechanisms) {
   EXPECT_TRUE(r.facts.of<WorldShape>().empty());
 }
 
+TEST(ProseGrammar, AScalingEfficiencyStatedAtACount) {
+  const auto f = read("Multi node with 8 GPUs: ~5048 img/sec (~86% scaling efficiency).");
+  const auto sp = f.of<ScalingPoint>();
+  ASSERT_EQ(sp.size(), 1u);
+  EXPECT_EQ(sp[0].fact.world_size, 8);
+  EXPECT_NEAR(sp[0].fact.efficiency, 0.86, 1e-12);
+  EXPECT_NEAR(sp[0].fact.speedup, 6.88, 1e-12);
+}
+
 }  // namespace

@@ -899,3 +899,17 @@ TEST(TablesCorpus, OtherReadersFiles) {
 }
 
 }  // namespace
+
+// A count fused to its noun in a row label ("4xGPU's", "8xgpu"), as forum posts write them (issue #36).
+TEST(Tables, CountsFusedToTheGpuNounInLabels) {
+  const std::string text =
+      "| setup | img/sec |\n"
+      "|---|---|\n"
+      "| Single Node - 1xGPU | 750 |\n"
+      "| Single Node - 4xGPU's | 2884 |\n"
+      "| Multi Node - 8xGPU's | 5048 |\n";
+  const Reading r = read(text);
+  ASSERT_EQ(measurements(r).size(), 3u) << notes_of(r);
+  EXPECT_EQ(by_row(r, "Single Node - 4xGPU's", "throughput").dims.at("gpus"), "4");
+  EXPECT_EQ(by_row(r, "Multi Node - 8xGPU's", "throughput").dims.at("gpus"), "8");
+}

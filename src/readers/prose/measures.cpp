@@ -201,6 +201,7 @@ std::string quantity_of(const std::string& s, const Figure& f) {
   }
   if (f.unit == "%") {
     if (has(around, "mfu") || has(around, "model flops util")) return "MFU";
+    if (has(after, "scaling efficiency") || has(after, "efficiency") || has(before, "scaling efficiency")) return "scaling efficiency";
     if (has(around, "util") || has(around, "busy") || has(around, "usage")) return "GPU utilisation";
     if (has(around, "nccl") || has(around, "communication") || has(around, "allreduce") || has(around, "all-reduce") ||
         has(around, "all_reduce"))
@@ -739,6 +740,16 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
                               has(s, "single node");
         if (m.unit == "GB/s" && (m.quantity == "busbw" || (p.ranks && *p.ranks >= 2)) && !one_node) out.add(p, where);
       }
+      // A scaling efficiency stated at a GPU count ("8 GPUs: 5048 img/sec (~86% scaling efficiency)"): that point.
+      if (m.quantity == "scaling efficiency" && m.unit == "%" && m.value > 0 && m.value <= 120)
+        if (auto c = nearest(cs, s, f.pos); c && c->n >= 2) {
+          diagnose::ScalingPoint sp;
+          sp.world_size = c->n;
+          sp.efficiency = m.value / 100;
+          sp.speedup = sp.efficiency * c->n;
+          sp.mode = "stated";
+          out.add(sp, where);
+        }
       out.add(std::move(m), where);
     }
     // ---- speedups said in words ----

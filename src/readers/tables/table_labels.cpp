@@ -304,7 +304,8 @@ LabelReading read_label(std::string_view label) {
   std::optional<std::size_t> bare_x;
   std::vector<std::size_t> unexplained;
   auto nl = [&](std::size_t i, std::size_t k = 1) -> std::string { return i + k < t.size() ? t[i + k].l : ""; };
-  static const std::regex count_gpu(R"((\d{1,6})-?(gpus?|cards?))");
+  // "8-gpu", "4gpus", "4xgpu", "4xgpu's" (a count fused to its noun)
+  static const std::regex count_gpu(R"((\d{1,6})(?:-|x|×)?(gpus?|gpu's|gpu’s|cards?))");
   static const std::regex count_node(R"((\d{1,5})-?(nodes?|n|hosts?|machines?|servers?))");
   static const std::regex nxm(R"((\d{1,5})x(\d{1,3})(.*))");
   static const std::regex nx(R"((\d{1,6})x(.*))");
