@@ -333,10 +333,8 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   // All of its gradients in one DDP bucket: one all-reduce after backward, nothing for backward to hide it behind.
   if (const auto m = model_with_params(ctx); m && fits_one_bucket(m->params) && !p.network) {
     raise(score, 0.1);
-    a.evidence.push_back(line(fmt::format("{}{:.3g} parameters: its {:.0f} MB of FP32 gradients fit one DDP bucket (25 MB), "
-                                          "so the all-reduce starts only when backward ends and adds to every step",
-                                          m->name.empty() ? "a model of " : "model " + m->name + ": ", m->params,
-                                          m->params * 4 / 1e6),
+    a.evidence.push_back(line(one_bucket_model(*m) + " fit one DDP bucket (25 MB), so the all-reduce starts only when "
+                                                     "backward ends and adds to every step",
                               m->where));
   }
   a.score = score;

@@ -109,9 +109,8 @@ std::optional<Assessment> assess_pcie_link_degraded(const Context& ctx) {
   double worst_ratio = 1;
   for (const auto& p : ctx.facts.of<PcieLinkState>()) {
     const auto& f = p.fact;
-    const int cap_w = f.device_max_width.value_or(f.max_width.value_or(0));
-    const int cap_g = f.device_max_gen.value_or(f.max_gen.value_or(0));
-    const int cur_w = f.current_width.value_or(0), cur_g = f.current_gen.value_or(0);
+    const auto link = pcie_reading(ctx, p);
+    const int cap_w = link.cap_width, cap_g = link.cap_gen, cur_w = link.cur_width, cur_g = link.cur_gen;
     std::string name = f.device + (f.device_name ? " (" + *f.device_name + ")" : "");
     if (f.max_width && f.device_max_width && *f.max_width < *f.device_max_width) {
       a.evidence.push_back(line(fmt::format("{}: the slot allows x{} of the device's x{}", name, *f.max_width, *f.device_max_width), p.where));
@@ -127,7 +126,7 @@ std::optional<Assessment> assess_pcie_link_degraded(const Context& ctx) {
       score = std::max(score, 0.6);
       worst_ratio = std::min(worst_ratio, topo::pcie_lane_gbps(*f.max_gen) / topo::pcie_lane_gbps(*f.device_max_gen));
     } else if (cur_g > 0 && cap_g > 0 && cur_g < cap_g) {
-      if (f.under_load.value_or(false) || read_busy(ctx, p.where.source)) {
+      if (link.busy) {
         a.evidence.push_back(line(fmt::format("{}: PCIe Gen{} of Gen{} while busy", name, cur_g, cap_g), p.where));
         score = std::max(score, 0.6);
         worst_ratio = std::min(worst_ratio, topo::pcie_lane_gbps(cur_g) / topo::pcie_lane_gbps(cap_g));

@@ -84,12 +84,32 @@ inline std::optional<ModelSize> model_with_params(const Context& ctx) {
 /// Whether a model of `params` parameters has all its FP32 gradients in one DDP bucket (kDdpBucketBytes).
 inline bool fits_one_bucket(double params) { return params * 4 <= kDdpBucketBytes; }
 
-/// Whether the evidence of `source` says its readings were taken with the GPUs busy (Claim "read-busy": "with the
-/// models loaded and running", "under load").
-inline bool read_busy(const Context& ctx, const std::string& source) {
+/// "model NAME: 5e+06 parameters: 20 MB of FP32 gradients" (or "a model of …" when unnamed): the start of every
+/// evidence line about a model whose gradients fit one DDP bucket.
+inline std::string one_bucket_model(const ModelSize& m) {
+  return fmt::format("{}{:.3g} parameters: {:.0f} MB of FP32 gradients", m.name.empty() ? "a model of " : "model " + m.name + ": ",
+                     m.params, m.params * 4 / 1e6);
+}
+
+/// A PCIe link state as the cause and the no-defect judgement both read it: current and capable generation and
+/// width (0 when not given; capability from the device's own maximum, else the host's), and whether it was read with
+/// the GPU busy (PcieLinkState::under_load, or the evidence of the same file saying so: Claim "read-busy", "with the
+/// models loaded and running", "under load"). An idle GPU lowers its generation on purpose.
+struct PcieReading {
+  int cur_gen = 0, cap_gen = 0, cur_width = 0, cap_width = 0;
+  bool busy = false;
+};
+inline PcieReading pcie_reading(const Context& ctx, const Seen<PcieLinkState>& p) {
+  const auto& f = p.fact;
+  PcieReading r;
+  r.cur_gen = f.current_gen.value_or(0);
+  r.cap_gen = f.device_max_gen.value_or(f.max_gen.value_or(0));
+  r.cur_width = f.current_width.value_or(0);
+  r.cap_width = f.device_max_width.value_or(f.max_width.value_or(0));
+  r.busy = f.under_load.value_or(false);
   for (const auto& c : ctx.facts.of<Claim>())
-    if (c.fact.kind == "read-busy" && c.where.source == source) return true;
-  return false;
+    r.busy = r.busy || (c.fact.kind == "read-busy" && c.where.source == p.where.source);
+  return r;
 }
 
 /// One Python process given several GPUs: a `python train.py` launch (no torchrun, accelerate, deepspeed or mpirun,

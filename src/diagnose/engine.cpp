@@ -255,14 +255,12 @@ std::vector<Judgement> judgements(const Context& ctx) {
   // A PCIe link below its generation while the GPU idles, at its full width: the GPU lowers the generation to save power
   // and raises it under load (nvidia-smi -q's "Current" against "Max"); what it does under load is what matters.
   for (const auto& p : ctx.facts.of<PcieLinkState>()) {
-    const auto& f = p.fact;
-    const int cap_g = f.device_max_gen.value_or(f.max_gen.value_or(0));
-    const int cap_w = f.device_max_width.value_or(f.max_width.value_or(0));
-    if (!f.current_gen || cap_g == 0 || *f.current_gen >= cap_g) continue;
-    if (f.current_width && cap_w > 0 && *f.current_width < cap_w) continue;  // a narrower link is judged by its cause
-    const bool busy = f.under_load.value_or(false) || read_busy(ctx, p.where.source);
+    const auto link = pcie_reading(ctx, p);
+    if (link.cur_gen == 0 || link.cap_gen == 0 || link.cur_gen >= link.cap_gen) continue;
+    if (link.cur_width > 0 && link.cap_width > 0 && link.cur_width < link.cap_width) continue;  // a narrower link is judged by its cause
+    const bool busy = link.busy;
     out.push_back({!busy,
-                   line(fmt::format("{}: PCIe Gen{} of Gen{}{}", f.device, *f.current_gen, cap_g,
+                   line(fmt::format("{}: PCIe Gen{} of Gen{}{}", p.fact.device, link.cur_gen, link.cap_gen,
                                     busy ? " while busy" : ", read while the GPU idles: GPUs lower the link's generation when idle and raise it under load"),
                         p.where),
                    busy ? "" : "the link's generation under load (nvidia-smi -q -d PCIE during a job); the width is what an idle reading can show wrong",

@@ -1,17 +1,13 @@
-// nvidia-smi's default table (no flags) and iperf / iperf3 client output.
-//
-// The table: a "| NVIDIA-SMI 525.105.17   Driver Version: … |" banner, then per GPU two rows between '|' borders —
-// "|   0  Tesla M60           Off  | 00000000:00:1B.0 Off |                    0 |" (index, name, persistence; bus id,
-// display; ECC) and "| N/A   41C    P0    37W / 150W |    752MiB /  7680MiB |      0%      Default |" (fan, temperature,
-// performance state, power; memory; utilisation, compute mode) — as drivers 4xx–5xx print it (newer ones put the name
-// and bus id in wider columns; the cells are read by their '|' borders, not by column). Facts: each GPU (name, index,
-// bus id), how many exist, and each GPU's utilisation at that moment.
-//
-// iperf: "[  3]  0.0-10.0 sec   113 MBytes  95.1 Mbits/sec" (iperf 2) or "[  5]   0.00-10.00  sec  1.10 GBytes  941
-// Mbits/sec  0  sender" (iperf 3). Fact: the network rate between the two hosts as measured (the median interval),
-// a NicSeen whose line_gbit is the measured rate.
+// nvidia-smi's default table (no flags): a "| NVIDIA-SMI 525.105.17   Driver Version: … |" banner, then per GPU
+// two rows between '|' borders —
+//   "|   0  Tesla M60           Off  | 00000000:00:1B.0 Off |                    0 |"
+//     (index, name, persistence; bus id, display; ECC) and
+//   "| N/A   41C    P0    37W / 150W |    752MiB /  7680MiB |      0%      Default |"
+//     (fan, temperature, performance state, power; memory; utilisation, compute mode)
+// — as drivers 4xx–5xx print it (newer ones put the name and bus id in wider columns; the cells are read by their
+// '|' borders, not by column). Facts: each GPU (name, index, bus id), how many exist, and each GPU's utilisation at
+// that moment.
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -93,36 +89,6 @@ void read_smi_table(const std::vector<Line>& lines, Scan& scan) {
     }
   }
   if (gpus > 0) scan.add(diagnose::GpuCount{gpus, "exist", std::nullopt}, *first);
-}
-
-void read_iperf(const std::vector<Line>& lines, Scan& scan) {
-  std::vector<double> gbit;
-  const Line* at = nullptr;
-  for (const auto& l : lines) {
-    // "[  3]  0.0-10.0 sec   113 MBytes  95.1 Mbits/sec", "[SUM] …"
-    if (l.text.empty() || l.text.front() != '[') continue;
-    const std::size_t close = l.text.find(']');
-    if (close == std::string_view::npos || !icontains(l.text, " sec ")) continue;
-    const auto w = words(l.text.substr(close + 1));
-    for (std::size_t k = 1; k < w.size(); ++k) {
-      const double scale = iequals(w[k], "Gbits/sec") ? 1 : iequals(w[k], "Mbits/sec") ? 1e-3 : iequals(w[k], "Kbits/sec") ? 1e-6 : 0;
-      if (scale == 0) continue;
-      if (const auto v = number(w[k - 1])) {
-        gbit.push_back(*v * scale);
-        if (!at) at = &l;
-      }
-      break;
-    }
-  }
-  if (gbit.empty()) return;
-  scan.saw(Tool::iperf);
-  std::sort(gbit.begin(), gbit.end());
-  const double median = gbit[gbit.size() / 2];
-  diagnose::NicSeen n;
-  n.name = fmt::format("the network as iperf measured it ({} interval(s), median {:.3g} Gb/s)", gbit.size(), median);
-  n.line_gbit = median;
-  n.link_layer = "Ethernet";
-  scan.add(std::move(n), *at);
 }
 
 }  // namespace scalescope::analyze::system_tools_detail
