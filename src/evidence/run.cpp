@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/parse_count.h"
 #include "evidence/record_facts.h"
 #include "predict/fix_gain.h"
 #include "readers/code/python_code.h"
@@ -54,8 +55,9 @@ KindFailure failure_of(const std::string& path, const std::string& kname, const 
   return f;
 }
 
-/// Reads one kind of a text file: its record (kept in `r`) and its facts, each parsed once.
-void read_kind(FileResult& r, const analyze::InputFile& input, InputKind kind) {
+/// Reads one kind of a text file: its record (kept in `r`) and its facts, each parsed once (what detection parsed to
+/// recognise the kind, input.parsed, is taken instead of parsing again).
+void read_kind(FileResult& r, analyze::InputFile& input, InputKind kind) {
   const auto& text = input.text;
   const auto& path = input.path;
   const std::string kname(analyze::to_string(kind));
@@ -89,7 +91,8 @@ void read_kind(FileResult& r, const analyze::InputFile& input, InputKind kind) {
     }
     case InputKind::nccl_tests: {
       try {
-        for (auto& sweep : analyze::parse_nccl_tests_tables(text, path)) {
+        auto sweeps = input.parsed.nccl_tests ? std::move(*input.parsed.nccl_tests) : analyze::parse_nccl_tests_tables(text, path);
+        for (auto& sweep : sweeps) {
           auto a = analyze::analyze_sweep(sweep);
           r.nccl_tests.push_back({std::move(sweep), std::move(a)});
         }
@@ -114,7 +117,7 @@ void read_kind(FileResult& r, const analyze::InputFile& input, InputKind kind) {
     }
     case InputKind::smi_topo: {
       try {
-        auto reading = topo::parse_smi_topo(text, "file " + path);
+        auto reading = input.parsed.smi_topo ? std::move(*input.parsed.smi_topo) : topo::parse_smi_topo(text, "file " + path);
         take(r, diagnose::facts_from_topology(reading.topology, path));
         for (const auto& w : reading.warnings) r.notes.push_back(w);
         r.topo = topo::analyse(std::move(reading));
@@ -124,7 +127,12 @@ void read_kind(FileResult& r, const analyze::InputFile& input, InputKind kind) {
     case InputKind::scalescope_json: {
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(text);
+        if (input.parsed.scalescope_json) {
+          j = std::move(*input.parsed.scalescope_json);
+        } else {
+          core::count_parse("scalescope_json", text);
+          j = nlohmann::json::parse(text);
+        }
       } catch (const std::exception& e) {
         failed(e, true, true);
         return;
@@ -174,11 +182,18 @@ void read_kind(FileResult& r, const analyze::InputFile& input, InputKind kind) {
           case InputKind::training_log: take(r, analyze::read_training_log(text, path)); break;
           case InputKind::launch_command: take(r, analyze::read_commands(text, path)); break;
           case InputKind::environment: take(r, analyze::read_environment(text, path)); break;
-          case InputKind::measurement_table: take(r, analyze::read_measurement_tables(text, path)); break;
+          case InputKind::measurement_table:
+            take(r, input.parsed.measurement_table ? std::move(*input.parsed.measurement_table)
+                                                   : analyze::read_measurement_tables(text, path));
+            break;
           case InputKind::python_profile: take(r, analyze::read_python_profile(text, path)); break;
-          case InputKind::system_tools: take(r, analyze::read_system_tools(text, path)); break;
+          case InputKind::system_tools:
+            take(r, input.parsed.system_tools ? std::move(*input.parsed.system_tools) : analyze::read_system_tools(text, path));
+            break;
           case InputKind::python_code: take(r, analyze::read_python_code(text, path)); break;
-          case InputKind::report_text: take(r, analyze::read_report_text(text, path)); break;
+          case InputKind::report_text:
+            take(r, input.parsed.report_text ? std::move(*input.parsed.report_text) : analyze::read_report_text(text, path));
+            break;
           default: break;
         }
       } catch (const std::exception& e) { failed(e, true, false); }
@@ -282,9 +297,16 @@ bool Analysis::any_error() const {
          std::any_of(files.begin(), files.end(), [](const FileResult& r) { return r.skipped.empty() && !r.errors.empty(); });
 }
 
-Analysis run(analyze::InputList inputs, const RunOptions& options) {
+Analysis run(analyze::InputList inputs, const RunOptions& options) { return run(std::move(inputs), options, {}); }
+
+Analysis run(analyze::InputList inputs, const RunOptions& options, std::vector<Measured> measured) {
   Analysis a;
   a.inputs = std::move(inputs);
+  for (const auto& m : measured) {
+    a.facts.append(diagnose::facts_from_scalescope_json(m.report, m.source).facts);
+    if (m.topology) a.facts.append(diagnose::facts_from_topology(*m.topology, m.topology_source).facts);
+    a.facts.append(diagnose::FactSet(m.facts));
+  }
   std::vector<std::size_t> trace_files;
   std::uint64_t bytes_read = 0;  // of every input together, as stored (InputLimits::total_bytes)
   for (const auto& path : a.inputs.files) {
@@ -323,6 +345,7 @@ Analysis run(analyze::InputList inputs, const RunOptions& options) {
   }
 
   a.diagnosis = diagnose::diagnose(a.facts);
+  for (const auto& m : measured) predict::attach_fix_gains(a.diagnosis, m.report);
   for (const auto& r : a.files)
     if (r.scalescope_json && r.scalescope_json->run_report) predict::attach_fix_gains(a.diagnosis, *r.scalescope_json->run_report);
   return a;

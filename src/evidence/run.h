@@ -1,6 +1,7 @@
 #pragma once
 // The library entry point of the explaining side: the files of one call → their records, their facts and the
-// diagnosis. `scalescope analyze` and `scalescope profile` (over its job directory) both call run(); the reports
+// diagnosis. `scalescope analyze` and `scalescope profile` (over its job directory) call run() with files,
+// `scalescope doctor` with what it measured (Measured: its report, the live topology, its probes' facts); the reports
 // (report/analysis_report.h) render what it returns; the commands only parse flags, check outputs, call and print.
 //
 // Each file is read once and each of its kinds parsed once: the record a reader parses gives both the facts the
@@ -37,6 +38,18 @@ struct RunOptions {
   bool strong = false;                  ///< the traces are strong scaling (fixed global batch)
   analyze::StepWindows step_windows = analyze::StepWindows::gpu_launches;
   bool keep_timeline = false;           ///< keep what the merged Perfetto timeline needs (TraceAnalysis::timelines)
+};
+
+/// What a command measured itself rather than read from a file (`doctor`): read as a file of its kind would be —
+/// the report's facts (evidence/record_facts.h, facts_from_scalescope_json), the topology's facts, and the facts its
+/// probes stated — and, like a train or doctor report among the files, the figures of the fixes' predicted gains.
+struct Measured {
+  std::string source = "measured";         ///< provenance of the report's facts ("doctor")
+  nlohmann::json report;                   ///< a scalescope.doctor/1 or scalescope.train/1 result; its "topology"
+                                           ///< (topo::TopoAnalysis as JSON) gives the fixes' gains their link figures
+  std::optional<topo::Topology> topology;  ///< the machine's topology, discovered live
+  std::string topology_source = "topo (live)";
+  diagnose::FactSet facts;                 ///< the probes' facts (platform, GPU health, NCCL probe)
 };
 
 /// An error with what to do about it, as every scalescope error is said.
@@ -113,6 +126,10 @@ struct Analysis {
 /// A file that cannot be read or parsed is that file's error; the others are read. Throws core::Error only when
 /// the whole call cannot go on (out of memory outside any one file).
 Analysis run(analyze::InputList inputs, const RunOptions& options);
+
+/// run() over files and what the calling command measured (`measured` first, then the files' facts): one diagnosis
+/// over both. With no files, the Analysis holds no FileResult and only the measured evidence's facts.
+Analysis run(analyze::InputList inputs, const RunOptions& options, std::vector<Measured> measured);
 
 /// run() over files given by name (no directory expansion bounds beyond the defaults): the tests' and tools' short way.
 Analysis run_files(const std::vector<std::string>& paths, const RunOptions& options = {});

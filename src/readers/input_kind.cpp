@@ -23,6 +23,7 @@
 #include "readers/job/training_log.h"
 #include "readers/job/watchdog.h"
 #include "core/error.h"
+#include "core/parse_count.h"
 #include "topo/smi_topo_parser.h"
 
 namespace scalescope::analyze {
@@ -166,7 +167,13 @@ bool names_generator(std::string_view text, std::string_view name) {
 bool InputDetection::has(InputKind k) const { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); }
 
 InputDetection detect_input(std::string_view text, std::string_view name, bool complete) {
+  return detect_input(text, name, complete, nullptr);
+}
+
+InputDetection detect_input(std::string_view text, std::string_view name, bool complete, DetectionProducts* keep) {
   InputDetection d;
+  DetectionProducts kept;  // what was parsed; handed to `keep` at the end
+  const std::string source(name);
   if (text.empty()) {
     d.reason = "the file is empty";
     return d;
@@ -201,6 +208,7 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
         return d;
       }
       try {
+        core::count_parse("scalescope_json", text);
         auto j = nlohmann::json::parse(text);
         if (j.is_object() && j.contains("schema") && j["schema"].is_string()) {
           const std::string schema = j["schema"].get<std::string>();
@@ -208,6 +216,7 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
             d.kinds = {InputKind::scalescope_json};
             d.schema = schema;
             d.reason = "JSON with \"schema\": \"" + schema + "\"";
+            if (keep) keep->scalescope_json = std::move(j);
             return d;
           }
         }
@@ -247,7 +256,7 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
                            contains(text, "Out of bounds values");
   if (tests_words) {
     try {
-      (void)parse_nccl_tests_tables(text, std::string(name));
+      kept.nccl_tests = parse_nccl_tests_tables(text, source);
       d.kinds.push_back(InputKind::nccl_tests);
       how.push_back("an nccl-tests results table");
     } catch (const core::Error& e) {
@@ -256,7 +265,7 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   }
   if (contains(text, "GPU0")) {
     try {
-      (void)topo::parse_smi_topo(text, std::string(name));
+      kept.smi_topo = topo::parse_smi_topo(text, "file " + source);
       d.kinds.push_back(InputKind::smi_topo);
       how.push_back("an `nvidia-smi topo -m` matrix");
     } catch (const core::Error&) {
@@ -290,7 +299,8 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
     d.kinds.push_back(InputKind::environment);
     how.push_back("NAME=value settings");
   }
-  if (!tests_text && !d.has(InputKind::smi_topo) && !d.has(InputKind::nccl_log) && looks_like_measurement_table(text)) {
+  if (!tests_text && !d.has(InputKind::smi_topo) && !d.has(InputKind::nccl_log) &&
+      (kept.measurement_table = read_measurement_tables_if_any(text, source))) {
     d.kinds.push_back(InputKind::measurement_table);
     how.push_back("a table of measurements");
   }
@@ -302,11 +312,12 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   if (looks_like_python_code(text) || (py_name && d.kinds.empty() && contains(text, "torch"))) {
     d.kinds.push_back(InputKind::python_code);
     how.push_back("PyTorch training code");
-  } else if (looks_like_report_text(text)) {
+  } else if ((kept.report_text = read_report_text_if_prose(text, source))) {
     d.kinds.push_back(InputKind::report_text);
     how.push_back("prose about the job");
   }
-  if (auto tools = detect_system_tools(text); !tools.empty()) {
+  std::vector<std::string> tools;
+  if ((kept.system_tools = read_system_tools_if_any(text, source, tools))) {
     d.kinds.push_back(InputKind::system_tools);
     std::string list;
     for (const auto& t : tools) list += (list.empty() ? "" : ", ") + t;
@@ -315,6 +326,7 @@ InputDetection detect_input(std::string_view text, std::string_view name, bool c
   }
   if (!d.kinds.empty()) {
     for (const auto& h : how) d.reason += (d.reason.empty() ? "" : ", ") + h;
+    if (keep) *keep = std::move(kept);
     return d;
   }
   d.reason = "not a recognised input: " + std::string(kLookedFor);
@@ -353,7 +365,7 @@ InputFile read_input_file(const std::string& path, std::uint64_t excerpt_bytes) 
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
     const bool complete = static_cast<std::uint64_t>(st.st_size) <= head.size();
-    f.detection = detect_input(head, path, complete);
+    f.detection = detect_input(head, path, complete, &f.parsed);
     if (complete || f.detection.has(InputKind::kineto_trace) || f.detection.gzip ||
         (f.detection.kinds.empty() && f.detection.reason != "need the whole text")) {
       if (!f.detection.has(InputKind::kineto_trace)) f.text = std::move(head);
@@ -363,11 +375,11 @@ InputFile read_input_file(const std::string& path, std::uint64_t excerpt_bytes) 
   // Not a regular file (read_text_file names the problem), or a text longer than the head.
   if (excerpt_bytes > 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > excerpt_bytes) {
     f.text = head_and_tail(path, static_cast<std::uint64_t>(st.st_size), excerpt_bytes / 2, f.bytes_skipped);
-    f.detection = detect_input(f.text, path, true);
+    f.detection = detect_input(f.text, path, true, &f.parsed);
     return f;
   }
   f.text = read_text_file(path, "input", 256ull << 20);
-  f.detection = detect_input(f.text, path, true);
+  f.detection = detect_input(f.text, path, true, &f.parsed);
   return f;
 }
 

@@ -12,6 +12,12 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "comm/sweep.h"
+#include "facts/facts.h"
+#include "topo/topology.h"
+
 namespace scalescope::analyze {
 
 enum class InputKind {
@@ -45,6 +51,18 @@ struct InputDetection {
   bool has(InputKind k) const;
 };
 
+/// What detection parsed to decide a kind, kept so that reading the file does not parse it again (each file is
+/// parsed once per run): a member is set only when detection parsed that kind over the whole text with the file's
+/// name as the source the reader would be given ("file " + name for a topology, as evidence::run reads one).
+struct DetectionProducts {
+  std::optional<nlohmann::json> scalescope_json;      ///< the parsed JSON of a scalescope report
+  std::optional<std::vector<Sweep>> nccl_tests;        ///< parse_nccl_tests_tables(text, name)
+  std::optional<topo::TopologyReading> smi_topo;       ///< topo::parse_smi_topo(text, "file " + name)
+  std::optional<diagnose::Reading> measurement_table;  ///< read_measurement_tables(text, name)
+  std::optional<diagnose::Reading> report_text;        ///< read_report_text(text, name)
+  std::optional<diagnose::Reading> system_tools;       ///< read_system_tools(text, name)
+};
+
 /// Bytes detection looks at first; a trace is recognised from them alone, without reading the rest.
 inline constexpr std::size_t kDetectionHeadBytes = 64 * 1024;
 
@@ -68,11 +86,15 @@ inline constexpr std::size_t kDetectionHeadBytes = 64 * 1024;
 /// Throws nothing.
 InputDetection detect_input(std::string_view text, std::string_view name, bool complete);
 
+/// detect_input, keeping in `*keep` what it parsed of the whole text (see DetectionProducts).
+InputDetection detect_input(std::string_view text, std::string_view name, bool complete, DetectionProducts* keep);
+
 /// A file read for analysis: its detection and, for every kind but traces, its whole text.
 struct InputFile {
   std::string path;
   InputDetection detection;
   std::string text;  ///< empty for traces (their readers read the file themselves)
+  DetectionProducts parsed;  ///< what detection parsed of `text`: the reading takes it instead of parsing again
   /// Bytes of the middle of a text larger than the excerpt asked for that were not read (0: the whole text). The
   /// text then holds the head, a line "[… N bytes not read …]", and the tail; line numbers of the tail count from
   /// that line, not from the file's start.

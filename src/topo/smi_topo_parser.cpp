@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/parse_count.h"
 #include "core/error.h"
 
 namespace scalescope::topo {
@@ -342,6 +343,7 @@ void repair_utf8(TopologyReading& r) {
 }  // namespace
 
 TopologyReading parse_smi_topo(std::string_view raw, const std::string& source) {
+  core::count_parse("smi_topo", raw);
   TopologyReading reading = parse_smi_topo_text(raw, source);
   repair_utf8(reading);
   return reading;

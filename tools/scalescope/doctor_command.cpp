@@ -11,13 +11,12 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "diagnose/engine.h"
-#include "evidence/record_facts.h"
+#include "evidence/run.h"
 #include "doctor/doctor.h"
 #include "report/reports.h"
 #include "report/topo_report.h"
 #include "topo/analysis.h"
 #include "topo/live.h"
-#include "predict/fix_gain.h"
 #include "core/progress.h"
 #include "probe/gpu_health.h"
 #include "probe/platform.h"
@@ -115,18 +114,16 @@ int run(const DoctorFlags& f) {
   std::fputs(report::render_doctor_report(report).c_str(), stdout);
   // The diagnosis over what was measured and the machine's topology: the verdict and the waterfall become facts.
   nlohmann::json j = report;
-  diagnose::FactSet facts = diagnose::facts_from_scalescope_json(j, "doctor").facts;
-  facts.append(diagnose::facts_from_topology(topology.topology, "topo (live)").facts);
+  evidence::Measured measured;
+  measured.source = "doctor";
+  measured.report = j;
+  measured.report["topology"] = topology;  // the links' figures of the fixes' gains
+  measured.topology = topology.topology;
   // The platform's findings concern NCCL's paths between GPUs: CPU ranks (MPI) leave them out of the diagnosis.
-  if (gpu) facts.append(probe::platform_facts(platform));
-  if (gpu_probes) facts.append(probe::gpu_probe_facts(*gpu_probes));
-  if (nccl_probe) facts.append(runtime::nccl_probe_facts(*nccl_probe));
-  auto diagnosis = diagnose::diagnose(facts);
-  {
-    nlohmann::json with_topology = j;
-    with_topology["topology"] = topology;
-    predict::attach_fix_gains(diagnosis, with_topology);
-  }
+  if (gpu) measured.facts.append(probe::platform_facts(platform));
+  if (gpu_probes) measured.facts.append(probe::gpu_probe_facts(*gpu_probes));
+  if (nccl_probe) measured.facts.append(runtime::nccl_probe_facts(*nccl_probe));
+  const auto diagnosis = evidence::run({}, {}, {std::move(measured)}).diagnosis;
   if (!report.points.empty()) std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
   if (!f.html.empty() && !report.points.empty()) {
     report::HtmlPage page;

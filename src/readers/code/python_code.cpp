@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "core/parse_count.h"
 #include "text/log_text.h"
 
 namespace scalescope::analyze {
@@ -174,6 +175,7 @@ bool looks_like_python_code(std::string_view text) {
 }
 
 diagnose::Reading read_python_code(std::string_view text, const std::string& source, std::size_t first_line) {
+  core::count_parse("python_code", text);
   State st;
   st.source = source;
   st.first_line = first_line;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/parse_count.h"
 #include "text/log_text.h"
 
 namespace scalescope::analyze {
@@ -158,6 +159,7 @@ bool looks_like_python_profile(std::string_view text) {
 }
 
 diagnose::Reading read_python_profile(std::string_view text, const std::string& source) {
+  core::count_parse("python_profile", text);
   diagnose::Reading out;
   try {
     const auto lines = split_lines(text);

@@ -1,4 +1,5 @@
 #include "readers/job/watchdog.h"
+#include "core/parse_count.h"
 
 #include <algorithm>
 #include <cctype>
@@ -310,6 +311,7 @@ bool has_watchdog_messages(std::string_view text) {
 }
 
 WatchdogLog parse_watchdog(std::string_view text, std::string source) {
+  core::count_parse("watchdog", text);
   WatchdogLog log = Parser(text, std::move(source)).run();
   // Only the stack of the watchdog's timeout check survived (the paste starts below the WorkNCCL line): the check
   // raised, so a collective timed out; which one is not in the text.

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "core/parse_count.h"
+
 namespace scalescope::analyze {
 namespace {
 
@@ -913,7 +915,10 @@ std::string nccl_result_name(int code) {
   }
 }
 
-NcclLog parse_nccl_log(std::string_view text, std::string source) { return Parser(text, std::move(source)).run(); }
+NcclLog parse_nccl_log(std::string_view text, std::string source) {
+  core::count_parse("nccl_log", text);
+  return Parser(text, std::move(source)).run();
+}
 
 NcclLog read_nccl_log_file(const std::string& path) {
   return parse_nccl_log(read_text_file(path, "NCCL log", 256ull << 20), path);

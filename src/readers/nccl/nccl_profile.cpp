@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/parse_count.h"
 #include "core/error.h"
 #include "core/stats.h"
 
@@ -83,6 +84,7 @@ bool looks_like_nccl_profile(std::string_view head) {
 }
 
 NcclProfile parse_nccl_profile(std::string_view text, const std::string& source) {
+  core::count_parse("nccl_profile", text);
   if (!looks_like_nccl_profile(text))
     throw core::Error(fmt::format("'{}' does not start with the header of scalescope's NCCL profiler plugin "
                                   "(a JSON line with \"schema\": \"{}\")", source, kNcclProfileSchema),

@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "core/parse_count.h"
+
 #include "core/error.h"
 
 namespace scalescope::analyze {
@@ -1183,6 +1185,7 @@ std::string_view from_line(std::string_view text, int line_of_text, int line) {
 
 std::vector<Sweep> parse_nccl_tests_tables(std::string_view text, const std::string& source_name,
                                            const NcclTestsParseOptions& options) {
+  core::count_parse("nccl_tests", text);
   std::vector<Sweep> tables;
   std::vector<std::string> pending_notes;  // about parts before the first table read
   // A part read: the notes about dead parts before it, if no table came before them, go to it.

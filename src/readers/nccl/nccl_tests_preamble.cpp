@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "core/parse_count.h"
 #include "readers/job/launch_env.h"
 #include "text/log_text.h"
 
@@ -97,6 +98,7 @@ bool looks_like_nccl_tests_preamble(std::string_view text) {
 }
 
 diagnose::Reading read_nccl_tests_preamble(std::string_view text, const std::string& source, bool has_rows) {
+  core::count_parse("nccl_tests_header", text);
   diagnose::Reading r;
   const auto lines = split_lines(text);
   std::vector<Device> devices;

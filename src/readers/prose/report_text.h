@@ -8,6 +8,7 @@
 // claim's provenance is its sentence. Code blocks and quoted log lines inside the prose are left to the other readers.
 // Pure; never throws.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,11 @@ namespace scalescope::analyze {
 
 /// Whether `text` is mostly prose (sentences) and holds at least one claim this reader reads.
 bool looks_like_report_text(std::string_view text);
+
+/// looks_like_report_text and read_report_text in one parse: the reading when `text` is prose, nullopt when not. A
+/// text longer than detection looks at (256 KiB or 4,000 lines) is judged by its head and then read whole. Never
+/// throws.
+std::optional<diagnose::Reading> read_report_text_if_prose(std::string_view text, const std::string& source);
 
 /// Reads the claims of `text`; `source` names it in provenance. Never throws.
 diagnose::Reading read_report_text(std::string_view text, const std::string& source);

@@ -3,6 +3,8 @@
 
 #include "readers/system/system_tools.h"
 
+#include "core/parse_count.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -260,34 +262,62 @@ Scan scan_text(std::string_view text, const std::string& source) {
 }  // namespace
 }  // namespace system_tools_detail
 
-std::vector<std::string> detect_system_tools(std::string_view text) {
+namespace {
+
+// The tools whose output a scan recognised, in Tool order.
+std::vector<std::string> tools_of(const system_tools_detail::Scan& scan) {
   using namespace system_tools_detail;
   std::vector<std::string> out;
-  try {
-    const Scan scan = scan_text(text, "text");
-    for (std::size_t i = 0; i < static_cast<std::size_t>(Tool::count_); ++i)
-      if (scan.seen(static_cast<Tool>(i))) out.emplace_back(tool_name(static_cast<Tool>(i)));
-  } catch (...) {  // only std::bad_alloc can get here; a reader never throws otherwise
-    out.clear();
-  }
+  for (std::size_t i = 0; i < static_cast<std::size_t>(Tool::count_); ++i)
+    if (scan.seen(static_cast<Tool>(i))) out.emplace_back(tool_name(static_cast<Tool>(i)));
   return out;
 }
 
-diagnose::Reading read_system_tools(std::string_view text, const std::string& source) {
-  using namespace system_tools_detail;
+// The reading of a scan: its facts in line order, its notes.
+diagnose::Reading reading_of(system_tools_detail::Scan& scan) {
   diagnose::Reading reading;
-  try {
-    Scan scan = scan_text(text, source);
-    auto& facts = scan.facts();
-    std::stable_sort(facts.begin(), facts.end(),
-                     [](const diagnose::Fact& a, const diagnose::Fact& b) { return a.where.line < b.where.line; });
-    for (auto& f : facts) reading.facts.add(std::move(f));
-    reading.notes = std::move(scan.notes());
-  } catch (...) {  // only std::bad_alloc can get here
-    reading = {};
-    reading.notes.push_back("the system-tools reader ran out of memory on this text; nothing was read");
-  }
+  auto& facts = scan.facts();
+  std::stable_sort(facts.begin(), facts.end(),
+                   [](const diagnose::Fact& a, const diagnose::Fact& b) { return a.where.line < b.where.line; });
+  for (auto& f : facts) reading.facts.add(std::move(f));
+  reading.notes = std::move(scan.notes());
   return reading;
+}
+
+}  // namespace
+
+std::vector<std::string> detect_system_tools(std::string_view text) {
+  try {
+    return tools_of(system_tools_detail::scan_text(text, "text"));
+  } catch (...) {  // only std::bad_alloc can get here; a reader never throws otherwise
+    return {};
+  }
+}
+
+diagnose::Reading read_system_tools(std::string_view text, const std::string& source) {
+  try {
+    core::count_parse("system_tools", text);
+    auto scan = system_tools_detail::scan_text(text, source);
+    return reading_of(scan);
+  } catch (...) {  // only std::bad_alloc can get here
+    diagnose::Reading reading;
+    reading.notes.push_back("the system-tools reader ran out of memory on this text; nothing was read");
+    return reading;
+  }
+}
+
+std::optional<diagnose::Reading> read_system_tools_if_any(std::string_view text, const std::string& source,
+                                                          std::vector<std::string>& tools) {
+  try {
+    core::count_parse("system_tools", text);
+    auto scan = system_tools_detail::scan_text(text, source);
+    tools = tools_of(scan);
+    if (tools.empty()) return std::nullopt;
+    return reading_of(scan);
+  } catch (...) {  // only std::bad_alloc can get here; a reader never throws otherwise
+    tools.clear();
+    return std::nullopt;
+  }
 }
 
 }  // namespace scalescope::analyze

@@ -85,6 +85,7 @@
 // Damaged text (cut lines, CRLF, prompts, quote markers "> ", binary junk) never throws: what can be read is read,
 // and Reading::notes names each line read only in part or not at all ("line 12: …").
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,5 +106,10 @@ std::vector<std::string> detect_system_tools(std::string_view text);
 /// throws: damaged lines are read in part or skipped with a note; if memory runs out the Reading is empty but for a
 /// note saying so.
 diagnose::Reading read_system_tools(std::string_view text, const std::string& source);
+
+/// detect_system_tools and read_system_tools in one scan: `tools` gets the tools recognised, and the reading is
+/// returned when there is one (nullopt when no tool's output is in `text`). Never throws.
+std::optional<diagnose::Reading> read_system_tools_if_any(std::string_view text, const std::string& source,
+                                                          std::vector<std::string>& tools);
 
 }  // namespace scalescope::analyze

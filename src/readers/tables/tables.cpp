@@ -3,6 +3,8 @@
 // titles, notes. See readers/tables/tables.h.
 #include "readers/tables/tables.h"
 
+#include "core/parse_count.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -560,13 +562,19 @@ std::vector<Line> bounded_lines(std::string_view text, diagnose::Reading* out) {
 
 }  // namespace
 
-bool looks_like_measurement_table(std::string_view text) {
+namespace {
+
+// Whether `text` holds a measurement table, judged over its head; `whole` receives the reading of the whole text
+// when the head was all of it (the one parse), with `source` in its provenance.
+bool judge_tables(std::string_view text, const std::string& source, std::optional<diagnose::Reading>* whole) {
   try {
-    auto lines = bounded_lines(text, nullptr);
-    if (lines.size() > kDetectLines) lines.resize(kDetectLines);
-    if (!foreign_text(lines).empty()) return false;
     diagnose::Reading r;
-    read_lines(lines, "", r);
+    auto lines = bounded_lines(text, &r);
+    const bool all_lines = lines.size() <= kDetectLines;
+    if (!all_lines) lines.resize(kDetectLines);
+    if (!foreign_text(lines).empty()) return false;
+    core::count_parse("measurement_table", text);
+    read_lines(lines, all_lines && whole ? source : std::string(), r);
     std::map<std::string, std::set<std::size_t>> rows;
     std::map<std::string, std::size_t> figures;
     for (const auto& m : r.facts.of<diagnose::Measurement>()) {
@@ -577,17 +585,33 @@ bool looks_like_measurement_table(std::string_view text) {
     const bool markdown = text.find("|---") != std::string_view::npos || text.find("| ---") != std::string_view::npos ||
                           text.find("|:--") != std::string_view::npos;
     for (const auto& [table, ls] : rows)
-      if (ls.size() >= 2 || (markdown && figures[table] >= 2)) return true;
+      if (ls.size() >= 2 || (markdown && figures[table] >= 2)) {
+        if (all_lines && whole) *whole = std::move(r);
+        return true;
+      }
     return false;
   } catch (...) {
     return false;
   }
 }
 
+}  // namespace
+
+bool looks_like_measurement_table(std::string_view text) { return judge_tables(text, "", nullptr); }
+
+std::optional<diagnose::Reading> read_measurement_tables_if_any(std::string_view text, const std::string& source) {
+  std::optional<diagnose::Reading> whole;
+  if (!judge_tables(text, source, &whole)) return std::nullopt;
+  if (whole) return whole;
+  return read_measurement_tables(text, source);
+}
+
 diagnose::Reading read_measurement_tables(std::string_view text, const std::string& source) {
   diagnose::Reading out;
   try {
-    read_lines(bounded_lines(text, &out), source, out);
+    auto lines = bounded_lines(text, &out);
+    core::count_parse("measurement_table", text);
+    read_lines(lines, source, out);
   } catch (const std::exception& ex) {
     out.notes.push_back(std::string("the table reader stopped early: ") + ex.what());
   } catch (...) {

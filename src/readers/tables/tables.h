@@ -104,6 +104,7 @@
 // tables are read (noted), and any table under an nccl-tests, topology or cProfile header is skipped (noted).
 // Limits: 200000 lines (noted), 64 columns. Pure; no I/O.
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -116,6 +117,11 @@ namespace scalescope::analyze {
 /// "algbw busbw" headers), `nvidia-smi topo -m` matrices ("GPU0 GPU1" headers, "CPU Affinity"), Python profiles,
 /// prose and environment dumps. Never throws (false on any internal failure).
 bool looks_like_measurement_table(std::string_view text);
+
+/// looks_like_measurement_table and read_measurement_tables in one parse: the reading when `text` holds such a table,
+/// nullopt when not. A text longer than detection looks at (20000 lines) is judged by its head and then read whole.
+/// Never throws.
+std::optional<diagnose::Reading> read_measurement_tables_if_any(std::string_view text, const std::string& source);
 
 /// Reads every table and list of `text` (`source` names it in provenance: 1-based line of the row, the row's
 /// text with HTML tags removed; title facts point at the title's line). Returns, table by table, the title's

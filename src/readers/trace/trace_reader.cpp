@@ -16,6 +16,8 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "core/parse_count.h"
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
@@ -1435,6 +1437,7 @@ std::string_view to_string(EventKind k) noexcept {
 std::string TraceId::to_string() const { return is_string ? text : std::to_string(number); }
 
 Trace read_trace_file(const std::string& path, const TraceReadOptions& options) {
+  core::count_parse("kineto_trace", path);
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw core::Error(fmt::format("cannot open trace '{}': {}", path, std::strerror(errno)),
