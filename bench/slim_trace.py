@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Makes a PyTorch profiler trace small enough to keep as a test fixture, without changing what scalescope reads.
 
-Keeps every event of the kinds scalescope's trace reader keeps (src/readers/trace/trace_reader.cpp: kernels, copies,
+Keeps every event of the kinds scalescope's trace reader keeps (src/readers/trace/trace_event_names.h: kernels, copies,
 memsets, CUDA runtime and driver calls, the CPU ranges it names — ProfilerStep#N, aten::item, DataLoader, NCCL and
 c10d ranges, DDP's own ranges — and metadata) and drops the other CPU operators (aten::*, which it skips), then writes
 the trace gzip-compressed. Nothing is edited in the events kept.

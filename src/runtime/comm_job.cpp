@@ -144,4 +144,20 @@ CommRun launch_comm_job(const CommJobConfig& config) {
   return core::read_json_file(result_path, "rank 0's comm result").get<CommRun>();
 }
 
+void run_comm_job_file(const std::string& job_path) {
+  CommJobConfig config;
+  std::string result_path;
+  try {
+    auto job = core::read_json_file(job_path, "the comm job file");
+    config = job.at("config").get<CommJobConfig>();
+    result_path = job.at("result").get<std::string>();
+  } catch (const core::Error&) {
+    throw;
+  } catch (const std::exception& e) {  // not JSON, a missing or mistyped field, an unknown name
+    throw core::Error("job file '" + job_path + "' is not a scalescope comm job: " + e.what(),
+                      "--internal-job is how scalescope starts its own ranks; run 'scalescope comm' without it");
+  }
+  if (auto run = run_comm_rank(config)) core::write_file_atomically(result_path, nlohmann::json(*run).dump() + "\n");
+}
+
 }  // namespace scalescope::runtime

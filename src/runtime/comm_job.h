@@ -50,4 +50,9 @@ std::optional<CommRun> run_comm_rank(const CommJobConfig& config);
 /// Starts the ranks on this node (train::launch_rank_processes), waits, returns rank 0's result.
 CommRun launch_comm_job(const CommJobConfig& config);
 
+/// Runs this process as a rank launch_comm_job started (`comm --internal-job JOB_FILE`): reads the job file it wrote,
+/// runs the rank, and rank 0 writes its result where the job file says. Throws core::Error, naming the file when it is
+/// not such a job.
+void run_comm_job_file(const std::string& job_path);
+
 }  // namespace scalescope::runtime

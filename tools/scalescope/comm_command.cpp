@@ -3,27 +3,24 @@
 // nccl-tests' flags, or read from a saved nccl-tests output (`--from FILE`).
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include <fmt/format.h>
 
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
-
-#include "readers/nccl/nccl_tests_parser.h"
 #include "analysis/sweep_analysis.h"
-#include "commands.h"
-#include "core/atomic_file.h"
 #include "comm/bench_backend.h"
 #include "comm/launcher.h"
 #include "comm/mpi_communicator.h"
+#include "commands.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/output_guard.h"
-#include "core/json_file.h"
-#include "runtime/comm_job.h"
+#include "readers/nccl/nccl_tests_parser.h"
 #include "report/nccl_tests_table.h"
+#include "runtime/comm_job.h"
+#include "runtime/comm_job_options.h"
 #include "workload_options.h"
 
 namespace scalescope::cli {
@@ -31,99 +28,22 @@ namespace {
 
 struct CommFlags {
   std::string from;        // saved nccl-tests output to read instead of measuring
-  std::string collective;  // --from: what the sweep measured (a hint); live: what to measure ("all" = every one)
   double expect_gbps = 0;  // expected bus bandwidth for the grade; 0: no grade
   std::string out;         // JSON report path
-  // Live benchmark, nccl-tests' flags.
-  std::string backend = "auto";
-  int world_size = 1;              // -g (nccl-tests: GPUs per thread; here: ranks, one per GPU or core)
-  std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
-  std::uint64_t step_factor = 1;
-  int iters = 20, warmup_iters = 1, check = 1;
-  std::string datatype = "float", op = "sum", root = "0";
-  bool no_per_iteration = false;
-  double timeout_seconds = 1800;
+  // The live benchmark, nccl-tests' flags; `job.collective` is also --from's hint (what the sweep measured).
+  runtime::CommJobOptions job;
   bool quiet = false;
   std::string internal_job;
 };
 
-/// nccl-tests' size syntax: a number with an optional K, M or G suffix (powers of 1024). Throws UsageError.
-std::uint64_t parse_size(const std::string& flag, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(text.c_str(), &end);
-  std::uint64_t unit = 1;
-  std::string suffix(end ? end : "");
-  if (suffix == "K" || suffix == "k") unit = 1ull << 10;
-  else if (suffix == "M" || suffix == "m") unit = 1ull << 20;
-  else if (suffix == "G" || suffix == "g") unit = 1ull << 30;
-  else if (!suffix.empty()) unit = 0;
-  if (errno != 0 || end == text.c_str() || unit == 0 || !(value >= 0) || value * unit > 1.8e19)
-    throw core::UsageError(fmt::format("{} '{}' is not a size", flag, text), "use bytes with an optional K, M or G suffix, e.g. 8, 64K, 4G");
-  return static_cast<std::uint64_t>(std::llround(value * static_cast<double>(unit)));
-}
-
-template <class T, class Parse, class All>
-std::vector<T> parse_list(const std::string& flag, const std::string& text, Parse parse, All all, const char* valid) {
-  if (text == "all") return all();
-  auto v = parse(text);
-  if (!v) throw core::UsageError(fmt::format("unknown {} '{}'", flag, text), std::string("use one of: ") + valid + ", or all");
-  return {*v};
-}
-
-/// Whether an -o value is a file name rather than an op ("r.json", "out/r"): `-o` is --out in analyze and doctor,
-/// but the reduction op in `comm`, as in nccl-tests.
-bool op_looks_like_a_file_name(const std::string& op) {
-  return op.find('.') != std::string::npos || op.find('/') != std::string::npos;
-}
-
 runtime::CommJobConfig resolve(const CommFlags& f) {
-  runtime::CommJobConfig c;
-  c.backend = f.backend == "auto" ? (train::visible_gpu_count() > 0 ? train::BackendKind::gpu : train::BackendKind::cpu)
-                                  : train::parse_backend_kind(f.backend);
-  if (f.backend == "auto" && c.backend == train::BackendKind::cpu && !f.quiet && f.internal_job.empty())
+  const train::BackendKind backend = runtime::comm_job_backend(f.job.backend);
+  if (f.job.backend == "auto" && backend == train::BackendKind::cpu && !f.quiet && f.internal_job.empty())
     std::fprintf(stderr, "scalescope comm: no GPU is visible, so the ranks are CPU processes over MPI (host memory); "
                          "pass --backend gpu on a GPU machine\n");
-  c.world_size = f.world_size;
-  auto& s = c.sweep;
-  s.min_bytes = parse_size("-b", f.min_bytes);
-  s.max_bytes = parse_size("-e", f.max_bytes);
-  s.step_bytes = parse_size("-i", f.step_bytes);
-  s.step_factor = f.step_factor;
-  s.iters = f.iters;
-  s.warmup_iters = f.warmup_iters;
-  s.check = f.check;
-  s.per_iteration_stats = !f.no_per_iteration;
-  s.collectives = parse_list<comm::Collective>("collective", f.collective.empty() ? "all_reduce" : f.collective,
-                                               comm::parse_collective, comm::all_collectives,
-                                               "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, send_recv");
-  s.types = parse_list<comm::DataType>(
-      "data type", f.datatype, comm::parse_data_type,
-      [] { return std::vector<comm::DataType>{comm::DataType::f32, comm::DataType::f16, comm::DataType::bf16,
-                                              comm::DataType::f64, comm::DataType::i32, comm::DataType::i8}; },
-      "float, half, bfloat16, double, int32, int8");
-  if (op_looks_like_a_file_name(f.op))  // meant for --out
-    throw core::UsageError(fmt::format("unknown op '{}': in `comm`, -o is the reduction op, as in nccl-tests", f.op),
-                           "write the result with --out FILE; -o takes sum, prod, max, min, avg or all");
-  s.ops = parse_list<comm::RedOp>(
-      "op", f.op, comm::parse_red_op,
-      [] { return std::vector<comm::RedOp>{comm::RedOp::sum, comm::RedOp::prod, comm::RedOp::max, comm::RedOp::min,
-                                           comm::RedOp::avg}; },
-      "sum, prod, max, min, avg");
-  if (f.root == "all") {
-    s.roots.clear();
-    for (int r = 0; r < f.world_size; ++r) s.roots.push_back(r);
-  } else {
-    char* end = nullptr;
-    const long r = std::strtol(f.root.c_str(), &end, 10);
-    if (end == f.root.c_str() || *end != '\0')
-      throw core::UsageError(fmt::format("root '{}' is not a rank number", f.root), "use -r 0 or -r all");
-    s.roots = {static_cast<int>(r)};
-  }
-  c.timeout_seconds = f.timeout_seconds;
-  c.progress = !f.quiet;
-  c.validate();
-  return c;
+  runtime::CommJobOptions options = f.job;
+  options.progress = !f.quiet;
+  return runtime::comm_job_config(options, backend);
 }
 
 /// Prints one sweep's report: a comment line naming it, the nccl-tests table, statistics and summary.
@@ -144,19 +64,7 @@ analyze::AnalysisOptions analysis_options(const CommFlags& f) {
 /// The live benchmark: launcher, rank started by the launcher, or rank under mpirun/srun.
 int run_live(const CommFlags& f) {
   if (!f.internal_job.empty()) {  // a rank started by launch_comm_job
-    runtime::CommJobConfig config;
-    std::string result_path;
-    try {
-      auto job = core::read_json_file(f.internal_job, "the comm job file");
-      config = job.at("config").get<runtime::CommJobConfig>();
-      result_path = job.at("result").get<std::string>();
-    } catch (const core::Error&) {
-      throw;
-    } catch (const std::exception& e) {  // not JSON, a missing or mistyped field, an unknown name
-      throw core::Error("job file '" + f.internal_job + "' is not a scalescope comm job: " + e.what(),
-                        "--internal-job is how scalescope starts its own ranks; run 'scalescope comm' without it");
-    }
-    if (auto run = runtime::run_comm_rank(config)) core::write_file_atomically(result_path, nlohmann::json(*run).dump() + "\n");
+    runtime::run_comm_job_file(f.internal_job);
     return 0;
   }
   const auto config = resolve(f);
@@ -212,10 +120,10 @@ int run_live(const CommFlags& f) {
 
 std::vector<analyze::Sweep> sweeps_from_file(const CommFlags& f) {
   analyze::NcclTestsParseOptions options;
-  if (!f.collective.empty()) {
-    auto c = comm::parse_collective(f.collective);
+  if (!f.job.collective.empty()) {
+    auto c = comm::parse_collective(f.job.collective);
     if (!c)
-      throw core::UsageError("unknown collective '" + f.collective + "'",
+      throw core::UsageError("unknown collective '" + f.job.collective + "'",
                              "use all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all or send_recv");
     options.hint = c;
   }
@@ -265,7 +173,7 @@ void refuse_live_flags_with_from(const CLI::App& cmd, const std::string& op) {
   if (given.empty()) return;
   throw core::UsageError(
       fmt::format("--from reads a saved output, so flags that shape a live run would be ignored: {}", given),
-      cmd.count("-o") > 0 && op_looks_like_a_file_name(op) ? "write the report with --out FILE: in `comm`, -o is the reduction op, as in nccl-tests"
+      cmd.count("-o") > 0 && runtime::op_looks_like_a_file_name(op) ? "write the report with --out FILE: in `comm`, -o is the reduction op, as in nccl-tests"
                            : "drop them; the sizes, type, op and rank count come from the text (name the collective "
                              "with --collective when it does not say)");
 }
@@ -279,27 +187,27 @@ Action add_comm_command(CLI::App& app) {
               "from an nccl-tests output (--from): plateau busbw, latency, α–β fit and grade");
   // No CLI::ExistingFile: a missing or unreadable file is a failed run (exit 1) naming the path, like bad content.
   cmd->add_option("--from", flags->from, "nccl-tests output to read (all_reduce_perf & co., rccl-tests, NCCL 1.x tests)");
-  cmd->add_option("--collective", flags->collective,
+  cmd->add_option("--collective", flags->job.collective,
                   "live: the collective to measure, or all (default all_reduce); --from: the collective the output "
                   "measured, when the text does not name its program");
-  cmd->add_option("--backend", flags->backend, "cpu (MPI ranks), gpu (NCCL, one process per GPU) or auto")
+  cmd->add_option("--backend", flags->job.backend, "cpu (MPI ranks), gpu (NCCL, one process per GPU) or auto")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
-  cmd->add_option("-g,--ngpus,--world-size", flags->world_size, "ranks: GPUs (or CPU cores) to run over")
+  cmd->add_option("-g,--ngpus,--world-size", flags->job.world_size, "ranks: GPUs (or CPU cores) to run over")
       ->check(number_check(false))->capture_default_str();
-  cmd->add_option("-b,--minbytes", flags->min_bytes, "smallest size (K/M/G suffixes)")->capture_default_str();
-  cmd->add_option("-e,--maxbytes", flags->max_bytes, "largest size")->capture_default_str();
-  cmd->add_option("-i,--stepbytes", flags->step_bytes, "size increment when -f is 1")->capture_default_str();
-  cmd->add_option("-f,--stepfactor", flags->step_factor, "size multiplication factor")->check(number_check(false))->capture_default_str();
-  cmd->add_option("-n,--iters", flags->iters, "timed iterations per size")->check(number_check(false))->capture_default_str();
-  cmd->add_option("-w,--warmup_iters", flags->warmup_iters, "warm-up iterations (before the sweep and before each size)")
+  cmd->add_option("-b,--minbytes", flags->job.min_bytes, "smallest size (K/M/G suffixes)")->capture_default_str();
+  cmd->add_option("-e,--maxbytes", flags->job.max_bytes, "largest size")->capture_default_str();
+  cmd->add_option("-i,--stepbytes", flags->job.step_bytes, "size increment when -f is 1")->capture_default_str();
+  cmd->add_option("-f,--stepfactor", flags->job.step_factor, "size multiplication factor")->check(number_check(false))->capture_default_str();
+  cmd->add_option("-n,--iters", flags->job.iters, "timed iterations per size")->check(number_check(false))->capture_default_str();
+  cmd->add_option("-w,--warmup_iters", flags->job.warmup_iters, "warm-up iterations (before the sweep and before each size)")
       ->check(number_check(true))->capture_default_str();
-  cmd->add_option("-c,--check", flags->check, "data-check iterations per size (0: no check)")
+  cmd->add_option("-c,--check", flags->job.check, "data-check iterations per size (0: no check)")
       ->check(number_check(true))->capture_default_str();
-  cmd->add_option("-d,--datatype", flags->datatype, "float, half, bfloat16, double, int32, int8 or all")->capture_default_str();
-  cmd->add_option("-o,--op", flags->op, "sum, prod, max, min, avg or all")->capture_default_str();
-  cmd->add_option("-r,--root", flags->root, "root rank of broadcast/reduce, or all")->capture_default_str();
-  cmd->add_flag("--no-per-iteration", flags->no_per_iteration, "skip the second pass that times every iteration");
-  cmd->add_option("--timeout", flags->timeout_seconds, "stop a run whose ranks take longer than this, seconds (0: never)")
+  cmd->add_option("-d,--datatype", flags->job.datatype, "float, half, bfloat16, double, int32, int8 or all")->capture_default_str();
+  cmd->add_option("-o,--op", flags->job.op, "sum, prod, max, min, avg or all")->capture_default_str();
+  cmd->add_option("-r,--root", flags->job.root, "root rank of broadcast/reduce, or all")->capture_default_str();
+  cmd->add_flag("--no-per-iteration", flags->job.no_per_iteration, "skip the second pass that times every iteration");
+  cmd->add_option("--timeout", flags->job.timeout_seconds, "stop a run whose ranks take longer than this, seconds (0: never)")
       ->check(number_check(true))->capture_default_str();
   cmd->add_flag("-q,--quiet", flags->quiet, "no progress messages on stderr");
   cmd->add_option("--internal-job", flags->internal_job, "")->group("");
@@ -309,7 +217,7 @@ Action add_comm_command(CLI::App& app) {
       ->check(output_file_check());
   return [cmd, flags] {
     if (!cmd->parsed()) return -1;
-    if (!flags->from.empty()) refuse_live_flags_with_from(*cmd, flags->op);
+    if (!flags->from.empty()) refuse_live_flags_with_from(*cmd, flags->job.op);
     return run(*flags);
   };
 }

@@ -1,7 +1,7 @@
 // `scalescope profile [OPTIONS] -- COMMAND…`: runs the user's own training job as given, captures what explains
 // its scaling (step times per rank, DDP's configuration, a profiler window, NCCL's logs, the job's output) without
-// a change to its code, and diagnoses it through `analyze`. Logic: src/profile (environment, runner) and the
-// Python shim in python/shim; docs/profile.md says what is captured and how.
+// a change to its code, and diagnoses it through `analyze`. Logic: src/profile (environment, runner, the job's
+// record) and the Python shim in python/shim; docs/profile.md says what is captured and how.
 
 #include <signal.h>
 #include <stdlib.h>
@@ -26,7 +26,7 @@
 #include "readers/input_kind.h"
 #include "profile/job_directory.h"
 #include "profile/job_failure.h"
-#include "profile/job_env.h"
+#include "profile/job_record.h"
 #include "profile/job_runner.h"
 #include "profile/job_progress.h"
 #include "core/progress.h"
@@ -56,28 +56,6 @@ std::vector<std::string>& tail_storage() {
   return tail;
 }
 
-std::string now_iso() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-/// `text` as JSON can hold it: as it is, or, when `escaped` (some string of the record holds a byte that is not
-/// UTF-8), with every such byte as \xNN and each backslash doubled (core::utf8_or_escaped).
-std::string json_text(const std::string& text, bool escaped) { return core::utf8_or_escaped(text, nullptr, escaped); }
-
-/// Whether any of `texts` holds a byte that is not UTF-8.
-bool any_not_utf8(std::initializer_list<const std::string*> texts) {
-  bool any = false;
-  for (const auto* t : texts) {
-    bool e = false;
-    core::utf8_or_escaped(*t, &e);
-    any |= e;
-  }
-  return any;
-}
-
 int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   // `profile … | head`: a closed reader must not kill profile before the job directory is analysed and cleaned up.
   ::signal(SIGPIPE, SIG_IGN);
@@ -90,43 +68,13 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   profile::JobDirectory dir(f.keep);
   const std::string& job_dir = dir.path();
 
-  const auto env_now = profile::current_environment();
-  const auto shim = profile::find_shim_dir(comm::self_executable(), env_now);
-  const auto nccl_plugin = f.no_nccl_plugin ? std::nullopt : profile::find_nccl_plugin(comm::self_executable(), env_now);
-  profile::JobSpec spec;
-  spec.argv = command;
-  spec.log_path = job_dir + "/job.log";
-  spec.timeout_seconds = f.timeout;
-  // Arguments and environment values are bytes (POSIX), JSON strings are UTF-8: what is not is kept escaped (\xNN).
-  bool escaped = false;
-  for (const auto& a : command) escaped |= any_not_utf8({&a});
-  for (const auto& [k, v] : env_now) escaped |= any_not_utf8({&k, &v});
-  nlohmann::json command_json = nlohmann::json::array();
-  for (const auto& a : command) command_json.push_back(json_text(a, escaped));
-  nlohmann::json env_json = nlohmann::json::array();
-  std::vector<std::string> not_captured;
-  // Without the shim, only NCCL's and PyTorch's own variables: they need no Python package.
-  for (const auto& c : profile::job_environment(env_now, job_dir, shim.value_or(""), {f.warmup, f.steps}, nccl_plugin.value_or(""))) {
-    if (!shim && c.name.rfind("NCCL_", 0) != 0 && c.name.rfind("TORCH_", 0) != 0 && c.name != "SCALESCOPE_NCCL_PROFILE_DIR") continue;
-    if (c.set_by_scalescope) spec.environment.emplace_back(c.name, c.value);
-    env_json.push_back({{"name", json_text(c.name, escaped)}, {"value", json_text(c.value, escaped)},
-                        {"set_by", c.set_by_scalescope ? "scalescope" : "user"}, {"why", c.why}});
-  }
-  if (!shim) {
-    not_captured.push_back("the Python capture (step times, DDP configuration, profiler window): the shim's directory was "
-                           "not found (set SCALESCOPE_SHIM_DIR to the python/shim directory of scalescope's source or "
-                           "share/scalescope/python of its installation)");
-  }
-  if (!nccl_plugin && !f.no_nccl_plugin)
-    not_captured.push_back("each collective's GPU time (NCCL profiler plugin): libscalescope-nccl-profiler.so was not found "
-                           "(set SCALESCOPE_NCCL_PLUGIN to its path)");
-  nlohmann::json job = {{"schema", "scalescope.job/1"}, {"command", command_json}, {"started", now_iso()},
-                        {"environment", env_json}, {"warmup", f.warmup}, {"steps", f.steps},
-                        {"timeout_s", f.timeout}, {"not_captured", not_captured}};
-  if (escaped) job["command_escaped"] = true;  // some argument or value held bytes that are not UTF-8: written as \xNN
+  profile::JobPlan plan = profile::plan_job(command, job_dir, {f.warmup, f.steps, f.timeout, f.no_nccl_plugin});
+  profile::JobSpec& spec = plan.spec;
+  nlohmann::json& job = plan.record;
+  const bool escaped = plan.escaped;
   core::write_file_atomically(job_dir + "/job.json", job.dump(1) + "\n");
   std::fprintf(stderr, "profile: job directory %s; profiler window: %d steps after %d warm-up steps\n", job_dir.c_str(), f.steps, f.warmup);
-  for (const auto& n : not_captured) std::fprintf(stderr, "profile: not captured: %s\n", n.c_str());
+  for (const auto& n : plan.not_captured) std::fprintf(stderr, "profile: not captured: %s\n", n.c_str());
   std::fflush(stderr);
 
   // Progress: rank 0's optimizer steps against the warm-up and the window (from the shim's record), with the time
@@ -134,7 +82,7 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   core::Progress bar("profile", f.steps > 0 ? f.warmup + 1 + f.steps : f.warmup);
   std::string last_stage;
   auto last_poll = std::chrono::steady_clock::now();
-  if (shim) {
+  if (plan.shim) {
     spec.on_tick = [&] {
       const auto now = std::chrono::steady_clock::now();
       if (now - last_poll < std::chrono::milliseconds(500)) return;
@@ -153,12 +101,7 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   }
   const auto result = profile::run_job(spec);
   bar.finish();
-  job["ended"] = result.describe();
-  job["exit_status"] = result.exit_status;
-  job["timed_out"] = result.timed_out;
-  job["stop_signal"] = result.stop_signal;
-  job["wall_s"] = result.wall_seconds;
-  job["finished"] = now_iso();
+  profile::record_job_end(job, result, escaped);
   std::fflush(stdout);
   if (!result.start_error.empty()) {  // nothing ran: nothing to analyse, and nothing is left behind
     dir.remove();
@@ -166,14 +109,9 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
     return result.exit_status;
   }
   if (!result.left_running.empty()) {
-    nlohmann::json left = nlohmann::json::array();
     std::string running, stopped;
-    for (const auto& p : result.left_running) {
-      left.push_back({{"pid", p.pid}, {"command", core::utf8_or_escaped(p.command, nullptr, escaped || any_not_utf8({&p.command}))},
-                      {"stopped", p.stopped}});
+    for (const auto& p : result.left_running)
       (p.stopped ? stopped : running) += fmt::format("\n  pid {}: {}", p.pid, core::terminal_text(p.command, 200));
-    }
-    job["left_running"] = left;
     if (!running.empty())
       std::fprintf(stderr, "\nprofile: process(es) the job started, still running after the job ended (not stopped by "
                    "scalescope; `kill PID` ends one):%s\n", running.c_str());
@@ -189,7 +127,7 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
       const auto failure = profile::read_job_failure(log.text);
       nlohmann::json fj = {{"failed_ranks", failure.failed_ranks}};
       if (const auto* e = failure.first_cause()) {
-        fj["first_exception"] = json_text(e->line, escaped || any_not_utf8({&e->line}));
+        fj["first_exception"] = profile::json_text(e->line, escaped || profile::any_not_utf8({&e->line}));
         if (e->rank) fj["rank"] = *e->rank;
         failed = fmt::format("{}{}", e->rank ? fmt::format("rank {}: ", *e->rank) : "", core::terminal_text(e->line, 300));
       }

@@ -1,5 +1,5 @@
 #pragma once
-// Pieces the GPT's kernel files (gpt_kernels.cu, flash_attention.cu) share; internal to src/train/cuda: the
+// Pieces the GPT's kernel files (gpt_kernels_*.cu, flash_attention.cu) share; internal to src/train/cuda: the
 // launchers' argument checks, the shared-memory opt-in and the packing of two fp32 values into one bf16 pair.
 
 #include <cuda_bf16.h>
