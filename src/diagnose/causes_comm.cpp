@@ -262,27 +262,26 @@ CommPicture comm_picture(const Context& ctx) {
   return p;
 }
 
-// Where the job is seen to run under nn.DataParallel (its code, the text, a framework message) without DDP.
-std::optional<Provenance> data_parallel_in_use(const Context& ctx) {
-  for (const auto& c : ctx.facts.of<CodeUse>())
-    if (c.fact.construct == "DistributedDataParallel") return std::nullopt;
-  for (const auto& c : ctx.facts.of<CodeUse>())
-    if (c.fact.construct == "DataParallel") return c.where;
-  for (const auto& m : ctx.facts.of<FrameworkMessage>())
-    if (m.fact.id == "dataparallel") return m.where;
-  if (const auto plain = single_process_over_gpus(ctx)) return plain->where;
-  return std::nullopt;
-}
 
 }  // namespace
 
 std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   const auto p = comm_picture(ctx);
-  if (p.strength == 0) return std::nullopt;
+  // no_sync() over the accumulation micro-batches made it scale: an all-reduce on every micro-batch is communication
+  // far more often than compute can hide, which is this cause's own fix.
+  const auto no_sync = fixed_by(ctx, "no-sync");
+  if (p.strength == 0 && !no_sync) return std::nullopt;
   Assessment a = start("comm-bound-small-model");
   a.evidence = p.lines;
   a.cost = p.cost;
   double score = p.strength;
+  if (no_sync) {
+    a.evidence.push_back(line("the text says no_sync() around the accumulation micro-batches made it work as it should: "
+                              "without it every micro-batch all-reduced the gradients, too little compute between them to "
+                              "hide that",
+                              no_sync->where));
+    score = std::max(score, 0.55);
+  }
   if (auto dp = data_parallel_in_use(ctx)) {
     score *= 0.6;
     a.against.push_back(line("the job runs under DataParallel: its replication and scatter every step, not a gradient "

@@ -497,6 +497,22 @@ std::optional<Assessment> assess_gpu_hidden(const Context& ctx) {
     if (ctx.setting("CUDA_VISIBLE_DEVICES"))
       a.against.push_back(line("CUDA_VISIBLE_DEVICES restricts the job on purpose", ctx.setting("CUDA_VISIBLE_DEVICES")->where));
   }
+  // Ranks of one node each confined by the scheduler to one GPU (`srun --gpus-per-task 1`: a device cgroup per task):
+  // no rank can reach another's GPU, so NCCL has no P2P or NVLink between them and copies through host memory.
+  bool confined = false;
+  for (const auto& c : ctx.facts.of<GpuCount>()) {
+    if (c.fact.scope != "task" || c.fact.count != 1 || !ctx.ranks || *ctx.ranks < 2) continue;
+    const bool one_node = !ctx.nodes || *ctx.nodes == 1 || *ctx.ranks / std::max(1, *ctx.nodes) >= 2;
+    if (!one_node) continue;
+    a.evidence.push_back(line(fmt::format("each of the {} ranks is confined to its own GPU (a device cgroup per task): the "
+                                          "ranks' GPUs are hidden from each other, so NCCL cannot use P2P or NVLink between "
+                                          "them and stages through host memory",
+                                          *ctx.ranks),
+                              c.where));
+    score = std::max(score, 0.5);
+    confined = true;
+    break;
+  }
   for (const auto& x : ctx.facts.of<XidEvent>())
     if (x.fact.code == 79 || x.fact.code == 74 || x.fact.code == 48) {
       a.evidence.push_back(line(fmt::format("Xid {} on {}: {}", x.fact.code, x.fact.bus_id, x.fact.text), x.where));
@@ -504,8 +520,12 @@ std::optional<Assessment> assess_gpu_hidden(const Context& ctx) {
     }
   if (score == 0) return std::nullopt;
   a.score = score;
-  a.summary = "the job sees fewer GPUs than the machine has";
-  a.cost.text = exist && visible && *visible < *exist
+  const bool fewer = exist && visible && *visible < *exist;
+  a.summary = !fewer && confined ? "each rank sees only its own GPU: the GPUs are hidden from each other, so NCCL cannot "
+                                   "join them directly"
+                                 : "the job sees fewer GPUs than the machine has";
+  a.cost.text = !fewer && confined ? "P2P and NVLink unused between the ranks: their traffic goes through host memory"
+              : exist && visible && *visible < *exist
                     ? fmt::format("{} of {} GPUs unused by the job", *exist - *visible, *exist)
                     : "a GPU that fell off the bus stops every job that uses it (and the node's others, until it is reset)";
   return a;

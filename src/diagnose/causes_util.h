@@ -62,6 +62,15 @@ inline std::optional<Seen<Claim>> first_claim(const Context& ctx, std::string_vi
   return std::nullopt;
 }
 
+/// A change the evidence says made the job faster or made it work as it should (Claim "faster-with" whose detail is the
+/// change: "ddp", "framework-ddp", "no-sync"; readers/prose/measures.cpp): the state before it was a cost, so the cause
+/// that change removes was the job's. Nullopt when no such claim.
+inline std::optional<Seen<Claim>> fixed_by(const Context& ctx, std::string_view change) {
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "faster-with" && c.fact.detail == change) return c;
+  return std::nullopt;
+}
+
 /// DDP's default bucket (bucket_cap_mb = 25, torch.nn.parallel.DistributedDataParallel): gradients that fit in one
 /// bucket are all-reduced in one call, which can start only when backward has produced the last of them.
 inline constexpr double kDdpBucketBytes = 25.0 * 1024 * 1024;
@@ -126,6 +135,18 @@ inline std::optional<Seen<Launch>> single_process_over_gpus(const Context& ctx) 
     if (!plain) plain.emplace(l);
   }
   return plain;
+}
+
+/// Where the job is seen to run under nn.DataParallel (its code, the text, a framework message) without DDP.
+inline std::optional<Provenance> data_parallel_in_use(const Context& ctx) {
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "DistributedDataParallel") return std::nullopt;
+  for (const auto& c : ctx.facts.of<CodeUse>())
+    if (c.fact.construct == "DataParallel") return c.where;
+  for (const auto& m : ctx.facts.of<FrameworkMessage>())
+    if (m.fact.id == "dataparallel") return m.where;
+  if (const auto plain = single_process_over_gpus(ctx)) return plain->where;
+  return std::nullopt;
 }
 
 /// Adds `v` to a score and keeps it in [0, 1].

@@ -44,6 +44,15 @@ std::optional<Assessment> assess_no_overlap(const Context& ctx) {
   double score = 0;
   bool by_code_or_config = false;  // the code or DDP's configuration serialises the reduction (not the model's size)
   // The text says the all-reduce runs after backward (or overlaps 0 %); the code reduces gradients by hand in the loop.
+  // PyTorch's own DDP in place of a hand-written data-parallel wrapper made training faster: what DDP adds over such a
+  // wrapper is the all-reduce of gradient buckets during backward, so the wrapper reduced after backward.
+  if (const auto c = fixed_by(ctx, "framework-ddp")) {
+    a.evidence.push_back(line("the text says PyTorch's DDP in place of a hand-written wrapper made training faster: DDP "
+                              "all-reduces gradient buckets while backward runs, so the wrapper reduced them after it",
+                              c->where));
+    score = std::max(score, 0.5);
+    by_code_or_config = true;
+  }
   if (const auto c = first_claim(ctx, "no-overlap")) {
     a.evidence.push_back(line("the text says the gradient all-reduce runs after backward, not during it: the whole "
                               "communication time adds to every step",
@@ -215,6 +224,14 @@ std::optional<Assessment> assess_dataparallel_not_ddp(const Context& ctx) {
                                 c.where));
       score = std::max(score, ddp_code ? 0.3 : code ? 0.75 : 0.55);
     }
+  // Moving to DDP made the job faster: before, one process drove every GPU (DataParallel or a single-process
+  // equivalent), which is what DDP removes.
+  if (const auto c = fixed_by(ctx, "ddp")) {
+    a.evidence.push_back(line("the text says moving to DDP made training faster: before, one process drove every GPU "
+                              "(DataParallel or an equivalent), replicating the model and gathering outputs every step",
+                              c->where));
+    score = std::max(score, 0.6);
+  }
   if (const auto c = first_claim(ctx, "not-ddp"); c && !ddp_code) {
     a.evidence.push_back(line("the text asks whether DDP would help: the job does not use it yet, so several GPUs are driven "
                               "from one process (DataParallel or an equivalent)",

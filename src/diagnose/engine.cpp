@@ -27,6 +27,7 @@ struct Judgement {
   EvidenceLine line;
   std::string ceiling;      ///< the ceiling in words, with its source
   double weight = 0.6;      ///< how firmly it supports no-defect (a measured plateau more than a topology)
+  bool measured = false;    ///< a figure the job measured (a plateau, a speedup, MFU), not a topology or a reading
 };
 
 // Network rail configurations a multi-node plateau is consistent with: k ports of a standard rate per node whose
@@ -60,6 +61,7 @@ std::vector<Judgement> judgements(const Context& ctx) {
     if (!worst || topo::quality(l) < topo::quality(*worst)) worst = l;
   }
 
+  const std::size_t first_plateau = out.size();
   for (const auto& p : ctx.plateaus) {
     const auto& f = p.fact;
     if (f.wrong_rows > 0) {
@@ -158,6 +160,8 @@ std::vector<Judgement> judgements(const Context& ctx) {
                    c.basis, ratio >= 0.8 ? 0.7 : 0});
   }
 
+  const std::size_t plateau_end = out.size();
+  for (std::size_t k = first_plateau; k < plateau_end; ++k) out[k].measured = true;
   // The topology itself: the job's GPUs joined as the platform should join them.
   if (!pairs.empty()) {
     std::set<int> nv;
@@ -226,6 +230,7 @@ std::vector<Judgement> judgements(const Context& ctx) {
         out.push_back({false, line(fmt::format("the GPU is idle {} of the step", percent(1 - busy)), s.where), "", 0});
     }
 
+  std::size_t from = out.size();
   // Scaling measured by scalescope or a baseline trace.
   for (const auto& s : ctx.facts.of<ScalingPoint>())
     if (s.fact.world_size >= 2 && s.fact.verdict) {
@@ -245,13 +250,27 @@ std::vector<Judgement> judgements(const Context& ctx) {
     for (const auto& s : ctx.facts.of<ScalingPoint>()) judged = judged || s.fact.verdict.has_value();
     if (!judged && ex.measured_speedup && ex.gpus >= 2 && ex.speedup_line) {
       const double eff = *ex.measured_speedup / ex.gpus;
+      // What this job's communication costs by the expectation (knowledge/expect.h: its gradient all-reduce on its link
+      // against its compute): at worst, nothing overlapped, the efficiency band's low end. Judged in the grey band
+      // (70–85 %) only: below it a loss to explain, above it healthy whatever the expectation.
+      const bool expected_loss =
+          ex.step && ex.step->efficiency.known() && eff >= 0.7 && eff < 0.85 && eff >= 0.9 * ex.step->efficiency.low;
       if (eff >= 0.85)
         out.push_back({true, line(fmt::format("{} ({} efficiency)", ex.speedup_line->says, percent(eff)), ex.speedup_line->where),
                        fmt::format("ideal {} on {} GPUs; healthy data-parallel scaling reaches 85–95 % of it", ex.gpus, ex.gpus), 0.55});
+      else if (expected_loss)
+        out.push_back({true, line(fmt::format("{} ({} efficiency): within what this job's communication costs — {} expected "
+                                              "({} to {} of the gradient all-reduce hidden)",
+                                              ex.speedup_line->says, percent(eff),
+                                              fmt::format("{}–{}", percent(ex.step->efficiency.low), percent(ex.step->efficiency.high)),
+                                              "none", "all"),
+                                  ex.speedup_line->where),
+                       ex.summary ? ex.summary->says : "the expected all-reduce against compute", 0.55});
       else if (eff < 0.7)
         out.push_back({false, line(fmt::format("{} ({} efficiency)", ex.speedup_line->says, percent(eff)), ex.speedup_line->where), "", 0});
     }
   }
+  for (std::size_t k = from; k < out.size(); ++k) out[k].measured = true;
   // A PCIe link below its generation while the GPU idles, at its full width: the GPU lowers the generation to save power
   // and raises it under load (nvidia-smi -q's "Current" against "Max"); what it does under load is what matters.
   for (const auto& p : ctx.facts.of<PcieLinkState>()) {
@@ -266,6 +285,43 @@ std::vector<Judgement> judgements(const Context& ctx) {
                    busy ? "" : "the link's generation under load (nvidia-smi -q -d PCIE during a job); the width is what an idle reading can show wrong",
                    busy ? 0.0 : 0.5});
   }
+  // A bandwidth the text states of NVLink itself ("the bandwidth of NVLink on H800 is 160 GB/s … instead of 400 GB/s"),
+  // set against the GPU's NVLink rate per direction (links × GB/s per link, data/gpus.json): NVLink carries about
+  // 80–90 % of that as data, and a datasheet's total adds both directions. Not a busbw (that has its plateau).
+  if (ctx.gpu && ctx.gpu->nvlink_links > 0 && ctx.gpu->nvlink_link_gbps > 0) {
+    const double per_direction = ctx.gpu->nvlink_links * ctx.gpu->nvlink_link_gbps;
+    std::set<std::pair<std::string, std::size_t>> nvlink_lines;
+    for (const auto& c : ctx.facts.of<Claim>())
+      if (c.fact.kind == "link" && c.fact.detail == "nvlink") nvlink_lines.insert({c.where.source, c.where.line});
+    for (const auto& m : ctx.facts.of<Measurement>()) {
+      if (m.fact.quantity != "bandwidth" || m.fact.unit != "GB/s" || !nvlink_lines.count({m.where.source, m.where.line}))
+        continue;
+      const double r = m.fact.value / per_direction;
+      if (r >= 1.8 && r <= 2.2)
+        out.push_back({true, line(fmt::format("{} of NVLink on the {} is its datasheet's total, both directions added: {} NVLinks × "
+                                              "{} per direction = {} each way",
+                                              gbps(m.fact.value), ctx.gpu->model, ctx.gpu->nvlink_links,
+                                              gbps(ctx.gpu->nvlink_link_gbps), gbps(per_direction)),
+                                  m.where),
+                       "", 0.5});
+      else if (r >= 0.7 && r <= 1.1) {
+        out.push_back({true, line(fmt::format("{} of NVLink on the {} = {} of its {} per direction ({} NVLinks × {}): the data "
+                                              "rate NVLink delivers after its protocol's overhead",
+                                              gbps(m.fact.value), ctx.gpu->model, percent(r), gbps(per_direction),
+                                              ctx.gpu->nvlink_links, gbps(ctx.gpu->nvlink_link_gbps)),
+                                  m.where),
+                       fmt::format("the {}'s NVLink: {} per direction ({} links; data/gpus.json)", ctx.gpu->model,
+                                   gbps(per_direction), ctx.gpu->nvlink_links),
+                       0.55});
+        out.back().measured = true;
+      } else if (r < 0.6) {
+        out.push_back({false, line(fmt::format("{} of NVLink on the {}: {} of its {} per direction", gbps(m.fact.value),
+                                               ctx.gpu->model, percent(r), gbps(per_direction)),
+                                   m.where),
+                       "", 0});
+      }
+    }
+  }
   // A busbw said to exceed the network's on exactly two nodes: NCCL's tree sends each node's half over the network
   // once, so busbw (computed as for a ring) is above the NIC's rate — expected, not an error.
   if (const auto c = first_claim(ctx, "busbw-above-link"); c && ctx.nodes && *ctx.nodes == 2)
@@ -273,6 +329,7 @@ std::vector<Judgement> judgements(const Context& ctx) {
                               "the network than the busbw formula (2(n−1)/n of the data per rank) assumes",
                               c->where),
                    "the network between the nodes (NCCL_ALGO=Ring measures it alone)", 0.55});
+  from = out.size();
   // Model FLOPs utilisation measured on several GPUs (a table's MFU column, "57 % MFU"): dense training reaches
   // 25–55 % of peak (knowledge/expect.h kMfuLow/kMfuHigh, the PaLM paper's and public runs' range). At 40 % or more
   // the GPUs compute at the top of it, communication included: nothing to fix.
@@ -287,12 +344,14 @@ std::vector<Judgement> judgements(const Context& ctx) {
                      "the GPUs' own math rate: MFU near 55 % leaves little to gain from communication or input", 0.55});
     break;
   }
+  for (std::size_t k = from; k < out.size(); ++k) out[k].measured = true;
   // A health check that failed is a fault found, whatever the other figures say.
   for (const auto& c : ctx.facts.of<Claim>())
     if (c.fact.kind == "health-check-failed") {
       out.push_back({false, line("a node health check failed: " + c.fact.detail, c.where), "", 0});
       break;
     }
+  from = out.size();
   // Scaling from tables.
   for (const auto& s : ctx.variants.scaling) {
     // Far above ideal is not healthy scaling but rows that do not compare (a different batch, a hypothetical figure).
@@ -302,6 +361,7 @@ std::vector<Judgement> judgements(const Context& ctx) {
                                 *s.row.where),
                      fmt::format("ideal {} on {} GPUs", s.gpus, s.gpus), 0.6});
   }
+  for (std::size_t k = from; k < out.size(); ++k) out[k].measured = true;
   return out;
 }
 
@@ -371,6 +431,23 @@ Diagnosis diagnose(const FactSet& facts) {
           a.score = std::min(a.score * 0.5, kPrimaryScore - 0.01);  // contributing at most
           a.against.push_back(line(fmt::format("the job scales well: {} ({} efficiency)", ex.speedup_line->says, percent(eff)),
                                    ex.speedup_line->where));
+        }
+  }
+  // Likewise where every figure the evidence measured is judged at what its hardware gives (a busbw plateau at the
+  // path's or the network's ceiling, scaling at ≥ 85 % efficiency, MFU at the top of the range) and none below it: a
+  // cause whose cost nothing measured is a risk beside figures that show no loss, not the answer.
+  {
+    const auto js = judgements(ctx);
+    const bool none_failed = std::none_of(js.begin(), js.end(), [](const Judgement& j) { return !j.met; });
+    const Judgement* firm = nullptr;
+    for (const auto& j : js)
+      if (j.met && j.measured && (!firm || j.weight > firm->weight)) firm = &j;
+    static const std::set<std::string> failures = {"container-ipc-shm", "collective-mismatch", "gpu-hidden"};
+    if (none_failed && firm)
+      for (auto& a : live)
+        if (!failures.count(a.cause) && !a.cost.seconds && !a.cost.share && !a.cost.measured_gbps && a.score >= kPrimaryScore) {
+          a.score = std::min(a.score * 0.5, kPrimaryScore - 0.01);  // contributing at most
+          a.against.push_back(line("the measured figures are what this hardware gives: " + firm->line.says, firm->line.where));
         }
   }
   // A cause that explains another (a setting behind a fallback) ranks above it: the effect's evidence is its too.

@@ -191,6 +191,20 @@ JobExpectation expect_job(const Context& ctx) {
                                           row_name(m.fact), e.gpus),
                               m.where);
       }
+  // The same time per iteration on N GPUs as on one (its it/s, its ETA), where each rank keeps its own batch (DDP and
+  // its kin; not DataParallel, which splits one batch over the GPUs): N times the samples go through in that time —
+  // linear weak scaling. It stands in for a "no faster" the same text states, which counted iterations, not samples.
+  if (const auto c = first_claim(ctx, "same-per-iteration"); c && e.gpus < 2 && !c->fact.detail.empty())
+    e.gpus = std::atoi(c->fact.detail.c_str());  // the count the sentence (or the one before) gave
+  if (const auto c = first_claim(ctx, "same-per-iteration");
+      c && e.gpus >= 2 && !data_parallel_in_use(ctx) && (!e.measured_speedup || *e.measured_speedup <= 1.05)) {
+    e.measured_speedup = e.gpus;
+    e.speedup_line = line(fmt::format("the same time per iteration on {} GPUs as on one: each GPU processes its own batch "
+                                      "in it, so {} times the samples per second (weak scaling); a schedule counted in "
+                                      "iterations takes as long, over {} times the data",
+                                      e.gpus, e.gpus, e.gpus),
+                          c->where);
+  }
   // ---- the link and its busbw ----
   find_link(ctx, e);
   e.busbw = knowledge::expected_busbw(ctx.gpu, e.link);

@@ -46,7 +46,8 @@ struct GpuSeen {
 
 /// How many GPUs something sees. `scope` says whose view: "exist" (NVML, nvidia-smi -L, /proc), "cuda" (visible
 /// to CUDA, so to NCCL), "matrix" (rows of a topology matrix), "job" (GPUs the job uses, e.g. nccl-tests' nGpus ×
-/// processes, a communicator's local ranks).
+/// processes, a communicator's local ranks), "stated" (a count the text names), "task" (the GPUs a scheduler confines
+/// each task to: `srun --gpus-per-task N`).
 struct GpuCount {
   static constexpr const char* kKind = "gpu_count";
   int count = 0;

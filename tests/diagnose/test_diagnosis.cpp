@@ -584,3 +584,117 @@ TEST(FileCauses, NcclsSharedMemoryErrorWithoutItsPrefix) {
   ASSERT_TRUE(d.primary) << describe(d);
   EXPECT_EQ(d.primary->cause, "container-ipc-shm") << describe(d);
 }
+
+// ---- batches 11-14's mechanisms (issue #36), on files of this project's own ----
+
+TEST(FileCauses, AMoveFromDataParallelToDdpThatPaidOffNamesDataParallel) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# Faster training\n\nWe switched from nn.DataParallel to DDP on our 4 GPU box and "
+                                         "the epoch got 35% faster.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "dataparallel-not-ddp") << describe(d);
+  // Asked, not done: no gain is stated, so nothing was removed.
+  const auto ask = dir.write("ask.md", "# Faster training?\n\nWould switching from nn.DataParallel to DDP on our 4 GPU box "
+                                       "make the epoch faster?\n");
+  const auto ev = gather_evidence({ask});
+  for (const auto& c : ev.facts.of<Claim>()) EXPECT_NE(c.fact.kind, "faster-with") << c.where.excerpt;
+}
+
+TEST(FileCauses, PytorchsDdpInPlaceOfAHandWrittenWrapperThatPaidOffIsOverlap) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# Use torch DDP\n\nThis replaces our custom gradient-averaging wrapper with the "
+                                         "native DistributedDataParallel, which makes each iteration 8% faster on 8 GPUs.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "no-overlap") << describe(d);
+}
+
+TEST(FileCauses, NoSyncOverAccumulationThatFixedScalingIsCommunicationPerMicroBatch) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# Accumulation under DDP\n\nWith 4 accumulation steps, 2 GPUs train slower than one. "
+                                         "Wrapping the first three micro-batches in model.no_sync() makes it work as expected.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "comm-bound-small-model") << describe(d);
+}
+
+TEST(FileCauses, TheSameTimePerIterationOnSeveralGpusIsWeakScaling) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# Multi-GPU no faster?\n\nI launch the trainer with torchrun on 4 GPUs. The s/it "
+                                         "printed by the progress bar is the same as on a single GPU, 1.2 s/it.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "no-defect") << describe(d);
+  // Under DataParallel one batch is split over the GPUs: the same time per iteration is no gain at all.
+  const auto dp = dir.write("dp.md", "# Multi-GPU no faster?\n\nI wrap the model in nn.DataParallel on 4 GPUs. The s/it "
+                                     "printed by the progress bar is the same as on a single GPU, 1.2 s/it.\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({dp}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "no-defect") << describe(d2);
+}
+
+TEST(FileCauses, APcieLinkStatePastedAsABlockWhileTheJobRuns) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# One slow GPU\n\nDuring the training run, with every GPU at 100 % utilisation, "
+                                         "I read the links:\n\n    GPU 3   current link: 8 GT/s (Gen3) x16   max: 16 GT/s "
+                                         "(Gen4) x16\n\nThe other GPUs show Gen4.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "pcie-link-degraded") << describe(d);
+}
+
+TEST(FileCauses, FullWidthPunctuationDoesNotHideACount) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "为什么 multi-GPU training (4x4090)？\n\nThe 4 GPUs train no faster than a single "
+                                         "GPU，the epoch takes 30 min on both。\n");
+  const auto ev = gather_evidence({post});
+  bool four = false;
+  for (const auto& c : ev.facts.of<GpuCount>()) four = four || c.fact.count == 4;
+  EXPECT_TRUE(four);
+}
+
+TEST(FileCauses, AFigurePerNvlinkIsNotTheJobsBusBandwidth) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# NVLink on 8 A100\n\nnvidia-smi nvlink -s shows 12 links at 25 GB/s each on every "
+                                         "GPU of our 8 A100 SXM4 server.\n");
+  const auto ev = gather_evidence({post});
+  for (const auto& p : ev.facts.of<BusbwPlateau>()) EXPECT_NE(p.fact.gbps, 25.0);
+}
+
+TEST(FileCauses, AnNvlinkFigureAtThePerDirectionRateIsNoDefect) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# NVLink bandwidth on A100\n\nWe measure 240 GB/s of NVLink bandwidth between two "
+                                         "A100 SXM4 80GB GPUs, while the datasheet says 600 GB/s of NVLink. Why?\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "no-defect") << describe(d);
+  // A tenth of it is a loss, never no-defect.
+  const auto low = dir.write("low.md", "# NVLink bandwidth on A100\n\nWe measure 24 GB/s of NVLink bandwidth between two "
+                                       "A100 SXM4 80GB GPUs. Why?\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({low}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "no-defect") << describe(d2);
+}
+
+TEST(FileCauses, ARiskWithoutACostIsNotTheAnswerBesideABusbwAtTheCeiling) {
+  TempDir dir;
+  // A topology file handed to NCCL is what VMs need; the measured busbw at the NICs' rate says it cost nothing.
+  const auto post = dir.write("post.md", "# 2 nodes of 8 H100 in VMs\n\nEach node has 8x 400 Gb/s NDR InfiniBand. We run "
+                                         "all_reduce_perf on 16 GPUs over both nodes with NCCL_TOPO_FILE=/opt/topo.xml and "
+                                         "get 372 GB/s busbw. Is that acceptable?\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  EXPECT_FALSE(d.primary && d.primary->cause == "virtualised-topology") << describe(d);
+}
+
+TEST(FileCauses, RanksConfinedToOneGpuEachBySlurmAreHiddenFromEachOther) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# srun and DDP\n\nOn one node with 4 NVLinked GPUs:\n\n```\nsrun -N 1 -n 4 "
+                                         "--gpus-per-task=1 python train.py --ddp\n```\n\nIt is 20% slower than with --gpus 4.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "gpu-hidden") << describe(d);
+  // One GPU per task on one task per node: no peer on its node to hide.
+  const auto multi = dir.write("multi.md", "# srun and DDP\n\n```\nsrun -N 4 -n 4 --gpus-per-task=1 python train.py --ddp\n```\n"
+                                           "\nIt is 20% slower than we hoped.\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({multi}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "gpu-hidden") << describe(d2);
+}

@@ -297,7 +297,12 @@ bool read_launch(const std::vector<Word>& seg, std::size_t i, Kind kind, Reading
             if ((o.name == "N" && o.single_dash) || o.name == "nodes") nodes = to_int(v->substr(0, v->find('-')));
             else if ((o.name == "n" && o.single_dash) || o.name == "ntasks") ntasks = to_int(*v);
             else if (o.name == "ntasks_per_node") per_node = to_int(*v);
-            else if (o.name == "export") {
+            else if (o.name == "gpus_per_task") {
+              // Each task confined to its N GPUs (a device cgroup per task): the others' GPUs are not its to reach.
+              const auto colon = v->rfind(':');  // "--gpus-per-task=a100:1"
+              if (auto n = to_int(colon == std::string::npos ? *v : v->substr(colon + 1)); n && *n > 0)
+                r.facts.add(diagnose::GpuCount{*n, "task", std::nullopt}, at(source, line, text));
+            } else if (o.name == "export") {
               // --export=ALL,NCCL_DEBUG=INFO
               std::size_t a = 0;
               while (a <= v->size()) {

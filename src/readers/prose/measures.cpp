@@ -259,6 +259,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     const std::string raw(sentence);
     const std::string s = lower(sentence);
     const auto cs = counts(s);
+    const std::optional<int> earlier_gpu_count = state ? state->last_gpu_count : std::nullopt;  // before this sentence
     if (state)
       for (const auto& c : cs)
         if (c.n >= 1) state->last_gpu_count = c.n;
@@ -341,6 +342,29 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
          has(s, "try ddp") || has(s, "use ddp instead") || has(s, "does ddp help") || has(s, "would distributeddataparallel") ||
          has(s, "will distributeddataparallel")))
       out.add(Claim{"not-ddp", ""}, where);
+
+    // A change said to have made the job faster, or to have made it work as it should: the state before it was the cost.
+    // "I have changed DP to DDP, which leads to about 18% speedup", "this MR enables DistributedDataParallel training,
+    // training time is 10 times faster than before", "re-implement our wrapper with the official DDP, which speeds up
+    // training", "if we add self.no_sync() around the forward, it works as intended". Claim{"faster-with", change}:
+    // "ddp" (DDP in place of one process driving every GPU), "framework-ddp" (PyTorch's own DDP in place of a
+    // hand-written wrapper), "no-sync" (no gradient all-reduce on accumulation micro-batches). The diagnosis reads each
+    // as the cause that change removes (diagnose/causes_*.cpp, fixed_by).
+    {
+      static const std::regex gain(R"(\b(faster|speed ?-?ups?|speeds? up|sped up|quicker|accelerat\w*)\b|\bworks? as (intended|expected)\b)");
+      const bool denied = has(s, "not faster") || has(s, "no faster") || has(s, "no speedup") || has(s, "no speed up") ||
+                          has(s, "slower") || has(s, "?");
+      if (!denied && std::regex_search(s, gain)) {
+        static const std::regex from_dp(R"(\b(chang\w*|switch\w*|mov\w*|replac\w*|convert\w*|migrat\w*|port\w*)\s+(from\s+)?(the\s+)?(dp|nn\.dataparallel|dataparallel|data\s?parallel)\s+(to|with|by|into|for)\b|\binstead of\s+(dp|nn\.dataparallel|dataparallel)\b)");
+        static const std::regex to_ddp(R"(\b(enabl\w*|us(e|es|ing)|add\w*|support\w*|switch\w* to|mov\w* to|chang\w* to)\s+(the\s+)?(pytorch\s+|torch\s+)?(ddp|distributeddataparallel|distributed data parallel)\b)");
+        static const std::regex framework_ddp(R"(\b(official|pytorch'?s?|torch'?s?|native|built-in|upstream)\s+(ddp|distributeddataparallel)\b)");
+        const bool custom = has(s, "re-implement") || has(s, "reimplement") || has(s, "replace") || has(s, "instead of") ||
+                            has(s, "our own") || has(s, "custom") || has(s, "wrapper");
+        if (std::regex_search(s, framework_ddp) && custom) out.add(Claim{"faster-with", "framework-ddp"}, where);
+        else if (std::regex_search(s, from_dp) || std::regex_search(s, to_ddp)) out.add(Claim{"faster-with", "ddp"}, where);
+        if (has(s, "no_sync") || has(s, "no sync()")) out.add(Claim{"faster-with", "no-sync"}, where);
+      }
+    }
 
     // The all-reduce serialised after backward: "the NCCL collectives follow the backward kernels", "gradients are reduced
     // after the backward pass", "all-reduce/compute overlap was 0.0%".
@@ -432,7 +456,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       const bool now_words = has(s, "report") || has(s, "operating at") || has(s, "running at") || has(s, "runs at") ||
                              has(s, "negotiat") || has(s, "trained at") || has(s, "shows") || has(s, "showed") ||
                              has(s, "show ") || has(s, "as low as") || has(s, "stuck at") || has(s, "only at") ||
-                             has(s, "downgrad") || has(s, "currently");
+                             has(s, "downgrad") || has(s, "currently") || has(s, "current link") || has(s, "current:");
       if (link_words && now_words && !has(s, "instead of x16")) {
         std::vector<std::pair<int, int>> seen;  // (generation, width or 0)
         for (auto it = std::sregex_iterator(s.begin(), s.end(), gen_at); it != std::sregex_iterator(); ++it)
@@ -481,7 +505,9 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     if (has(s, "idle") || has(s, "no job") || has(s, "no workload") || has(s, "nothing running") || has(s, "not running"))
       out.add(Claim{"read-idle", ""}, where);
     else if (has(s, "under load") || has(s, "loaded and running") || has(s, "while training") || has(s, "during training") ||
-             has(s, "during the job") || has(s, "while the job") || has(s, "under stress") || has(s, "during a benchmark"))
+             has(s, "during the job") || has(s, "while the job") || has(s, "under stress") || has(s, "during a benchmark") ||
+             has(s, "during the training") || has(s, "during a training") || has(s, "while it trains") ||
+             has(s, "while running") || has(s, "at 100 % util") || has(s, "at 100% util"))
       out.add(Claim{"read-busy", ""}, where);
     // GPU utilisation that swings between idle and busy ("jumping between 0% and 100%"): the GPU waits for something
     // every step and then runs flat out.
@@ -674,6 +700,11 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         for (auto w : {"achieve", "how to get", "how can i get", "want to reach", "we want", "target", "goal"})
           if (has(near, w)) reference = true;
         if (reference && (f.unit == "GB/s" || f.unit == "MB/s")) continue;
+        // A figure of one link ("an nvlink bandwidth is defined as 20GB/s", "25 GB/s per link"): a link's rate, not the
+        // job's bus bandwidth.
+        for (auto w : {"per link", "each link", "an nvlink", "one link", "a single link", "per lane", "per nvlink",
+                       "a link's", "link is ", "links at", "link at"})
+          if (has(near, w) && (f.unit == "GB/s" || f.unit == "MB/s")) q = "link bandwidth";
         // A time the sentence only supposes: "at 100% efficiency two GPUs would halve your step time to 11ms", "ideally
         // 50 ms". A measurement is what ran, not what would.
         const bool time_figure = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h";
@@ -751,6 +782,23 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
           out.add(sp, where);
         }
       out.add(std::move(m), where);
+    }
+    // The same time per iteration on several GPUs as on one ("the eta of multi-GPU is the same as single gpu", "same
+    // s/it as on one card"): a figure per iteration, not per sample. Claim{"same-per-iteration"}: the diagnosis reads it
+    // with the text's GPU count as weak scaling where each rank keeps its batch (diagnose/expectations.cpp).
+    {
+      static const std::regex per_iter(R"(\b(it/s|s/it|iters?/s|batch(es)?\s?/\s?sec|batch(es)?/s|eta|per iteration|iteration time|time per (iteration|step)|iterations per second|step time|s/step)\b)");
+      const bool same = has(s, "the same as") || has(s, "same as single") || has(s, "same as one") || has(s, "same as 1") ||
+                        has(s, "same as on one") || has(s, "identical to");
+      const bool vs_one = has(s, "single") || has(s, "one gpu") || has(s, "1 gpu") || has(s, "one card") || has(s, "1 card");
+      if (same && vs_one && std::regex_search(s, per_iter)) {
+        // With the GPU count of the sentence, else the one an earlier sentence gave ("on 4 GPUs").
+        std::optional<int> n;
+        for (const auto& c : cs)
+          if (!c.processes && c.n >= 2) n = std::max(n.value_or(0), c.n);
+        if (!n && earlier_gpu_count && *earlier_gpu_count >= 2) n = earlier_gpu_count;
+        out.add(Claim{"same-per-iteration", n ? std::to_string(*n) : ""}, where);
+      }
     }
     // ---- speedups said in words ----
     static const std::regex speed_re(R"((\d+(?:\.\d+)?)\s*(?:x|×|times)\s*(faster|slower|speed ?-?up|scale ?-?up))");

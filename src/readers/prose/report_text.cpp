@@ -582,12 +582,43 @@ Layout layout(std::string_view text, std::size_t max_lines, Reading* notes_to) {
   return l;
 }
 
+// Full-width punctuation as CJK input methods type it ("(2x3090)？", "，", "：") and the ideographic full stop and comma,
+// as their ASCII forms: the grammar's words, figures and sentence ends are ASCII. U+FF01–U+FF5E map to U+0021–U+007E
+// (the Unicode Halfwidth and Fullwidth Forms block); "。" is ". " and "、" is ", ". Line breaks are kept, so line
+// numbers stay those of the file.
+std::string ascii_punctuation(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c0 = static_cast<unsigned char>(text[i]);
+    if (c0 == 0xEF && i + 2 < text.size()) {  // U+FF01–U+FF5E: EF BC 81 – EF BD 9E
+      const auto c1 = static_cast<unsigned char>(text[i + 1]), c2 = static_cast<unsigned char>(text[i + 2]);
+      const unsigned cp = ((c0 & 0x0Fu) << 12) | ((c1 & 0x3Fu) << 6) | (c2 & 0x3Fu);
+      if ((c1 & 0xC0) == 0x80 && (c2 & 0xC0) == 0x80 && cp >= 0xFF01 && cp <= 0xFF5E) {
+        out += static_cast<char>(cp - 0xFEE0);
+        i += 2;
+        continue;
+      }
+    }
+    if (c0 == 0xE3 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80) {
+      const auto c2 = static_cast<unsigned char>(text[i + 2]);
+      if (c2 == 0x82 || c2 == 0x81) {  // U+3002 "。", U+3001 "、"
+        out += c2 == 0x82 ? ". " : ", ";
+        i += 2;
+        continue;
+      }
+    }
+    out += text[i];
+  }
+  return out;
+}
+
 /// "4x4090", "8xA100", "2xH100": a count fused to a GPU's name, split ("4x 4090") so that it reads as "4x RTX 4090"
 /// does. Only the first MiB (a prose post is far smaller); line breaks are kept, so line numbers do not move.
-std::string split_fused_counts(std::string_view text) {
+std::string split_fused_counts(std::string_view text) {  // after ascii_punctuation
   if (text.size() > (1u << 20)) return std::string(text);
   static const std::regex fused(R"(\b(\d{1,2})([xX])([A-Za-z]{0,4}\d{3,4}[A-Za-z]{0,3})\b)");
-  return std::regex_replace(std::string(text), fused, "$1$2 $3");
+  return std::regex_replace(ascii_punctuation(text), fused, "$1$2 $3");
 }
 
 Reading read_layout(const Layout& l, const std::string& source) {
@@ -631,8 +662,17 @@ Reading read_layout(const Layout& l, const std::string& source) {
       block += '\n';
     }
     if (block.find("torch") == std::string::npos && block.find("DataLoader") == std::string::npos &&
-        block.find(".item()") == std::string::npos && block.find("DataParallel") == std::string::npos)
+        block.find(".item()") == std::string::npos && block.find("DataParallel") == std::string::npos) {
+      // Not code but a tool's figures pasted as a block ("GPU e3:00.0  current link: 5 GT/s (Gen2) x16  maximum: 32 GT/s
+      // (Gen5) x16"): a PCIe link's state line by line, in the figures' grammar, when no other reader knows the form.
+      for (std::size_t k = from; k < i; ++k) {
+        const std::string low = lower(l.lines[k]);
+        if ((contains(low, "gt/s") || contains(low, "gen")) && contains(low, "link") &&
+            (contains(low, "current") || contains(low, "max")))
+          read_sentence_measures(l.lines[k], diagnose::at(source, k + 1, l.lines[k]), rd.r.facts, &rd.measure_state);
+      }
       continue;
+    }
     rd.r.facts.append(read_python_code(block, source, from + 1).facts);
   }
   if (code) rd.r.notes.push_back(fmt::format("{} line(s) of code blocks left to the other readers", code));
