@@ -500,7 +500,11 @@ std::optional<Assessment> assess_gpu_hidden(const Context& ctx) {
   // Ranks of one node each confined by the scheduler to one GPU (`srun --gpus-per-task 1`: a device cgroup per task):
   // no rank can reach another's GPU, so NCCL has no P2P or NVLink between them and copies through host memory.
   bool confined = false;
+  // (Unless NCCL's own log shows the ranks joined peer to peer: then each rank does reach the others' GPUs.)
+  bool p2p_seen = false;
+  for (const auto& t : ctx.facts.of<TransportUse>()) p2p_seen = p2p_seen || t.fact.kind == "p2p" || t.fact.kind == "nvls";
   for (const auto& c : ctx.facts.of<GpuCount>()) {
+    if (p2p_seen) break;
     if (c.fact.scope != "task" || c.fact.count != 1 || !ctx.ranks || *ctx.ranks < 2) continue;
     const bool one_node = !ctx.nodes || *ctx.nodes == 1 || *ctx.ranks / std::max(1, *ctx.nodes) >= 2;
     if (!one_node) continue;

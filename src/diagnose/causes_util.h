@@ -125,13 +125,23 @@ inline PcieReading pcie_reading(const Context& ctx, const Seen<PcieLinkState>& p
 /// no DDP in the code or the words) where the evidence names two GPUs or more. Without ranks there is no DDP; a
 /// framework that uses every visible GPU from one process (the HF Trainer, Lightning's "dp") does it with
 /// DataParallel. The launch line, nullopt when the evidence does not show this.
+///
+/// Not where the job spans nodes (one process cannot drive another machine's GPUs), nor where the script's own flags
+/// say it starts its workers itself or belongs to another framework: detectron2-style launchers (--num-gpus,
+/// --num-machines, --dist-url), MXNet's kvstore and device list (--kv-store, --gpus 0,1,2,3), a world size.
 inline std::optional<Seen<Launch>> single_process_over_gpus(const Context& ctx) {
   if (ctx.expected.gpus < 2 || ctx.has<DdpConfig>()) return std::nullopt;
+  if (ctx.nodes && *ctx.nodes > 1) return std::nullopt;
   for (const auto& c : ctx.facts.of<CodeUse>())
     if (c.fact.construct == "DistributedDataParallel") return std::nullopt;
   std::optional<Seen<Launch>> plain;
   for (const auto& l : ctx.facts.of<Launch>()) {
     if (l.fact.launcher != "python" || l.fact.nproc_per_node || l.fact.np) return std::nullopt;  // a launcher of ranks
+    for (const auto& a : l.fact.args)
+      for (std::string_view own : {"--num-gpus", "--num_gpus", "--ngpus", "--num-machines", "--num_machines", "--dist-url",
+                                   "--dist_url", "--world-size", "--world_size", "--kv-store", "--kv_store", "--kvstore",
+                                   "--gpus", "--launcher", "--nnodes"})
+        if (a == own || a.rfind(std::string(own) + "=", 0) == 0) return std::nullopt;
     if (!plain) plain.emplace(l);
   }
   return plain;

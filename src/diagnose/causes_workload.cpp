@@ -468,7 +468,16 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
     // Utilisation that swings between idle and flat out, in a job whose input pipeline is in view: the GPU runs a batch
     // and then waits for the next — the signature of a pipeline that cannot keep up (a sync every step would show the
     // same swing at a shorter period, and a named sync says so).
-    const auto swings = first_claim(ctx, "util-swings"), named = first_claim(ctx, "input-mentioned");
+    // The data on slow storage (an HDD, a network file system): every batch is read from it.
+    const auto storage = first_claim(ctx, "slow-storage");
+    if (storage) {
+      a.evidence.push_back(line("the data is read from slow storage (a hard disk or a network file system): every batch "
+                                "waits on it, and more GPUs only wait more",
+                                storage->where));
+      score = std::max(score, 0.35);
+    }
+    const auto swings = first_claim(ctx, "util-swings");
+    const auto named = storage ? storage : first_claim(ctx, "input-mentioned");
     if (swings && (named || input) && !first_claim(ctx, "launch-suspected") && !ctx.has<HostSync>()) {
       a.evidence.push_back(line("GPU utilisation swings between idle and busy: each batch runs flat out, then the GPU waits "
                                 "for the next",

@@ -270,7 +270,7 @@ std::vector<Judgement> judgements(const Context& ctx) {
         out.push_back({false, line(fmt::format("{} ({} efficiency)", ex.speedup_line->says, percent(eff)), ex.speedup_line->where), "", 0});
     }
   }
-  for (std::size_t k = from; k < out.size(); ++k) out[k].measured = true;
+  for (std::size_t k = from; k < out.size(); ++k) out[k].measured = !ctx.expected.speedup_inferred;
   // A PCIe link below its generation while the GPU idles, at its full width: the GPU lowers the generation to save power
   // and raises it under load (nvidia-smi -q's "Current" against "Max"); what it does under load is what matters.
   for (const auto& p : ctx.facts.of<PcieLinkState>()) {
@@ -422,7 +422,7 @@ Diagnosis diagnose(const FactSet& facts) {
   }
   // A cause of slow scaling explains a loss: where the evidence shows the job scaling well (a measured or stated
   // speedup at 85 % efficiency or more), a cause whose cost nothing measured is a risk, not this job's answer.
-  if (const auto& ex = ctx.expected; ex.measured_speedup && ex.gpus >= 2 && ex.speedup_line) {
+  if (const auto& ex = ctx.expected; ex.measured_speedup && ex.gpus >= 2 && ex.speedup_line && !ex.speedup_inferred) {
     const double eff = *ex.measured_speedup / ex.gpus;
     static const std::set<std::string> failures = {"container-ipc-shm", "collective-mismatch", "gpu-hidden"};
     if (eff >= 0.85)

@@ -196,9 +196,14 @@ JobExpectation expect_job(const Context& ctx) {
   // linear weak scaling. It stands in for a "no faster" the same text states, which counted iterations, not samples.
   if (const auto c = first_claim(ctx, "same-per-iteration"); c && e.gpus < 2 && !c->fact.detail.empty())
     e.gpus = std::atoi(c->fact.detail.c_str());  // the count the sentence (or the one before) gave
+  // (Not where a table of GPU counts or a throughput the job measured gives the scaling: those are its own figures.)
+  bool throughput_measured = false;
+  for (const auto& m : ctx.facts.of<Measurement>()) throughput_measured = throughput_measured || m.fact.quantity == "throughput";
   if (const auto c = first_claim(ctx, "same-per-iteration");
-      c && e.gpus >= 2 && !data_parallel_in_use(ctx) && (!e.measured_speedup || *e.measured_speedup <= 1.05)) {
+      c && e.gpus >= 2 && !data_parallel_in_use(ctx) && ctx.variants.scaling.empty() && !throughput_measured &&
+      (!e.measured_speedup || *e.measured_speedup <= 1.05)) {
     e.measured_speedup = e.gpus;
+    e.speedup_inferred = true;
     e.speedup_line = line(fmt::format("the same time per iteration on {} GPUs as on one: each GPU processes its own batch "
                                       "in it, so {} times the samples per second (weak scaling); a schedule counted in "
                                       "iterations takes as long, over {} times the data",

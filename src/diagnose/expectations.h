@@ -32,6 +32,9 @@ struct JobExpectation {
   /// The measured speedup at `gpus` (a table of GPU counts, a stated speedup), and where.
   std::optional<double> measured_speedup;
   std::optional<EvidenceLine> speedup_line;
+  /// The speedup is inferred, not measured: the same time per iteration on N GPUs read as N (weak scaling). It
+  /// answers whether the job scales, but never outranks a cause with evidence of its own.
+  bool speedup_inferred = false;
   /// One line that states the expectation ("BERT-base's 0.44 GB of FP32 gradients over …: 61–88 ms per step against
   /// 40–320 ms of compute: comm ratio 0.2–2.2").
   std::optional<EvidenceLine> summary;

@@ -599,6 +599,14 @@ TEST(FileCauses, AMoveFromDataParallelToDdpThatPaidOffNamesDataParallel) {
                                        "make the epoch faster?\n");
   const auto ev = gather_evidence({ask});
   for (const auto& c : ev.facts.of<Claim>()) EXPECT_NE(c.fact.kind, "faster-with") << c.where.excerpt;
+  // Denied, or faster for another reason: no change read as the one that paid off.
+  for (const char* text : {"We use DDP, and the new NVMe disk makes data loading faster.",
+                           "Switching from DataParallel to DDP did not make it any faster.",
+                           "Without no_sync() everything works as intended.",
+                           "A thin wrapper around the official DDP makes logging faster."}) {
+    const auto e2 = gather_evidence({dir.write("neg.md", std::string("# Training\n\n") + text + "\n")});
+    for (const auto& c : e2.facts.of<Claim>()) EXPECT_NE(c.fact.kind, "faster-with") << text;
+  }
 }
 
 TEST(FileCauses, PytorchsDdpInPlaceOfAHandWrittenWrapperThatPaidOffIsOverlap) {
@@ -621,8 +629,9 @@ TEST(FileCauses, NoSyncOverAccumulationThatFixedScalingIsCommunicationPerMicroBa
 
 TEST(FileCauses, TheSameTimePerIterationOnSeveralGpusIsWeakScaling) {
   TempDir dir;
-  const auto post = dir.write("post.md", "# Multi-GPU no faster?\n\nI launch the trainer with torchrun on 4 GPUs. The s/it "
-                                         "printed by the progress bar is the same as on a single GPU, 1.2 s/it.\n");
+  const auto post = dir.write("post.md", "# Multi-GPU no faster?\n\nI launch the trainer on one machine:\n\n```\ntorchrun "
+                                         "--nproc_per_node 4 train.py\n```\n\nThe s/it printed by the progress bar is the "
+                                         "same as on a single GPU, 1.2 s/it.\n");
   const auto d = diagnose::diagnose(gather_evidence({post}).facts);
   ASSERT_TRUE(d.primary) << describe(d);
   EXPECT_EQ(d.primary->cause, "no-defect") << describe(d);
@@ -631,6 +640,13 @@ TEST(FileCauses, TheSameTimePerIterationOnSeveralGpusIsWeakScaling) {
                                      "printed by the progress bar is the same as on a single GPU, 1.2 s/it.\n");
   const auto d2 = diagnose::diagnose(gather_evidence({dp}).facts);
   EXPECT_FALSE(d2.primary && d2.primary->cause == "no-defect") << describe(d2);
+  // Denied, or the same throughput (samples, not iterations): no weak scaling read into it.
+  for (const char* text : {"The s/it on 4 GPUs is not the same as on a single GPU, it is worse.",
+                           "On 4 GPUs the throughput in it/s is the same as on a single GPU.",
+                           "On 8 GPUs of one node the it/s is the same as before the driver update."}) {
+    const auto ev = gather_evidence({dir.write("neg.md", std::string("# Multi-GPU\n\n") + text + "\n")});
+    for (const auto& c : ev.facts.of<Claim>()) EXPECT_NE(c.fact.kind, "same-per-iteration") << text;
+  }
 }
 
 TEST(FileCauses, APcieLinkStatePastedAsABlockWhileTheJobRuns) {
@@ -697,4 +713,41 @@ TEST(FileCauses, RanksConfinedToOneGpuEachBySlurmAreHiddenFromEachOther) {
                                            "\nIt is 20% slower than we hoped.\n");
   const auto d2 = diagnose::diagnose(gather_evidence({multi}).facts);
   EXPECT_FALSE(d2.primary && d2.primary->cause == "gpu-hidden") << describe(d2);
+  // NCCL's log shows the ranks joined peer to peer: each reaches the others' GPUs after all.
+  const auto log = dir.write("nccl.log", "host-a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+                                         "host-a:1:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\n");
+  const auto d3 = diagnose::diagnose(gather_evidence({post, log}).facts);
+  EXPECT_FALSE(d3.primary && d3.primary->cause == "gpu-hidden") << describe(d3);
+}
+
+TEST(FileCauses, DataOnAHardDiskBesideAnIdleGpuIsInputBound) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# Slow training on 2 GPUs\n\nTraining on 2x A6000 runs at 0.2 it/s. nvidia-smi shows "
+                                         "one GPU at 0% utilization while the other is at 100%, an imbalance in GPU usage. "
+                                         "The 800 GB dataset sits on an HDD because it does not fit on our SSD.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "input-bound") << describe(d);
+}
+
+TEST(FileCauses, APythonScriptThatStartsItsOwnWorkersIsNotDataParallel) {
+  TempDir dir;
+  // detectron2-style training scripts spawn one process per GPU themselves; MXNet drives its GPUs through a kvstore.
+  for (const char* cmd : {"python train_net.py --num-gpus 4 --config-file r50.yaml",
+                          "python train_imagenet.py --network alexnet --gpus 0,1,2,3 --kv-store device"}) {
+    const auto post = dir.write("post.md", std::string("# 4 GPUs slow\n\nOn 4x RTX 3090 the epoch is barely faster than "
+                                                       "on one.\n\n```\n") + cmd + "\n```\n");
+    const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+    EXPECT_FALSE(d.primary && d.primary->cause == "dataparallel-not-ddp") << cmd << "\n" << describe(d);
+  }
+}
+
+TEST(FileCauses, ASentenceOfPaddingIsNotRead) {
+  TempDir dir;
+  // Tens of thousands of blanks or digits in one "sentence" are no prose (and once overflowed the grammar's stack).
+  const auto post = dir.write("post.md", "We train on 4x A100 with DDP and it is slow.\nGPU" + std::string(100000, ' ') +
+                                             ".\nThe busbw is " + std::string(100000, '1') + " GB/s.\n");
+  const auto ev = gather_evidence({post});
+  ASSERT_EQ(ev.files.size(), 1u);
+  EXPECT_TRUE(ev.files.front().error.empty()) << ev.files.front().error;
 }

@@ -252,14 +252,35 @@ double seconds(const Figure& f) {
 
 }  // namespace
 
+// Longest sentence and word the grammar reads (read_sentence_measures).
+constexpr std::size_t kMaxSentenceBytes = 4000, kMaxTokenBytes = 160;
+
 void read_sentence_measures(std::string_view sentence, const diagnose::Provenance& where, diagnose::FactSet& out,
                             MeasureState* state) {
   std::string* last_time_quantity = state ? &state->last_time_quantity : nullptr;
   try {
+    // Runs of blanks as one blank. A "sentence" of thousands of characters, or with a word of hundreds, is no
+    // sentence a person wrote (pasted data, padding): the grammar's regular expressions (std::regex, which recurses
+    // per character) are not run on it.
+    std::string collapsed;
+    collapsed.reserve(sentence.size());
+    std::size_t token = 0, longest = 0;
+    for (const char c : sentence) {
+      const bool blank = c == ' ' || c == '\t' || c == '\r' || c == '\n';
+      if (blank) {
+        token = 0;
+        if (!collapsed.empty() && collapsed.back() == ' ') continue;
+        collapsed += ' ';
+      } else {
+        longest = std::max(longest, ++token);
+        collapsed += c;
+      }
+    }
+    if (collapsed.size() > kMaxSentenceBytes || longest > kMaxTokenBytes) return;
+    sentence = collapsed;
     const std::string raw(sentence);
     const std::string s = lower(sentence);
     const auto cs = counts(s);
-    const std::optional<int> earlier_gpu_count = state ? state->last_gpu_count : std::nullopt;  // before this sentence
     if (state)
       for (const auto& c : cs)
         if (c.n >= 1) state->last_gpu_count = c.n;
@@ -352,17 +373,26 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     // as the cause that change removes (diagnose/causes_*.cpp, fixed_by).
     {
       static const std::regex gain(R"(\b(faster|speed ?-?ups?|speeds? up|sped up|quicker|accelerat\w*)\b|\bworks? as (intended|expected)\b)");
-      const bool denied = has(s, "not faster") || has(s, "no faster") || has(s, "no speedup") || has(s, "no speed up") ||
-                          has(s, "slower") || has(s, "?");
+      // Denied, asked or supposed: "does not work as intended", "did not make it any faster", "without no_sync()
+      // everything works", "would DDP be faster?" (a tried "if we add X, then it works" is a result).
+      const bool denied = has(s, "not ") || has(s, "n't") || has(s, "no longer") || has(s, "without") || has(s, "no faster") ||
+                          has(s, "no speedup") || has(s, "no speed up") || has(s, "slower") || has(s, "?") || has(s, "would") ||
+                          has(s, "could");
       if (!denied && std::regex_search(s, gain)) {
+        // The change itself: DataParallel left for DDP, or DDP turned on.
         static const std::regex from_dp(R"(\b(chang\w*|switch\w*|mov\w*|replac\w*|convert\w*|migrat\w*|port\w*)\s+(from\s+)?(the\s+)?(dp|nn\.dataparallel|dataparallel|data\s?parallel)\s+(to|with|by|into|for)\b|\binstead of\s+(dp|nn\.dataparallel|dataparallel)\b)");
-        static const std::regex to_ddp(R"(\b(enabl\w*|us(e|es|ing)|add\w*|support\w*|switch\w* to|mov\w* to|chang\w* to)\s+(the\s+)?(pytorch\s+|torch\s+)?(ddp|distributeddataparallel|distributed data parallel)\b)");
+        static const std::regex to_ddp(R"(\b(enabl\w*|switch\w* to|mov\w* to|chang\w* to|migrat\w* to)\s+(the\s+)?(pytorch\s+|torch\s+)?(ddp|distributeddataparallel|distributed data parallel)\b)");
+        // PyTorch's own DDP put in place of a hand-written wrapper ("re-implement MMDDP with the official DDP",
+        // "replace our gradient-averaging wrapper with the native DistributedDataParallel").
         static const std::regex framework_ddp(R"(\b(official|pytorch'?s?|torch'?s?|native|built-in|upstream)\s+(ddp|distributeddataparallel)\b)");
-        const bool custom = has(s, "re-implement") || has(s, "reimplement") || has(s, "replace") || has(s, "instead of") ||
-                            has(s, "our own") || has(s, "custom") || has(s, "wrapper");
-        if (std::regex_search(s, framework_ddp) && custom) out.add(Claim{"faster-with", "framework-ddp"}, where);
+        const bool in_place = has(s, "re-implement") || has(s, "reimplement") || has(s, "replac") || has(s, "instead of") ||
+                              has(s, "in place of");
+        if (std::regex_search(s, framework_ddp) && in_place) out.add(Claim{"faster-with", "framework-ddp"}, where);
         else if (std::regex_search(s, from_dp) || std::regex_search(s, to_ddp)) out.add(Claim{"faster-with", "ddp"}, where);
-        if (has(s, "no_sync") || has(s, "no sync()")) out.add(Claim{"faster-with", "no-sync"}, where);
+        // no_sync() added around accumulation micro-batches ("if we add self.no_sync() … it works as intended").
+        if ((has(s, "no_sync") || has(s, "no sync()")) &&
+            (has(s, "add") || has(s, "wrap") || has(s, "use") || has(s, "with") || has(s, "around")))
+          out.add(Claim{"faster-with", "no-sync"}, where);
       }
     }
 
@@ -422,10 +452,18 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       if (std::regex_search(s, many)) out.add(Claim{"nodes", "multi-node"}, where);
     }
     // Ranks given unequal work: variable lengths or sizes, uneven shards, some ranks doing more.
+    // ("imbalance on GPU utility" is what the GPUs show, not what they were given: no claim of its own.)
+    const bool util_imbalance = (has(s, "imbalanc") || has(s, "unbalanced")) && (has(s, "util") || has(s, "usage")) &&
+                                !has(s, "work") && !has(s, "data") && !has(s, "sample") && !has(s, "batch");
     if (has(s, "variable length") || has(s, "variable-length") || has(s, "different length") || has(s, "varying length") ||
         has(s, "random size") || has(s, "random image size") || has(s, "different size") || has(s, "uneven") ||
-        has(s, "imbalanc") || has(s, "unbalanced") || has(s, "more work than") || has(s, "different amount"))
+        ((has(s, "imbalanc") || has(s, "unbalanced")) && !util_imbalance) || has(s, "more work than") ||
+        has(s, "different amount"))
       out.add(Claim{"uneven-work", ""}, where);
+    // The data read from slow storage: "stored on an HDD", "a network file system", "a spinning disk".
+    if (word(s, "hdd") || word(s, "hdds") || has(s, "hard disk") || has(s, "hard drive") || has(s, "spinning disk") ||
+        has(s, "mechanical disk") || word(s, "nfs") || has(s, "network file system") || has(s, "network storage"))
+      out.add(Claim{"slow-storage", ""}, where);
     // A PCIe link below its width or generation, said in words: "the GPU runs at x8 instead of x16", "Gen3 x4".
     {
       static const std::regex width_re(R"(\bx\s?(1|2|4|8)\b(?!\d))");
@@ -702,9 +740,16 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         if (reference && (f.unit == "GB/s" || f.unit == "MB/s")) continue;
         // A figure of one link ("an nvlink bandwidth is defined as 20GB/s", "25 GB/s per link"): a link's rate, not the
         // job's bus bandwidth.
-        for (auto w : {"per link", "each link", "an nvlink", "one link", "a single link", "per lane", "per nvlink",
-                       "a link's", "link is ", "links at", "link at"})
-          if (has(near, w) && (f.unit == "GB/s" || f.unit == "MB/s")) q = "link bandwidth";
+        if (f.unit == "GB/s" || f.unit == "MB/s") {
+          const std::string just_before = s.substr(f.pos > 14 ? f.pos - 14 : 0, f.pos > 14 ? 14 : f.pos);
+          const std::string just_after = s.substr(f.end, std::min<std::size_t>(14, s.size() - f.end));
+          bool one_link = false;
+          for (auto w : {"links at", "link at", "per link", "each link"}) one_link = one_link || has(just_before, w);
+          for (auto w : {" each", "per link", "/link", "per lane", "per nvlink", "a link"}) one_link = one_link || has(just_after, w);
+          for (auto w : {"an nvlink bandwidth", "one link", "a single link", "a link's", "link bandwidth is"})
+            one_link = one_link || has(near, w);
+          if (one_link) q = "link bandwidth";
+        }
         // A time the sentence only supposes: "at 100% efficiency two GPUs would halve your step time to 11ms", "ideally
         // 50 ms". A measurement is what ran, not what would.
         const bool time_figure = f.unit == "s" || f.unit == "ms" || f.unit == "min" || f.unit == "h";
@@ -790,13 +835,20 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       static const std::regex per_iter(R"(\b(it/s|s/it|iters?/s|batch(es)?\s?/\s?sec|batch(es)?/s|eta|per iteration|iteration time|time per (iteration|step)|iterations per second|step time|s/step)\b)");
       const bool same = has(s, "the same as") || has(s, "same as single") || has(s, "same as one") || has(s, "same as 1") ||
                         has(s, "same as on one") || has(s, "identical to");
-      const bool vs_one = has(s, "single") || has(s, "one gpu") || has(s, "1 gpu") || has(s, "one card") || has(s, "1 card");
-      if (same && vs_one && std::regex_search(s, per_iter)) {
-        // With the GPU count of the sentence, else the one an earlier sentence gave ("on 4 GPUs").
+      const bool vs_one = has(s, "single gpu") || has(s, "single-gpu") || has(s, "single card") || has(s, "single-card") ||
+                          has(s, "one gpu") || has(s, "1 gpu") || has(s, "one card") || has(s, "1 card") ||
+                          has(s, "single device");
+      // Not when denied ("not the same"), when the sentence speaks of samples or the whole run (throughput, epoch,
+      // total time: those the same is no gain), or of one batch split over the GPUs (then the same time per
+      // iteration is no gain either).
+      const bool other = has(s, "not ") || has(s, "n't") || has(s, "throughput") || has(s, "samples") ||
+                         has(s, "images/s") || has(s, "img/s") || has(s, "tokens") || has(s, "total") || has(s, "epoch") ||
+                         has(s, "split") || has(s, "divid") || has(s, "global batch") || has(s, "dropped");
+      if (same && vs_one && !other && std::regex_search(s, per_iter)) {
+        // With the GPU count of the sentence, when it gives one.
         std::optional<int> n;
         for (const auto& c : cs)
           if (!c.processes && c.n >= 2) n = std::max(n.value_or(0), c.n);
-        if (!n && earlier_gpu_count && *earlier_gpu_count >= 2) n = earlier_gpu_count;
         out.add(Claim{"same-per-iteration", n ? std::to_string(*n) : ""}, where);
       }
     }

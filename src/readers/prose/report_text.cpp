@@ -616,9 +616,10 @@ std::string ascii_punctuation(std::string_view text) {
 /// "4x4090", "8xA100", "2xH100": a count fused to a GPU's name, split ("4x 4090") so that it reads as "4x RTX 4090"
 /// does. Only the first MiB (a prose post is far smaller); line breaks are kept, so line numbers do not move.
 std::string split_fused_counts(std::string_view text) {  // after ascii_punctuation
-  if (text.size() > (1u << 20)) return std::string(text);
+  std::string ascii = ascii_punctuation(text);
+  if (ascii.size() > (1u << 20)) return ascii;
   static const std::regex fused(R"(\b(\d{1,2})([xX])([A-Za-z]{0,4}\d{3,4}[A-Za-z]{0,3})\b)");
-  return std::regex_replace(ascii_punctuation(text), fused, "$1$2 $3");
+  return std::regex_replace(ascii, fused, "$1$2 $3");
 }
 
 Reading read_layout(const Layout& l, const std::string& source) {
