@@ -420,35 +420,36 @@ Diagnosis diagnose(const FactSet& facts) {
       it = live.erase(it);
     }
   }
-  // A cause of slow scaling explains a loss: where the evidence shows the job scaling well (a measured or stated
-  // speedup at 85 % efficiency or more), a cause whose cost nothing measured is a risk, not this job's answer.
+  // A cause of slow scaling explains a loss: where the evidence shows none, a cause whose cost nothing measured is a
+  // risk, contributing at most — not this job's answer. Failures (a crash, a hang, a GPU gone) are never risks.
+  static const std::set<std::string> failures = {"container-ipc-shm", "collective-mismatch", "gpu-hidden"};
+  auto as_risk = [](Assessment& a, EvidenceLine why) {
+    a.score = std::min(a.score * 0.5, kPrimaryScore - 0.01);
+    a.against.push_back(std::move(why));
+  };
+  // The job scaling well: a measured or stated speedup at 85 % efficiency or more.
   if (const auto& ex = ctx.expected; ex.measured_speedup && ex.gpus >= 2 && ex.speedup_line && !ex.speedup_inferred) {
     const double eff = *ex.measured_speedup / ex.gpus;
-    static const std::set<std::string> failures = {"container-ipc-shm", "collective-mismatch", "gpu-hidden"};
     if (eff >= 0.85)
       for (auto& a : live)
-        if (!failures.count(a.cause) && !a.cost.seconds && !a.cost.share) {
-          a.score = std::min(a.score * 0.5, kPrimaryScore - 0.01);  // contributing at most
-          a.against.push_back(line(fmt::format("the job scales well: {} ({} efficiency)", ex.speedup_line->says, percent(eff)),
-                                   ex.speedup_line->where));
-        }
+        if (!failures.count(a.cause) && !a.cost.seconds && !a.cost.share)
+          as_risk(a, line(fmt::format("the job scales well: {} ({} efficiency)", ex.speedup_line->says, percent(eff)),
+                          ex.speedup_line->where));
   }
   // Likewise where every figure the evidence measured is judged at what its hardware gives (a busbw plateau at the
   // path's or the network's ceiling, scaling at ≥ 85 % efficiency, MFU at the top of the range) and none below it: a
   // cause whose cost nothing measured is a risk beside figures that show no loss, not the answer.
+  // (The judgements are those of no-defect below, made once.)
+  const auto js = judgements(ctx);
   {
-    const auto js = judgements(ctx);
     const bool none_failed = std::none_of(js.begin(), js.end(), [](const Judgement& j) { return !j.met; });
     const Judgement* firm = nullptr;
     for (const auto& j : js)
       if (j.met && j.measured && (!firm || j.weight > firm->weight)) firm = &j;
-    static const std::set<std::string> failures = {"container-ipc-shm", "collective-mismatch", "gpu-hidden"};
     if (none_failed && firm)
       for (auto& a : live)
-        if (!failures.count(a.cause) && !a.cost.seconds && !a.cost.share && !a.cost.measured_gbps && a.score >= kPrimaryScore) {
-          a.score = std::min(a.score * 0.5, kPrimaryScore - 0.01);  // contributing at most
-          a.against.push_back(line("the measured figures are what this hardware gives: " + firm->line.says, firm->line.where));
-        }
+        if (!failures.count(a.cause) && !a.cost.seconds && !a.cost.share && !a.cost.measured_gbps && a.score >= kPrimaryScore)
+          as_risk(a, line("the measured figures are what this hardware gives: " + firm->line.says, firm->line.where));
   }
   // A cause that explains another (a setting behind a fallback) ranks above it: the effect's evidence is its too.
   for (auto& a : live)
@@ -478,7 +479,6 @@ Diagnosis diagnose(const FactSet& facts) {
   }
 
   if (!d.primary) {
-    const auto js = judgements(ctx);
     bool failed = false;
     double weight = 0;
     for (const auto& j : js) {
