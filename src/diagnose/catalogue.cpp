@@ -56,7 +56,7 @@ const std::array<CauseInfo, 25> kCatalogue = {{
      "the SYS ceiling (half the PCIe link) against a same-socket path",
      "keep a job's GPUs on one NUMA node (CUDA_VISIBLE_DEVICES); bind each rank's CPUs to its GPU's node",
      "nvidia-smi topo -m",
-     "nvidia-smi topo -m legend; scalescope's H200 measurement of SHM through host memory (../shared/anchors.md)",
+     "nvidia-smi topo -m legend; scalescope's H200 measurement of SHM through host memory (bench/RESULTS.md: 25.5 GB/s with P2P disabled)",
      assess_cross_socket_path},
     {"p2p-blocked-acs-iommu", kHw, "ACS redirection or the IOMMU forces peer traffic through the root complex, or breaks it",
      "With ACS request/completion redirect on a PCIe switch's downstream ports, peer requests between devices under "

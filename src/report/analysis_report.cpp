@@ -106,7 +106,7 @@ std::string render_watchdog(const analyze::WatchdogAnalysis& a, bool name_files 
 }  // namespace
 
 std::string render_catalogue() {
-  std::string out = "causes the diagnosis knows (ids of ../shared/diagnosis-causes.md, plus scalescope's additions):\n";
+  std::string out = "causes the diagnosis knows (the shared vocabulary of cause ids, plus scalescope's additions):\n";
   std::string_view category;
   for (const auto& c : diagnose::cause_catalogue()) {
     if (c.category != category) {

@@ -2,7 +2,13 @@
 # The documentation against the code (run by ctest from the source tree):
 #  1. docs/causes.md is what `scalescope analyze --causes` prints now (scripts/gen-docs.sh regenerates it);
 #  2. every example command in a ```sh block of README.md and docs/*.md that reads the repository's own fixtures
-#     (tests/fixtures/…) runs and exits 0.
+#     (tests/fixtures/…) runs and exits 0;
+#  3. no line of README.md or docs/*.md points at ../shared (a folder beside the developers' checkout, not in a clone);
+#  4. every relative link ](path) or ](path#anchor) of README.md and docs/*.md names a file that exists (relative to
+#     the doc's folder) and, with an #anchor, a heading of that file that makes the anchor (GitHub's rule: lowercase,
+#     punctuation dropped except hyphens and underscores, spaces to hyphens, -1, -2 … after a repeated heading);
+#  5. every path in backticks in README.md and docs/*.md that starts with src/, tools/, tests/, docs/, bench/,
+#     scripts/ or data/ and holds no wildcard or placeholder (*, <, …, ..., {) exists (a trailing :line stripped).
 #   check_docs.sh SCALESCOPE_EXE
 set -uo pipefail
 exe=$1
@@ -32,4 +38,69 @@ while IFS= read -r line; do
 done < <(awk '/^```sh/{on=1; next} /^```/{on=0} on && /^scalescope / && /tests\/fixtures\//' README.md docs/*.md)
 echo "$examples example command(s) run"
 [ "$examples" -gt 0 ] || { echo "no example found: the README lost its examples?"; status=1; }
+
+docs=(README.md docs/*.md)
+
+# 3. Nothing points outside the repository.
+if shared=$(grep -n '\.\./shared' "${docs[@]}"); then
+  echo "docs point at ../shared (not in a user's clone): say what the source is, or point inside the repository"
+  echo "$shared" | cut -c1-160
+  status=1
+else
+  echo "no doc points at ../shared"
+fi
+
+# The lines of a markdown file outside its fenced code blocks.
+prose() { awk '/^[ ]*```/{fence = !fence; next} !fence' "$1"; }
+
+# The GitHub anchors of a markdown file's headings, one a line.
+anchors() {
+  prose "$1" | LC_ALL=C awk '
+    /^#+[ \t]/ && match($0, /^#+/) && RLENGTH <= 6 {
+      h = $0; sub(/^#+[ \t]+/, "", h); sub(/[ \t]+#*[ \t]*$/, "", h); h = tolower(h)
+      gsub(/\xe2\x80\x94|\xe2\x80\x93|\xe2\x86\x92|\xe2\x80\xa6|\xc3\x97|\xc2\xb7|\xe2\x80\x99|\xe2\x80\x9c|\xe2\x80\x9d|\xe2\x89\xa5|\xe2\x89\xa4/, "", h)
+      gsub(/[^a-z0-9_ -]/, "", h)   # ASCII punctuation; other bytes (letters of other scripts) are kept below
+      gsub(/ /, "-", h)
+      a = h; if (seen[h]++) a = h "-" (seen[h] - 1)
+      print a
+    }'
+}
+
+# 4. Relative links name files and headings that exist.
+links=0
+for doc in "${docs[@]}"; do
+  dir=$(dirname "$doc")
+  while IFS= read -r target; do
+    case $target in http://*|https://*|mailto:*) continue ;; esac
+    links=$((links + 1))
+    path=${target%%#*}
+    anchor=; [[ $target == *#* ]] && anchor=${target#*#}
+    file=$doc; [ -n "$path" ] && file=$dir/$path
+    if [ ! -e "$file" ]; then
+      echo "$doc: link ]($target): no file $file"
+      status=1
+    elif [ -n "$anchor" ] && ! anchors "$file" | grep -qxF -- "$anchor"; then
+      echo "$doc: link ]($target): no heading of $file makes the anchor #$anchor"
+      status=1
+    fi
+  done < <(prose "$doc" | grep -o '\](\([^)[:space:]]*\))' | sed 's/^](//; s/)$//')
+done
+echo "$links relative link(s) checked"
+
+# 5. Paths in backticks exist.
+paths=0
+for doc in "${docs[@]}"; do
+  while IFS= read -r span; do
+    p=${span%% *}
+    case $p in src/*|tools/*|tests/*|docs/*|bench/*|scripts/*|data/*) ;; *) continue ;; esac
+    case $p in *'*'*|*'<'*|*'…'*|*'...'*|*'{'*) continue ;; esac
+    p=$(sed -E 's/:[0-9]+(-[0-9]+)?$//' <<< "$p")
+    paths=$((paths + 1))
+    if [ ! -e "$p" ]; then
+      echo "$doc: \`$span\`: no such file or folder in the repository"
+      status=1
+    fi
+  done < <(prose "$doc" | grep -o '`[^`]*`' | sed 's/^`//; s/`$//')
+done
+echo "$paths path(s) in backticks checked"
 exit $status
