@@ -402,6 +402,60 @@ std::optional<Assessment> assess_host_sync(const Context& ctx) {
   return a;
 }
 
+namespace {
+
+/// The DataLoader workers the job's ranks start on one host, against the CPUs the text says the host has: each rank
+/// runs its own loader, so a host carries workers × ranks loader processes beside the ranks. Empty when the worker
+/// count, the ranks per host or the CPU count is not in the evidence.
+struct LoaderDemand {
+  int workers = 0, ranks = 0, cpus = 0;
+  EvidenceLine workers_line, cpus_line;
+};
+std::optional<LoaderDemand> loader_demand(const Context& ctx) {
+  LoaderDemand d;
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "cpus" && !c.fact.detail.empty() && std::all_of(c.fact.detail.begin(), c.fact.detail.end(), ::isdigit)) {
+      const int n = std::stoi(c.fact.detail);
+      if (n > d.cpus) {
+        d.cpus = n;
+        d.cpus_line = line("the host has " + c.fact.detail + " CPUs, as the text says", c.where);
+      }
+    }
+  if (d.cpus == 0) return std::nullopt;
+  // Workers per rank: the script's flag (--num_workers 32, --workers=8, -j 16, --dataloader_num_workers 4), or the
+  // DataLoader's argument in the code.
+  for (const auto& l : ctx.facts.of<Launch>())
+    for (std::size_t i = 0; i < l.fact.args.size(); ++i) {
+      std::string a = l.fact.args[i], v;
+      if (const auto eq = a.find('='); eq != std::string::npos) {
+        v = a.substr(eq + 1);
+        a = a.substr(0, eq);
+      } else if (i + 1 < l.fact.args.size()) {
+        v = l.fact.args[i + 1];
+      }
+      const bool flag = a == "--num_workers" || a == "--num-workers" || a == "--workers" || a == "-j" ||
+                        a == "--dataloader_num_workers" || a == "--dataloader-num-workers" || a == "--data_workers" ||
+                        a == "--data-workers" || a == "--n_workers" || a == "--nworkers";
+      if (flag && !v.empty() && v.size() <= 4 && std::all_of(v.begin(), v.end(), ::isdigit)) {
+        d.workers = std::stoi(v);
+        d.workers_line = line(fmt::format("{} {}: {} loader workers per rank", a, v, v), l.where);
+      }
+    }
+  if (d.workers == 0)
+    for (const auto& c : ctx.facts.of<CodeUse>())
+      if (c.fact.construct == "dataloader" && c.fact.value && *c.fact.value >= 1) {
+        d.workers = static_cast<int>(*c.fact.value);
+        d.workers_line = line(fmt::format("num_workers={} in the DataLoader: {} loader workers per rank", d.workers, d.workers), c.where);
+      }
+  if (d.workers == 0) return std::nullopt;
+  d.ranks = ctx.ranks_per_node.value_or(ctx.span != Span::multi_node ? ctx.ranks.value_or(0) : 0);
+  if (d.ranks == 0 && ctx.span != Span::multi_node) d.ranks = ctx.expected.gpus;
+  if (d.ranks == 0) return std::nullopt;
+  return d;
+}
+
+}  // namespace
+
 std::optional<Assessment> assess_input_bound(const Context& ctx) {
   Assessment a = start("input-bound");
   double score = 0;
@@ -444,6 +498,24 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
       a.evidence.push_back(line("persistent_workers=False: the loader's workers are started again every epoch", c.where));
       score = std::max(score, 0.3);
     }
+  // The loaders oversubscribe the host: more loader processes than CPUs, each gets a fraction of a core, so decoding
+  // and augmenting a batch takes longer than the GPUs' step and they wait (PyTorch warns when one loader asks for more
+  // workers than the host's cores; across ranks the sum is what the host carries).
+  if (const auto ld = loader_demand(ctx); ld && ld->workers * ld->ranks > ld->cpus) {
+    a.evidence.push_back(ld->workers_line);
+    a.evidence.push_back(ld->cpus_line);
+    a.evidence.push_back(line(fmt::format("{} workers × {} ranks = {} loader processes, plus the {} ranks, on {} CPUs: each "
+                                          "worker gets {:.2f} of a core, so the input pipeline, not the GPUs, sets the pace",
+                                          ld->workers, ld->ranks, ld->workers * ld->ranks, ld->ranks, ld->cpus,
+                                          static_cast<double>(ld->cpus) / (ld->workers * ld->ranks + ld->ranks)),
+                              ld->cpus_line.where));
+    const bool told = first_claim(ctx, "gpu-underused") || first_claim(ctx, "slow") || first_claim(ctx, "util-swings");
+    score = std::max(score, told ? 0.45 : 0.4);
+    a.fix = fmt::format("at most {} workers per rank (the host's {} CPUs over {} ranks, less one for the rank itself); "
+                        "pin_memory=True and persistent_workers=True; pre-decode or move augmentation to the GPU (DALI) "
+                        "if that is still short",
+                        std::max(1, ld->cpus / ld->ranks - 1), ld->cpus, ld->ranks);
+  }
   // In words: a saturated CPU, GPUs left idle, data loading suspected — together with scaling that falls short.
   {
     const auto cpu = first_claim(ctx, "cpu-saturated"), idle = first_claim(ctx, "gpu-underused"),

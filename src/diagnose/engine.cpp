@@ -365,6 +365,19 @@ std::vector<Judgement> judgements(const Context& ctx) {
   return out;
 }
 
+/// Whether a cause below the primary's score may still be named: the job measurably lost speed (a measured, not
+/// inferred, speedup under 70 % efficiency: below the 0.85·N that verdict.h calls healthy, past its grey band),
+/// and the best live cause
+/// explains that loss with a cost of its own and leads the next by a clear margin.
+bool leans_to(const Context& ctx, const std::vector<Assessment>& live) {
+  const auto& ex = ctx.expected;
+  if (!ex.measured_speedup || ex.gpus < 2 || ex.speedup_inferred || !ex.speedup_line) return false;
+  if (*ex.measured_speedup / ex.gpus >= 0.7) return false;
+  const Assessment& top = live.front();
+  if (!top.cost.seconds && !top.cost.share) return false;
+  return live.size() == 1 || top.score - live[1].score >= 0.05;
+}
+
 bool better(const Assessment& x, const Assessment& y) {
   if (std::abs(x.score - y.score) > 1e-9) return x.score > y.score;
   return x.cost.seconds.value_or(0) > y.cost.seconds.value_or(0);
@@ -468,6 +481,15 @@ Diagnosis diagnose(const FactSet& facts) {
   std::size_t next = 0;
   if (!live.empty() && live.front().score >= kPrimaryScore) {
     d.primary = live.front();
+    next = 1;
+  } else if (!live.empty() && live.front().score >= kContributingScore && leans_to(ctx, live)) {
+    // No cause reached the primary's score, but the job measurably lost speed and one cause explains that loss with
+    // a cost of its own, clearly ahead of the rest: the answer the evidence leans to, named at low confidence beside
+    // what would decide it (an expert names the likeliest cause of a measured loss rather than none).
+    d.primary = live.front();
+    d.primary->against.push_back(line("named on circumstantial evidence: nothing reached the score of a firm answer; the "
+                                      "measurements under 'missing evidence' decide",
+                                      Provenance{}));
     next = 1;
   }
   for (std::size_t i = next; i < live.size() && d.contributing.size() < 6; ++i) {

@@ -400,6 +400,7 @@ struct ProfileRow {
 ///   "container"      it runs in a container (detail: "docker", "kubernetes", and the flags stated: "--ipc=host")
 ///   "nodes"          how many nodes (detail: "2"), or "multi-node"
 ///   "slow"           it is slower than expected (detail: the figures stated, e.g. "4-5x slower", "1.2 GB/s")
+///   "cpus"           the host's CPU count as stated (detail: the number: "32" of "32 cpu and 8 gpu", "CPU(s): 32")
 struct Claim {
   static constexpr const char* kKind = "claim";
   std::string kind;

@@ -57,12 +57,13 @@ struct Count {
   bool processes = false;
 };
 
-std::vector<Count> counts(const std::string& s) {
+std::vector<Count> counts(const std::string& s, MeasureState* state) {
   std::vector<Count> out;
-  // "2 GPUs", "1 gpu", "8 x A100", "2x RTX 2080 Ti", "single GPU", "two V100 GPUs", "4 cards", "8 processes",
+  // "2 GPUs", "1 gpu", "8 x A100", "2x RTX 2080 Ti", "single GPU", "2-GPU", "single-GPU", "two V100 GPUs", "4 cards",
+  // "8 processes",
   // "nproc_per_node=8", "--nproc_per_node 2", "world size 4", "--gpus 4".
   static const std::regex gpu_re(
-      R"(\b(\d{1,4}|one|two|three|four|six|eight|sixteen|single|dual|quad)\s*(?:x\s*|×\s*)?(?:[a-z]*\s?(?:geforce|nvidia|tesla|rtx|gtx|quadro)?\s?[a-z]?\d{2,4}[a-z]*(?:\s?(?:ti|super|sxm\d?|pcie|\d+gb))*\s)?(gpus?|cards?|devices?)\b)");
+      R"(\b(\d{1,4}|one|two|three|four|six|eight|sixteen|single|dual|quad)(?:\s*|-)(?:x\s*|×\s*)?(?:[a-z]*\s?(?:geforce|nvidia|tesla|rtx|gtx|quadro)?\s?[a-z]?\d{2,4}[a-z]*(?:\s?(?:ti|super|sxm\d?|pcie|\d+gb))*\s)?(gpus?|cards?|devices?)\b)");
   static const std::regex x_re(R"(\b(\d{1,3})\s*(?:x|×)\s*(?:nvidia\s+|geforce\s+|tesla\s+)?(?:rtx|gtx|titan|quadro|[ahlbtvpk]\d{1,4}|\d{4})\b)");
   static const std::regex proc_re(R"(\b(\d{1,4}|one|two|four|eight)\s+(?:processes|procs|ranks|workers? processes)\b)");
   static const std::regex flag_re(R"((?:nproc[_-]per[_-]node|--gpus|num_processes|world[_ ]size|--np|-np|ngpus?|num[_-]?gpus|n_gpus?)\s*[= ]\s*(\d{1,4}))");
@@ -77,14 +78,36 @@ std::vector<Count> counts(const std::string& s) {
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
   // Machines when the sentence counts no GPU: "a single machine" against "2 identical machines" scale as the GPUs do
   // (the same GPUs per machine).
-  if (out.empty()) {
-    static const std::regex machine_re(R"(\b(\d{1,4}|one|two|three|four|eight|sixteen|single|a single)\s+(?:[a-z0-9.-]+\s+){0,3}(machines?|nodes?|hosts?|servers?|instances?)\b)");
+  static const std::regex machine_re(R"(\b(\d{1,4}|one|two|three|four|eight|sixteen|single|a single)\s+(?:[a-z0-9.-]+\s+){0,3}(machines?|nodes?|hosts?|servers?|instances?)\b)");
+  auto machines = [&](int per) {
+    std::vector<Count> ms;
     for (auto it = std::sregex_iterator(s.begin(), s.end(), machine_re); it != std::sregex_iterator(); ++it) {
       std::string w = (*it)[1].str();
       if (w == "a single") w = "single";
-      if (auto n = count_word(w)) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
+      if (auto n = count_word(w)) ms.push_back({*n * per, static_cast<std::size_t>(it->position(0)), false});
+    }
+    return ms;
+  };
+  // A count of GPUs per machine ("2 servers, each with 4 GPUs", "4 GPUs per node"): the machines the sentence counts
+  // then say how many GPUs each figure ran on (a figure on "a single server" ran on 4, one on "2 servers" on 8), and
+  // the per-machine count is no job's size of its own.
+  static const std::regex per_node_re(
+      R"(\beach\s+(?:(?:node|server|machine|host|instance|one)\s+)?(?:has|have|having|with|holds?|contains?|(?:is\s+)?equipped\s+with)\s+(\d{1,3}|two|four|eight|sixteen)\s*(?:x\s*)?(?:(?:[a-z]*\d[a-z0-9-]*|nvidia|geforce|tesla|rtx|gtx|quadro|titan)\s+){0,3}(?:gpus?|cards?)\b|\b(\d{1,3}|two|four|eight|sixteen)\s*(?:x\s*)?(?:(?:[a-z]*\d[a-z0-9-]*|nvidia|geforce|tesla|rtx|gtx|quadro|titan)\s+){0,3}(?:gpus?|cards?)\s+(?:each|per\s+(?:node|server|machine|host|instance))\b)");
+  if (std::smatch pm; std::regex_search(s, pm, per_node_re)) {
+    const auto per = count_word(pm[1].matched ? pm[1].str() : pm[2].str());
+    if (per && *per >= 1 && state) state->gpus_per_machine = *per;
+    if (per && *per >= 1) {
+      auto ms = machines(*per);
+      if (!ms.empty()) {
+        const auto a = static_cast<std::size_t>(pm.position(0)), b = a + static_cast<std::size_t>(pm.length(0));
+        out.erase(std::remove_if(out.begin(), out.end(), [&](const Count& c) { return !c.processes && c.pos >= a && c.pos < b; }),
+                  out.end());
+        out.insert(out.end(), ms.begin(), ms.end());
+      }
     }
   }
+  // Machines counted after the text gave its GPUs per machine ("… each with 8 GPUs. On 3 servers it takes …").
+  if (out.empty()) out = machines(state && state->gpus_per_machine ? *state->gpus_per_machine : 1);
   std::sort(out.begin(), out.end(), [](const Count& a, const Count& b) { return a.pos < b.pos; });
   // "a GPU" is a count only in "a single GPU"; "a" alone often is an article before "GPU server".
   return out;
@@ -280,7 +303,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     sentence = collapsed;
     const std::string raw(sentence);
     const std::string s = lower(sentence);
-    const auto cs = counts(s);
+    const auto cs = counts(s, state);
     if (state)
       for (const auto& c : cs)
         if (c.n >= 1) state->last_gpu_count = c.n;
@@ -464,6 +487,26 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     if (word(s, "hdd") || word(s, "hdds") || has(s, "hard disk") || has(s, "hard drive") || has(s, "spinning disk") ||
         has(s, "mechanical disk") || word(s, "nfs") || has(s, "network file system") || has(s, "network storage"))
       out.add(Claim{"slow-storage", ""}, where);
+    // The host's CPUs as the text counts them ("we use 32 cpu and 8 gpu", "a 368-core host", "64 vCPUs", "96 CPU cores",
+    // lscpu's "CPU(s): 32"): Claim{"cpus", N}. The diagnosis sets the job's CPU-side demand (ranks, loader workers,
+    // threads) against it. Not a count per GPU or per task ("4 cores per GPU"), nor CUDA or tensor cores.
+    {
+      static const std::regex cpus_re(
+          R"(\b(\d{1,4})[\s-]*(?:(?:physical|logical|cpu|x86)\s+)?(cores?|cpus?|vcpus?|cpu cores|cpu threads)\b)");
+      static const std::regex lscpu_re(R"(^cpu\(s\):\s*(\d{1,4})\b)");
+      std::smatch cm;
+      std::optional<int> n;
+      if (std::regex_search(s, cm, lscpu_re)) {
+        n = std::stoi(cm[1].str());
+      } else if (std::regex_search(s, cm, cpus_re)) {
+        const std::string after = s.substr(static_cast<std::size_t>(cm.position(0) + cm.length(0)),
+                                           std::min<std::size_t>(16, s.size() - static_cast<std::size_t>(cm.position(0) + cm.length(0))));
+        const bool per = has(after, " per ") || has(after, "/gpu") || has(after, " each") || after.rfind(" per", 0) == 0;
+        const int v = std::stoi(cm[1].str());
+        if (!per && v >= 1) n = v;
+      }
+      if (n) out.add(Claim{"cpus", std::to_string(*n)}, where);
+    }
     // A PCIe link below its width or generation, said in words: "the GPU runs at x8 instead of x16", "Gen3 x4".
     {
       static const std::regex width_re(R"(\bx\s?(1|2|4|8)\b(?!\d))");

@@ -31,6 +31,8 @@ struct MeasureState {
   std::string last_time_quantity;
   std::optional<int> last_gpu_count;
   std::string last_bw_quantity;   ///< "busbw" or "algbw": what the text's last named bandwidth was
+  /// GPUs per machine as the text gave them ("2 servers, each with 4 GPUs"): machines a later figure names are GPUs.
+  std::optional<int> gpus_per_machine;
   /// The text runs nccl-tests (all_reduce_perf …): a bandwidth it states at a GPU count is that test's bus bandwidth.
   bool tests_text = false;
 };
