@@ -42,7 +42,9 @@ CommPicture comm_picture(const Context& ctx) {
   for (const auto& m : ctx.facts.of<ModelSeen>())
     if (m.fact.parameters && (!p.params || *m.fact.parameters > *p.params)) {
       p.params = m.fact.parameters;
-      p.params_line = line(fmt::format("model {}: {:.3g} parameters", m.fact.name, *m.fact.parameters), m.where);
+      p.params_line = line(m.fact.name.empty() ? fmt::format("a model of {:.3g} parameters, as the text says", *m.fact.parameters)
+                                               : fmt::format("model {}: {:.3g} parameters", m.fact.name, *m.fact.parameters),
+                           m.where);
     }
   // 1. Tables per GPU count: the best variant at each N.
   std::map<std::pair<std::string, std::string>, const ScalingRow*> best;  // (source, table) → best multi-GPU row

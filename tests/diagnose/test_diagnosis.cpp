@@ -771,7 +771,8 @@ TEST(FileCauses, LoaderWorkersThatOversubscribeTheHostAreInputBound) {
   // "4 cores per GPU" is no host count.
   const auto per = dir.write("per.md", "# Slow\n\nWe have 4 cores per GPU and 8 GPUs.\n\n```bash\ntorchrun --nproc_per_node 8 "
                                        "train.py --num_workers 8\n```\n");
-  for (const auto& f : gather_evidence({per}).facts.of<Claim>()) EXPECT_NE(f.fact.kind, "cpus") << f.fact.detail;
+  const auto per_ev = gather_evidence({per});
+  for (const auto& f : per_ev.facts.of<Claim>()) EXPECT_NE(f.fact.kind, "cpus") << f.fact.detail;
 }
 
 // Hyphenated GPU counts ("single-GPU", "2-GPU") are the conditions of the figures beside them; with a workload the
@@ -819,4 +820,57 @@ TEST(FileCauses, AMeasuredLossLeansToTheCauseThatExplainsIt) {
                                          "it takes 11 seconds.\n");
   const auto d2 = diagnose::diagnose(gather_evidence({good}).facts);
   EXPECT_FALSE(d2.primary && d2.primary->score < kPrimaryScore) << describe(d2);
+}
+
+// Frames per second are a throughput; a label's parenthesis saying what the run held ("(8192 total envs)") does not make
+// it a total row; with no one-GPU row of the same variant, the best one-GPU throughput is the reference (issue #36).
+TEST(FileCauses, AThroughputAgainstTheBestOneGpuRowOfAnotherVariant) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# RL training on 2 GPUs\n\n- 2 GPUs (8192 total envs): ~250K FPS\n"
+                                         "- 1 GPU (4096 envs): ~120K FPS\n- 1 GPU (8192 envs): 132K FPS\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "no-defect") << describe(d);
+  bool ratio = false;
+  for (const auto& e : d.primary->evidence) ratio = ratio || e.says.find("speedup 1.89") != std::string::npos;
+  EXPECT_TRUE(ratio) << describe(d);  // 250 / 132, the best one-GPU row, not 250 / 120
+  const auto poor = dir.write("poor.md", "# RL training on 2 GPUs\n\n- 2 GPUs (8192 total envs): ~150K FPS\n"
+                                         "- 1 GPU (4096 envs): ~120K FPS\n- 1 GPU (8192 envs): 132K FPS\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({poor}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "no-defect") << describe(d2);
+  // A total row of a table is still a total: not a run.
+  const auto sum = dir.write("sum.md", "| run | time |\n|---|---|\n| 1 GPU | 100 s |\n| 2 GPUs | 60 s |\n| total | 160 s |\n");
+  const auto sum_ev = gather_evidence({sum});
+  for (const auto& m : sum_ev.facts.of<Measurement>()) EXPECT_NE(m.fact.value, 160) << m.fact.row;
+}
+
+// Step times written per step ("6.4 s/step", "350 ms/step"), a count written "8 x batch 16", a figure's clause ending
+// at "against", and a model's size without its name ("a 1.5 B-parameter model"): a large gradient over PCIe GPUs
+// that loses most of its speed is bandwidth-bound (issue #36). The same words with a small model are not.
+TEST(FileCauses, PerStepTimesOfAnUnnamedLargeModel) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# DDP on 4 x L40S\n\nPCIe only, no NVLink. On our 1.5 B-parameter model: 5.2 "
+                                         "s/step at 4 x batch 8 against 1.6 s/step on a single GPU.\n");
+  const auto ev = gather_evidence({post});
+  bool size = false;
+  for (const auto& m : ev.facts.of<ModelSeen>()) size = size || (m.fact.parameters && *m.fact.parameters == 1.5e9);
+  EXPECT_TRUE(size);
+  std::set<std::string> counts;
+  for (const auto& m : ev.facts.of<Measurement>())
+    if (m.fact.quantity == "step time" && m.fact.dims.count("gpus")) counts.insert(m.fact.dims.at("gpus") + "@" + fmt::format("{:g}", m.fact.value));
+  EXPECT_TRUE(counts.count("4@5.2")) << ::testing::PrintToString(counts);
+  EXPECT_TRUE(counts.count("1@1.6")) << ::testing::PrintToString(counts);
+  const auto d = diagnose::diagnose(ev.facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "bandwidth-bound-gradients") << describe(d);
+  const auto ms = dir.write("ms.md", "# x\n\nIt runs at 350 ms/step on 2 GPUs.\n");
+  bool step = false;
+  const auto ms_ev = gather_evidence({ms});
+  for (const auto& m : ms_ev.facts.of<Measurement>())
+    step = step || (m.fact.quantity == "step time" && std::abs(m.fact.value - 0.35) < 1e-9);
+  EXPECT_TRUE(step);
+  const auto small = dir.write("small.md", "# DDP on 4 x L40S\n\nPCIe only, no NVLink. On our 20M-parameter model: 5.2 "
+                                           "s/step at 4 x batch 8 against 1.6 s/step on a single GPU.\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({small}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "bandwidth-bound-gradients") << describe(d2);
 }

@@ -65,12 +65,16 @@ std::vector<Count> counts(const std::string& s, MeasureState* state) {
   static const std::regex gpu_re(
       R"(\b(\d{1,4}|one|two|three|four|six|eight|sixteen|single|dual|quad)(?:\s*|-)(?:x\s*|×\s*)?(?:[a-z]*\s?(?:geforce|nvidia|tesla|rtx|gtx|quadro)?\s?[a-z]?\d{2,4}[a-z]*(?:\s?(?:ti|super|sxm\d?|pcie|\d+gb))*\s)?(gpus?|cards?|devices?)\b)");
   static const std::regex x_re(R"(\b(\d{1,3})\s*(?:x|×)\s*(?:nvidia\s+|geforce\s+|tesla\s+)?(?:rtx|gtx|titan|quadro|[ahlbtvpk]\d{1,4}|\d{4})\b)");
+  // "8 x batch 16", "4×bs32": GPUs times the per-GPU batch.
+  static const std::regex x_batch_re(R"(\b(\d{1,3})\s*(?:x|×)\s*(?:batch|bs)\b)");
   static const std::regex proc_re(R"(\b(\d{1,4}|one|two|four|eight)\s+(?:processes|procs|ranks|workers? processes)\b)");
   static const std::regex flag_re(R"((?:nproc[_-]per[_-]node|--gpus|num_processes|world[_ ]size|--np|-np|ngpus?|num[_-]?gpus|n_gpus?)\s*[= ]\s*(\d{1,4}))");
   std::smatch m;
   for (auto it = std::sregex_iterator(s.begin(), s.end(), gpu_re); it != std::sregex_iterator(); ++it)
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
   for (auto it = std::sregex_iterator(s.begin(), s.end(), x_re); it != std::sregex_iterator(); ++it)
+    if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), x_batch_re); it != std::sregex_iterator(); ++it)
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
   for (auto it = std::sregex_iterator(s.begin(), s.end(), proc_re); it != std::sregex_iterator(); ++it)
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
@@ -123,7 +127,8 @@ std::optional<Count> nearest(const std::vector<Count>& cs, const std::string& s,
     const std::size_t a = std::min(c.pos, pos), b = std::max(c.pos, pos);
     const std::string between = s.substr(a, b - a);
     std::size_t penalty = (has(between, ";") || has(between, " but ") || has(between, " while ") ||
-                           has(between, " whereas ") || has(between, " vs") || has(between, " and "))
+                           has(between, " whereas ") || has(between, " vs") || has(between, " and ") ||
+                           has(between, " against ") || has(between, " compared to ") || has(between, " compared with "))
                               ? 60
                               : 0;
     // A comma between parts the clauses; a count after the figure is the next clause's more often than this one's.
@@ -155,7 +160,7 @@ double parse_num(const std::string& a, const std::string& b) {
 std::vector<Figure> figures(const std::string& s, const std::string& raw) {
   std::vector<Figure> out;
   static const std::regex re(
-      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
+      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|s/step|sec/step|s/iter|sec/iter|ms/step|ms/it|ms/iter|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     // A number inside a word is a name ("H100s", "A6000", "x86"): the figure must start at a word boundary.
@@ -181,7 +186,11 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
     }
     else if (u == "mb/s") u = "MB/s";
     else if (u == "it/s" || u == "its/s") u = "it/s";
-    else if (u == "s/it" || u == "sec/it") u = "s/it";
+    else if (u == "s/it" || u == "sec/it" || u == "s/step" || u == "sec/step" || u == "s/iter" || u == "sec/iter") u = "s/it";
+    else if (u == "ms/step" || u == "ms/it" || u == "ms/iter") {  // a step time in milliseconds
+      f.value /= 1000;
+      u = "s/it";
+    }
     else if (u.rfind("sample", 0) == 0) u = "samples/s";
     else if (u.rfind("im", 0) == 0) u = "images/s";
     else if (u.rfind("tok", 0) == 0) u = "tokens/s";
@@ -319,6 +328,24 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       seen.name = m.model->name;
       seen.parameters = m.model->params;
       out.add(std::move(seen), where);
+    }
+    // ---- a model's size without its name: "a ~1.2 B-parameter policy", "1.3 billion parameters", "a 7B model",
+    // "350M params" — what its gradients weigh ----
+    {
+      static const std::regex size_re(
+          R"((?:^|[^a-z0-9.])(\d{1,4}(?:\.\d{1,3})?)\s?(b|bn|billion|m|million)[\s-]{0,2}(?:parameters?|params?|parameter)\b|(?:^|[^a-z0-9.-])(\d{1,4}(?:\.\d{1,3})?)(b|m)\s(?:model|llm|network|transformer|policy)\b)");
+      std::smatch zm;
+      if (std::regex_search(s, zm, size_re)) {
+        const bool first = zm[1].matched;
+        const double v = std::stod(first ? zm[1].str() : zm[3].str());
+        const std::string u = first ? zm[2].str() : zm[4].str();
+        const double params = v * (u[0] == 'b' ? 1e9 : 1e6);
+        if (params >= 1e6 && params <= 2e12) {
+          diagnose::ModelSeen seen;
+          seen.parameters = params;
+          out.add(std::move(seen), where);
+        }
+      }
     }
     // ---- a GPU named without a count ("all_reduce_perf in H100", "on our A100 server") ----
     {

@@ -108,6 +108,9 @@ constexpr UnitName kUnits[] = {
     {"it/s", "it/s", 1, "throughput"}, {"its/s", "it/s", 1, "throughput"}, {"iter/s", "it/s", 1, "throughput"},
     {"iters/s", "it/s", 1, "throughput"}, {"iterations/s", "it/s", 1, "throughput"},
     {"steps/s", "it/s", 1, "throughput"}, {"step/s", "it/s", 1, "throughput"},
+    // Frames (environment steps) per second: reinforcement learning's throughput.
+    {"FPS", "frames/s", 1, "throughput"}, {"fps", "frames/s", 1, "throughput"}, {"frames/s", "frames/s", 1, "throughput"},
+    {"frames/sec", "frames/s", 1, "throughput"}, {"frames/second", "frames/s", 1, "throughput"},
     {"%", "%", 1, ""}, {"percent", "%", 1, ""},
     {"x", "", 1, "speedup"}, {"×", "", 1, "speedup"},
 };

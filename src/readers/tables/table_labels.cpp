@@ -180,9 +180,20 @@ bool derived_label(std::string_view label) {
   const std::string l = " " + lower(clean_cell(label)) + " ";
   for (std::string_view w : {"reduction", "improvement", "speedup", "speed-up", "speed up", " ratio", "difference",
                              " diff ", " diff.", " delta", " gain", "slowdown", "relative", " faster", " slower",
-                             " total ", " sum ", " average", " avg", " mean ", " median ", " std ", "stddev",
+                             " average", " avg", " mean ", " median ", " std ", "stddev",
                              " vs ", " vs. ", " versus ", " change ", " change(", "% change", " saving"})
     if (contains(l, w)) return true;
+  // A total or a sum of rows: said by the label itself, not inside a parenthesis that qualifies what the row ran
+  // ("2 GPUs (8192 total envs)" is a run of its own).
+  std::string outside;
+  int depth = 0;
+  for (const char c : l) {
+    if (c == '(') ++depth;
+    else if (c == ')' && depth > 0) --depth;
+    else if (depth == 0) outside += c;
+  }
+  for (std::string_view w : {" total ", " sum "})
+    if (contains(outside, w)) return true;
   return false;
 }
 
