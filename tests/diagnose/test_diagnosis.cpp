@@ -874,3 +874,19 @@ TEST(FileCauses, PerStepTimesOfAnUnnamedLargeModel) {
   const auto d2 = diagnose::diagnose(gather_evidence({small}).facts);
   EXPECT_FALSE(d2.primary && d2.primary->cause == "bandwidth-bound-gradients") << describe(d2);
 }
+
+// The watchdog ending the job, said in words, is a hang; with a path only rank 0 runs, the ranks issued different
+// collectives (issue #36). The watchdog named only as a setting is no hang.
+TEST(FileCauses, AWatchdogAbortSaidInWordsBesideARankZeroPath) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# Two-GPU runs die after training\n\nAfter the last epoch a test pass runs under `if "
+                                         "rank == 0:` only, through the DDP-wrapped model.\nThen rank 1 waits out the 1800 s "
+                                         "NCCL watchdog and the job aborts with SIGABRT.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "collective-mismatch") << describe(d);
+  const auto setting = dir.write("setting.md", "# Two-GPU runs\n\nAfter the last epoch a test pass runs under `if rank == 0:` "
+                                               "only.\nWe raised the NCCL watchdog timeout to 3 hours, so it would not abort.\n");
+  const auto ev = gather_evidence({setting});
+  for (const auto& c : ev.facts.of<Claim>()) EXPECT_NE(c.fact.kind, "hang") << c.fact.detail;
+}

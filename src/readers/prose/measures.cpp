@@ -469,6 +469,14 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
                         has(s, "freez") || has(s, "deadlock");
       const char* at = has(s, "evaluat") ? "evaluation" : has(s, "validat") ? "validation" : has(s, "end of the first epoch") || has(s, "end of first epoch") || has(s, "end of an epoch") || has(s, "end of the epoch") || has(s, "end of each epoch") || has(s, "epoch end") ? "the end of an epoch" : has(s, "checkpoint") || has(s, "saving") ? "a checkpoint save" : nullptr;
       if (hang && at) out.add(Claim{"hang-at-boundary", at}, where);
+      // The watchdog ending the job, said in words ("rank 0 waits out the 600 s NCCL watchdog and aborts with
+      // SIGABRT"): a collective that never completed — a hang, whatever the text calls it. Not where the sentence
+      // speaks of the watchdog only as a setting ("we raised the watchdog timeout").
+      const bool watchdog_fired = has(s, "watchdog") && (has(s, "abort") || has(s, "sigabrt") || has(s, "timed out") ||
+                                                         has(s, "fired") || has(s, "waits out") || has(s, "killed") ||
+                                                         has(s, "terminat") || has(s, "tear down") || has(s, "crash"));
+      const bool as_setting = has(s, "raised") || has(s, "increase") || has(s, "set the") || has(s, "setting");
+      if (watchdog_fired && !as_setting && !hang) out.add(Claim{"hang", "the collective watchdog ended the job"}, where);
     }
     // One member slower than the others: "one faulty GPU", "one node is slower", "rank 3 is always the slowest".
     {

@@ -177,9 +177,12 @@ struct Reader {
     const bool one_rank = contains(low, "only on rank 0") || contains(low, "on rank 0 only") || contains(low, "rank 0 only") ||
                           contains(low, "just one gpu") || contains(low, "only one gpu") || contains(low, "on one gpu") ||
                           contains(low, "only rank 0") || contains(low, "only the main process") || contains(low, "is_main_process") ||
-                          contains(low, "local_rank == 0") || contains(low, "rank == 0");
+                          contains(low, "local_rank == 0") || contains(low, "rank == 0") || contains(low, "is_main") ||
+                          contains(low, "rank0 only") || contains(low, "only on the main process");
     const bool path = contains(low, "validation") || contains(low, "validate") || contains(low, "evaluat") || contains(low, "eval ") ||
-                      contains(low, "checkpoint") || contains(low, "save") || contains(low, "logging") || contains(low, "test set");
+                      contains(low, "checkpoint") || contains(low, "save") || contains(low, "logging") || contains(low, "test set") ||
+                      contains(low, "test pass") || contains(low, "testing") || contains(low, "inference") ||
+                      contains(low, "generat") || contains(low, "metric");
     if (one_rank && path) claim("one-rank-path", text.size() > 160 ? text.substr(0, 160) + "…" : text, at_tok(0));
   }
 
