@@ -407,3 +407,19 @@ TEST(ProseGrammar, AScalingEfficiencyStatedAtACount) {
 }
 
 }  // namespace
+
+// A bus or algorithm bandwidth quoted without its unit, as nccl-tests prints its columns (GB/s); not a count, a share
+// or a bandwidth that has its own unit.
+TEST(ProseGrammar, ABusBandwidthQuotedWithoutItsUnit) {
+  auto busbw = [](const FactSet& f) {
+    std::vector<double> v;
+    for (const auto& m : f.of<Measurement>())
+      if (m.fact.quantity == "busbw" && m.fact.unit == "GB/s") v.push_back(m.fact.value);
+    return v;
+  };
+  EXPECT_EQ(busbw(read("On 4 GPUs the avg bus bandwidth is 15.5071 in the first run.")), std::vector<double>{15.5071});
+  EXPECT_EQ(busbw(read("With 8 GPUs the busbw reaches 31.73.")), std::vector<double>{31.73});
+  EXPECT_EQ(busbw(read("The busbw of 8 GPUs is low.")), std::vector<double>{});
+  EXPECT_EQ(busbw(read("The bus bandwidth is 80% of the link.")), std::vector<double>{});
+  EXPECT_EQ(busbw(read("The busbw is 120 GB/s on 8 GPUs.")), std::vector<double>{120});
+}

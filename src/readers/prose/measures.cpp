@@ -216,6 +216,19 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
     f.end = f.pos + static_cast<std::size_t>(m.length(0));
     out.push_back(f);
   }
+  // A bus or algorithm bandwidth stated without a unit ("the avg bus bandwidth is 15.5071", "busbw reaches 31.73"):
+  // nccl-tests prints both in GB/s, and people quote its column as printed.
+  static const std::regex bare_bw(
+      R"((?:bus ?bw|bus bandwidth|busbw|algbw|alg bw|algorithm bandwidth)\s*(?:is|was|of|reaches|reached|=|:|~|≈|at)?\s*(?:about |around |only |just |~|≈)?(\d{1,4}(?:\.\d{1,4})?)(?!\d|\.\d|\s*(?:%|x|×|gb|mb|gib|gbps|gbit|bytes|b\b|gpus?|ranks?|nodes?|times)))");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), bare_bw); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    Figure f;
+    f.value = std::stod(m[1].str());
+    f.unit = "GB/s";
+    f.pos = static_cast<std::size_t>(m.position(1));
+    f.end = f.pos + static_cast<std::size_t>(m.length(1));
+    if (std::none_of(out.begin(), out.end(), [&](const Figure& g) { return g.pos <= f.pos && f.pos < g.end; })) out.push_back(f);
+  }
   std::sort(out.begin(), out.end(), [](const Figure& x, const Figure& y) { return x.pos < y.pos; });
   return out;
 }
