@@ -423,3 +423,18 @@ TEST(ProseGrammar, ABusBandwidthQuotedWithoutItsUnit) {
   EXPECT_EQ(busbw(read("The bus bandwidth is 80% of the link.")), std::vector<double>{});
   EXPECT_EQ(busbw(read("The busbw is 120 GB/s on 8 GPUs.")), std::vector<double>{120});
 }
+
+// One process driving several GPUs, said in words, is DataParallel's shape; one process per GPU is not. "A different
+// amount of GPUs" is no unequal work.
+TEST(ProseGrammar, OneProcessOverSeveralGpusAndDifferentAmounts) {
+  auto has_claim = [](const FactSet& f, const std::string& kind) {
+    for (const auto& c : f.of<Claim>())
+      if (c.fact.kind == kind) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_claim(read("The trainer is one Python process that drives all the listed GPUs."), "not-ddp"));
+  EXPECT_FALSE(has_claim(read("We launch one process per GPU on all GPUs of the node."), "not-ddp"));
+  EXPECT_FALSE(has_claim(read("torchrun starts one process for each of the several GPUs."), "not-ddp"));
+  EXPECT_FALSE(has_claim(read("I tried with a different amount of GPUs (1, 2 or 3)."), "uneven-work"));
+  EXPECT_TRUE(has_claim(read("Each rank gets a different amount of data per step."), "uneven-work"));
+}

@@ -426,6 +426,15 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
          has(s, "try ddp") || has(s, "use ddp instead") || has(s, "does ddp help") || has(s, "would distributeddataparallel") ||
          has(s, "will distributeddataparallel")))
       out.add(Claim{"not-ddp", ""}, where);
+    // One process driving several GPUs, said in words ("train.py is one Python process; the -gpus list makes that
+    // process drive all listed GPUs"): DataParallel's shape, whatever the framework calls it. Not one process per GPU.
+    {
+      static const std::regex one_proc(R"(\b(?:one|a single|single|only one)\s+(?:python\s+)?process\b(?!\s+(?:per|for each|on each|each))(?!-per))");
+      static const std::regex many_gpus(R"(\b(?:all|several|multiple|both|every|the listed|all listed|all the|many)\s+(?:(?:listed|visible|the|of the)\s+)?(?:gpus|cards|devices)\b)");
+      if (std::regex_search(s, one_proc) && std::regex_search(s, many_gpus) && !has(s, "per gpu") && !has(s, "per device") &&
+          !has(s, "one process per") && !has(s, "process per gpu"))
+        out.add(Claim{"not-ddp", "one process drives several GPUs"}, where);
+    }
 
     // A change said to have made the job faster, or to have made it work as it should: the state before it was the cost.
     // "I have changed DP to DDP, which leads to about 18% speedup", "this MR enables DistributedDataParallel training,
@@ -524,12 +533,13 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     }
     // Ranks given unequal work: variable lengths or sizes, uneven shards, some ranks doing more.
     // ("imbalance on GPU utility" is what the GPUs show, not what they were given: no claim of its own.)
+    static const std::regex different_work(R"(different amounts? of (work|data|samples|tokens|comput|sequences))");
     const bool util_imbalance = (has(s, "imbalanc") || has(s, "unbalanced")) && (has(s, "util") || has(s, "usage")) &&
                                 !has(s, "work") && !has(s, "data") && !has(s, "sample") && !has(s, "batch");
     if (has(s, "variable length") || has(s, "variable-length") || has(s, "different length") || has(s, "varying length") ||
         has(s, "random size") || has(s, "random image size") || has(s, "different size") || has(s, "uneven") ||
         ((has(s, "imbalanc") || has(s, "unbalanced")) && !util_imbalance) || has(s, "more work than") ||
-        has(s, "different amount"))
+        std::regex_search(s, different_work))
       out.add(Claim{"uneven-work", ""}, where);
     // The data read from slow storage: "stored on an HDD", "a network file system", "a spinning disk".
     if (word(s, "hdd") || word(s, "hdds") || has(s, "hard disk") || has(s, "hard drive") || has(s, "spinning disk") ||
