@@ -97,6 +97,34 @@ CommPicture comm_picture(const Context& ctx) {
                              *slower_link->worse.where));
     }
   }
+  // 1b. The same GPUs on one node and spread over several (variants of one table that differ only in their node
+  // count): the multi-node run slower by 30 % or more is what the network between the nodes costs every step.
+  for (const auto& c : ctx.variants.comparisons) {
+    if (c.dim != "nodes" || !c.beyond_noise || c.ratio < 1.3) continue;
+    int worse_nodes = 0, better_nodes = 0;
+    try {
+      worse_nodes = std::stoi(c.worse_value);
+      better_nodes = std::stoi(c.better_value);
+    } catch (...) {
+      continue;
+    }
+    if (worse_nodes <= better_nodes) continue;
+    p.lines.push_back(line(fmt::format("the same run on {} nodes is {:.2f}× slower than on {} ({} against {}): the network between "
+                                       "the nodes carries every step's gradients",
+                                       worse_nodes, c.ratio, better_nodes, figure(*c.worse.m), figure(*c.better.m)),
+                           *c.worse.where));
+    p.strength = std::max(p.strength, 0.5);
+    p.network = true;
+    if (!p.cost.seconds && !c.worse.m->higher_is_better && (c.worse.m->unit == "s" || c.worse.m->unit == "ms")) {
+      const double worse = seconds_of(*c.worse.m), better = seconds_of(*c.better.m);
+      p.cost.seconds = worse - better;
+      p.cost.per = per_of(c.worse.m->quantity);
+      p.cost.share = (worse - better) / worse;
+      p.cost.text = fmt::format("{} per {} beyond the one-node run's {} ({} of the measured {})", duration(worse - better),
+                                p.cost.per, duration(better), percent(*p.cost.share), duration(worse));
+    }
+    break;
+  }
   // 2. Scaling points of scalescope's own runs and of traces with a baseline.
   for (const auto& s : ctx.facts.of<ScalingPoint>())
     if (s.fact.world_size >= 2 && s.fact.comm_ratio && *s.fact.comm_ratio > 0.3) {
@@ -265,7 +293,11 @@ CommPicture comm_picture(const Context& ctx) {
       p.lines.push_back(line("at 1 Gb/s or less, even 40 MB of gradients (a 10 M-parameter model in FP32) take over 0.3 s "
                              "per step between the nodes",
                              slow_net->where));
-    if (slow_net && (said || p.strength > 0 || crawling)) p.strength = std::max(p.strength, 0.5);
+    // Slowness said in words ("scales poorly across nodes") over such a network: the network carries what is slow.
+    const auto slow_said = first_claim(ctx, "slow");
+    if (slow_net && slow_said && !said && p.strength == 0 && !crawling)
+      p.lines.push_back(line("the text says the job is slow or scales poorly", slow_said->where));
+    if (slow_net && (said || p.strength > 0 || crawling || slow_said)) p.strength = std::max(p.strength, 0.5);
     else if (said) p.strength = std::max(p.strength, 0.4);
     if (!ctx.span_evidence.empty()) p.lines.push_back(ctx.span_evidence.front());
     p.slow_network = slow_net.has_value();

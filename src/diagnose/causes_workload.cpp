@@ -232,7 +232,19 @@ std::optional<Assessment> assess_dataparallel_not_ddp(const Context& ctx) {
                               c->where));
     score = std::max(score, 0.6);
   }
-  if (const auto c = first_claim(ctx, "not-ddp"); c && !ddp_code) {
+  // One process said to drive several GPUs: DataParallel's shape, and DistributedDataParallel's too in its
+  // single-process multi-device mode (one process replicating the module to every GPU each step, under one GIL).
+  for (const auto& c : ctx.facts.of<Claim>())
+    if (c.fact.kind == "not-ddp" && c.fact.detail == "one process drives several GPUs") {
+      a.evidence.push_back(line(ddp_code ? "the text says one process drives several GPUs: DistributedDataParallel in its "
+                                           "single-process multi-device mode replicates the model to every GPU each step, "
+                                           "as DataParallel does"
+                                         : "the text says one process drives several GPUs: DataParallel's shape",
+                                c.where));
+      score = std::max(score, 0.5);
+      break;
+    }
+  if (const auto c = first_claim(ctx, "not-ddp"); c && !ddp_code && c->fact.detail.empty()) {
     a.evidence.push_back(line("the text asks whether DDP would help: the job does not use it yet, so several GPUs are driven "
                               "from one process (DataParallel or an equivalent)",
                               c->where));
@@ -572,6 +584,15 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
           a.evidence.push_back(line("the GPUs are measured idle (" + figure(m.fact) + " utilisation): they wait for work", m.where));
           if (named && !input) a.evidence.push_back(line("the input pipeline is part of the job as described", named->where));
           score = std::max(score, input ? 0.55 : 0.5);
+          break;
+        } else if (m.fact.quantity == "GPU utilisation" && m.fact.unit == "%" && m.fact.value <= 70 && m.fact.value > 10) {
+          // Busy only part of the time (a training step that computes keeps a GPU above 90 %): with the input pipeline
+          // in view and nothing else named, the likeliest wait is the next batch — a lean, not a finding.
+          a.evidence.push_back(line("the GPUs are busy only " + figure(m.fact) + " of the time: they wait for something, and "
+                                    "the input pipeline is what the text describes",
+                                    m.where));
+          if (named && !input) a.evidence.push_back(line("the input pipeline is part of the job as described", named->where));
+          score = std::max(score, input ? 0.45 : 0.4);
           break;
         }
   }

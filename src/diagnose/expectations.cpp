@@ -166,8 +166,14 @@ JobExpectation expect_job(const Context& ctx) {
     if (s.fact.world_size >= 2 && !e.measured_speedup) {
       e.gpus = s.fact.world_size;
       e.measured_speedup = s.fact.speedup;
-      e.speedup_line = line(fmt::format("{} GPUs: speedup {:.2f} over one ({})", s.fact.world_size, s.fact.speedup,
-                                        s.fact.mode == "stated" ? "as the text states it" : s.fact.mode + " scaling"),
+      // (A count of nodes or machines where the text lists its speedups per node: "4 nodes → 3.9x".)
+      const bool per_machine = s.fact.mode.find("of the nodes") != std::string::npos ||
+                               s.fact.mode.find("of the machines") != std::string::npos ||
+                               s.fact.mode.find("of the servers") != std::string::npos ||
+                               s.fact.mode.find("of the instances") != std::string::npos;
+      e.speedup_line = line(fmt::format("{} {}: speedup {:.2f} over one ({})", s.fact.world_size, per_machine ? "nodes" : "GPUs",
+                                        s.fact.speedup,
+                                        s.fact.mode.rfind("stated", 0) == 0 ? "as the text states it" : s.fact.mode + " scaling"),
                             s.where);
     }
   // The GPU count the text states ("2x H100 SXM5"), when no run or table gives one.

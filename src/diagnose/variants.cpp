@@ -20,6 +20,9 @@ Dims conditions(const Measurement& m) {
   Dims d;
   for (const auto& [k, v] : m.dims)
     if (!descriptive(k)) d[k] = v;
+  // GPUs per node follow from the GPUs and the nodes when both are given: one condition, not a second one ("2 nodes
+  // x 1 T4" against "1 node x 2 T4" differ in where the GPUs are, nothing else).
+  if (d.count("gpus_per_node") && d.count("gpus") && d.count("nodes")) d.erase("gpus_per_node");
   return d;
 }
 
@@ -160,7 +163,11 @@ VariantAnalysis analyse_variants(const FactSet& facts) {
         const Dims& ci = cond[i];
         const Dims& cj = cond[j];
         if (ci.empty() && cj.empty()) continue;
-        const auto diff = differing(ci, cj);
+        auto diff = differing(ci, cj);
+        // Rows named by an experiment's id ("e-15-5-3", "run 2") beside one condition that differs: the condition is
+        // what the comparison is about, the names differ because the runs do.
+        if (diff.size() == 2 && (diff[0] == "label" || diff[1] == "label"))
+          diff.erase(std::find(diff.begin(), diff.end(), std::string("label")));
         if (diff.size() != 1) continue;
         const auto& k = diff.front();
         const double vi = rows[i].m->value, vj = rows[j].m->value;

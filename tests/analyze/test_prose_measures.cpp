@@ -438,3 +438,16 @@ TEST(ProseGrammar, OneProcessOverSeveralGpusAndDifferentAmounts) {
   EXPECT_FALSE(has_claim(read("I tried with a different amount of GPUs (1, 2 or 3)."), "uneven-work"));
   EXPECT_TRUE(has_claim(read("Each rank gets a different amount of data per step."), "uneven-work"));
 }
+
+// Time per iteration written with blanks ("1.27 second / it"); a count of machines is never taken across a unit or
+// another count ("0.5 s on one node" is one node).
+TEST(ProseMeasures, SecondsPerIterationWithBlanksAndMachineCounts) {
+  const auto f = read("With batch size 4 on 2 GPUs the speed is 2.05 second / it.");
+  const auto ms = f.of<Measurement>();
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].fact.quantity, "step time");
+  EXPECT_DOUBLE_EQ(ms[0].fact.value, 2.05);
+  const auto g = read("It takes 2 s per batch across two nodes vs 0.5 s on one node.");
+  for (const auto& m : g.of<Measurement>())
+    if (m.fact.dims.count("gpus")) EXPECT_NE(m.fact.dims.at("gpus"), "5") << m.fact.row;
+}

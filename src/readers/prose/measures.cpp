@@ -82,7 +82,9 @@ std::vector<Count> counts(const std::string& s, MeasureState* state) {
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
   // Machines when the sentence counts no GPU: "a single machine" against "2 identical machines" scale as the GPUs do
   // (the same GPUs per machine).
-  static const std::regex machine_re(R"(\b(\d{1,4}|one|two|three|four|eight|sixteen|single|a single)\s+(?:[a-z0-9.-]+\s+){0,3}(machines?|nodes?|hosts?|servers?|instances?)\b)");
+  // (The words between count and noun are adjectives — "2 identical GPU machines" —, never another count or a unit:
+  // "0.5 s on one node" is one node, not five.)
+  static const std::regex machine_re(R"(\b(\d{1,4}|one|two|three|four|eight|sixteen|single|a single)\s+(?:(?!(?:one|two|three|four|eight|sixteen|single|a|an|on|in|at|per|of|s|ms|sec|secs|min|h|x)\s)[a-z0-9.-]+\s+){0,3}(machines?|nodes?|hosts?|servers?|instances?)\b)");
   auto machines = [&](int per) {
     std::vector<Count> ms;
     for (auto it = std::sregex_iterator(s.begin(), s.end(), machine_re); it != std::sregex_iterator(); ++it) {
@@ -160,7 +162,7 @@ double parse_num(const std::string& a, const std::string& b) {
 std::vector<Figure> figures(const std::string& s, const std::string& raw) {
   std::vector<Figure> out;
   static const std::regex re(
-      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|s/step|sec/step|s/iter|sec/iter|ms/step|ms/it|ms/iter|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
+      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|s/step|sec/step|s/iter|sec/iter|ms/step|ms/it|ms/iter|(?:seconds?|secs?|s)\s?/\s?(?:iteration|iter|it|step)|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     // A number inside a word is a name ("H100s", "A6000", "x86"): the figure must start at a word boundary.
@@ -173,6 +175,15 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
       continue;
     }
     std::string u = m[3].str();
+    // "1.27 second / it": a time per iteration written with blanks.
+    if (const auto slash = u.find('/'); slash != std::string::npos) {
+      std::string a = u.substr(0, slash), b = u.substr(slash + 1);
+      a.erase(std::remove(a.begin(), a.end(), ' '), a.end());
+      b.erase(std::remove(b.begin(), b.end(), ' '), b.end());
+      if ((a == "s" || a == "sec" || a == "secs" || a == "second" || a == "seconds") &&
+          (b == "it" || b == "iter" || b == "iteration" || b == "step"))
+        u = "s/it";
+    }
     // Bytes against bits: a capital B is bytes ("GB/s"), a small one bits ("Gb/s"); "gb/s" all small reads as bytes.
     const std::string as_written = raw.substr(static_cast<std::size_t>(m.position(3)), static_cast<std::size_t>(m.length(3)));
     if (as_written.size() >= 2 && as_written[0] == 'G' && as_written[1] == 'b') u = "gbit/s";
@@ -421,6 +432,12 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
          has(s, "preprocessing") || has(s, "i/o") || word(s, "io") || has(s, "disk")) &&
         (has(s, "slow") || has(s, "wait") || has(s, "bottleneck") || has(s, "stall") || has(s, "long")))
       out.add(Claim{"input-suspected", ""}, where);
+    // Poor scaling said in words ("scales poorly across nodes", "does not scale"): slower than it should be.
+    if ((has(s, "scales poorly") || has(s, "scale poorly") || has(s, "scaling poorly") || has(s, "poor scaling") ||
+         has(s, "doesn't scale") || has(s, "does not scale") || has(s, "scales badly") || has(s, "scale badly") ||
+         has(s, "bad scaling") || has(s, "scales far worse") || has(s, "scales much worse") || has(s, "scales worse")) &&
+        !has(s, "not poor"))
+      out.add(Claim{"slow", "poor scaling, as the text says"}, where);
     // DDP spoken of as something to try: the job runs without it ("Will DDP improve …?", "should I switch to DDP").
     if ((has(s, "will ddp") || has(s, "would ddp") || has(s, "should i use ddp") || has(s, "switch to ddp") ||
          has(s, "try ddp") || has(s, "use ddp instead") || has(s, "does ddp help") || has(s, "would distributeddataparallel") ||
@@ -431,8 +448,9 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     {
       static const std::regex one_proc(R"(\b(?:one|a single|single|only one)\s+(?:python\s+)?process\b(?!\s+(?:per|for each|on each|each))(?!-per))");
       static const std::regex many_gpus(R"(\b(?:all|several|multiple|both|every|the listed|all listed|all the|many)\s+(?:(?:listed|visible|the|of the)\s+)?(?:gpus|cards|devices)\b)");
-      if (std::regex_search(s, one_proc) && std::regex_search(s, many_gpus) && !has(s, "per gpu") && !has(s, "per device") &&
-          !has(s, "one process per") && !has(s, "process per gpu"))
+      if ((std::regex_search(s, one_proc) && std::regex_search(s, many_gpus) && !has(s, "per gpu") && !has(s, "per device") &&
+           !has(s, "one process per") && !has(s, "process per gpu")) ||
+          has(s, "single-process multi-gpu") || has(s, "single process multi-gpu") || has(s, "single-process multi-device"))
         out.add(Claim{"not-ddp", "one process drives several GPUs"}, where);
     }
 
@@ -951,6 +969,24 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         for (const auto& c : cs)
           if (!c.processes && c.n >= 2) n = std::max(n.value_or(0), c.n);
         out.add(Claim{"same-per-iteration", n ? std::to_string(*n) : ""}, where);
+      }
+    }
+    // ---- speedups listed per count: "4 nodes → 3.9x, 16 nodes → 14.4x", "8 GPUs: 7.1x" — each a scaling point against
+    // one node (or GPU), in a sentence about gain or scaling ----
+    if (has(s, "gain") || has(s, "speedup") || has(s, "speed-up") || has(s, "speed up") || has(s, "scaling") ||
+        has(s, "throughput") || has(s, "faster")) {
+      static const std::regex pair_re(
+          R"(\b(\d{1,4})\s+(nodes|gpus|machines|servers|instances)\s*(?:→|->|=>|:|=)\s*(\d+(?:\.\d+)?)\s*(?:x|×)(?![a-z0-9]))");
+      for (auto it = std::sregex_iterator(s.begin(), s.end(), pair_re); it != std::sregex_iterator(); ++it) {
+        const int n = std::stoi((*it)[1].str());
+        const double x = std::stod((*it)[3].str());
+        if (n < 2 || !(x > 0) || x > 1.2 * n) continue;
+        diagnose::ScalingPoint p;
+        p.world_size = n;
+        p.speedup = x;
+        p.efficiency = x / n;
+        p.mode = std::string("stated, against one of the ") + (*it)[2].str();
+        out.add(p, where);
       }
     }
     // ---- speedups said in words ----
