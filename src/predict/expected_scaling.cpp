@@ -18,20 +18,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-const topo::GpuSpec* gpu_named(const std::string& name, std::string_view link) {
-  if (const auto* g = topo::find_gpu(name)) return g;
-  std::vector<std::string> all, holding;
-  for (const auto& g : topo::gpu_table()) {
-    all.emplace_back(g.model);
-    if (lower(std::string(g.model)).find(lower(name)) != std::string::npos) holding.emplace_back(g.model);
-  }
-  std::string names = holding.empty() ? core::closest_name(name, all) : fmt::format("{}", fmt::join(holding, ", "));
-  throw core::UsageError(fmt::format("--link '{}': GPU '{}' is {} the hardware table{}", link, name,
-                                     holding.size() > 1 ? "more than one model of" : "not in",
-                                     names.empty() ? "" : fmt::format(" (did you mean {}{}?)", holding.size() > 1 ? "one of: " : "", names)),
-                         "name one model as `scalescope knowledge gpus` lists it, e.g. --link \"H100 SXM5:NV18\"");
-}
-
 std::string band_ms(const knowledge::Band& b) { return fmt::format("{:.1f}–{:.1f}", b.low * 1e3, b.high * 1e3); }
 std::string band_pct(const knowledge::Band& b) { return fmt::format("{:.0f}–{:.0f} %", b.low * 100, b.high * 100); }
 
@@ -59,7 +45,13 @@ ExpectedScaling expect_scaling(std::string_view model, std::string_view link, co
     throw core::UsageError(fmt::format("--link '{}': not GPU:PATH or GPU:net:GBIT", link),
                            "e.g. --link H200:NV18, --link \"RTX 4090:PHB\", --link A100:net:100 (GPUs in separate nodes)");
   const std::string left(link.substr(0, colon)), right(link.substr(colon + 1));
-  e.gpu = gpu_named(left, link);
+  std::string gpu_note;
+  {
+    std::string note;
+    const auto token = right.rfind("net:", 0) == 0 ? std::nullopt : topo::parse_link_token(right);
+    e.gpu = gpu_for_link(left, link, token, &note);
+    if (!note.empty()) gpu_note = note;
+  }
   if (right.rfind("net:", 0) == 0) {
     const auto rate = parse_port_gbit(right.substr(4));
     if (!rate) throw core::UsageError(fmt::format("--link '{}': '{}' is no port's line rate", link, right.substr(4)), "give Gb/s, e.g. net:100");
@@ -92,6 +84,7 @@ ExpectedScaling expect_scaling(std::string_view model, std::string_view link, co
   }
   if (e.rows.empty()) throw core::UsageError("--gpus: no count of 2 or more", "e.g. --gpus 2,4,8");
   e.assumptions = e.rows.front().step.assumptions;
+  if (!gpu_note.empty()) e.assumptions.insert(e.assumptions.begin(), gpu_note);
   if (batch_per_gpu && e.model->unit == "token")
     e.assumptions.push_back(fmt::format("sequences of {:.0f} tokens (the model's context in the model table)", e.model->context.value_or(512)));
   return e;

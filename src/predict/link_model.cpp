@@ -95,30 +95,11 @@ LinkModel LinkModel::named(std::string_view name) {
     m.description_ = fmt::format("a {:g} Gb/s network port: {:.1f} GB/s all-reduce busbw (line / 8 × {:.2f})", gbit,
                                  m.busbw_gbps_, topo::kNicBusbwEfficiency);
   } else {
-    const auto* gpu = topo::find_gpu(left);
-    if (!gpu) {
-      // The models whose names hold what was typed ("H100": H100 SXM, H100 PCIe, H100 NVL), else the closest one.
-      std::vector<std::string> all, holding;
-      const auto lower = [](std::string s) {
-        for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        return s;
-      };
-      for (const auto& g : topo::gpu_table()) {
-        all.emplace_back(g.model);
-        if (lower(std::string(g.model)).find(lower(left)) != std::string::npos) holding.emplace_back(g.model);
-      }
-      std::string names;
-      if (!holding.empty()) names = fmt::format("{}", fmt::join(holding, ", "));
-      else if (const auto c = core::closest_name(left, all); !c.empty()) names = c;
-      throw core::UsageError(
-          fmt::format("--link '{}': GPU model '{}' is {} the hardware table{}", name, left,
-                      holding.size() > 1 ? "more than one model of" : "not in",
-                      names.empty() ? "" : fmt::format(" (did you mean {}{}?)", holding.size() > 1 ? "one of: " : "", names)),
-          fmt::format("name one model as nvidia-smi prints it, e.g. --link \"{}:{}\", or pass a measured sweep",
-                      holding.empty() ? "H100 SXM" : holding.front(), right));
-    }
     const auto link = topo::parse_link_token(right);
     if (!link) throw usage();
+    std::string note;
+    const auto* gpu = gpu_for_link(left, name, link, &note);
+    if (!note.empty()) m.assumptions_.push_back(note);
     const auto ceiling = topo::expected_path_busbw(gpu, *link);
     if (!(ceiling.gbps > 0)) throw core::UsageError(fmt::format("--link '{}': {}", name, ceiling.basis), "name another path");
     m.busbw_gbps_ = ceiling.gbps;
@@ -128,6 +109,49 @@ LinkModel LinkModel::named(std::string_view name) {
   m.assumptions_.push_back(fmt::format("named link: busbw {:.1f} GB/s at every size above the latency, and {:.1f} µs per ring "
                                        "step (measured on 2 × H200 NVLink only)", m.busbw_gbps_, kNamedAlphaS * 1e6));
   return m;
+}
+
+const topo::GpuSpec* gpu_for_link(const std::string& name, std::string_view link, const std::optional<topo::Link>& path,
+                                  std::string* note) {
+  if (const auto* g = topo::find_gpu(name)) return g;
+  const auto lower = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  std::vector<std::string> all;
+  std::vector<const topo::GpuSpec*> holding;
+  for (const auto& g : topo::gpu_table()) {
+    all.emplace_back(g.model);
+    if (lower(std::string(g.model)).find(lower(name)) != std::string::npos) holding.push_back(&g);
+  }
+  // The path decides between the forms of one name: NV18 is the H100 with 18 NVLinks, PHB the PCIe card.
+  if (holding.size() > 1 && path) {
+    std::vector<const topo::GpuSpec*> fit;
+    std::string why;
+    if (path->cls == topo::LinkClass::nvlink) {
+      for (const auto* g : holding)
+        if (g->nvlink_links == path->nvlinks || g->bridge_links == path->nvlinks) fit.push_back(g);
+      why = fmt::format("the only one with {} NVLinks", path->nvlinks);
+    } else if (path->cls != topo::LinkClass::self && path->cls != topo::LinkClass::unknown) {
+      for (const auto* g : holding)
+        if (g->form == topo::GpuForm::pcie) fit.push_back(g);
+      why = "the only PCIe card of that name";
+    }
+    if (fit.size() == 1) {
+      if (note) *note = fmt::format("'{}' read as '{}': {} in the hardware table (name it to choose another)", name, fit.front()->model, why);
+      return fit.front();
+    }
+  }
+  std::vector<std::string> names_held;
+  for (const auto* g : holding) names_held.emplace_back(g->model);
+  std::string names;
+  if (!names_held.empty()) names = fmt::format("{}", fmt::join(names_held, ", "));
+  else if (const auto c = core::closest_name(name, all); !c.empty()) names = c;
+  throw core::UsageError(
+      fmt::format("--link '{}': GPU '{}' is {} the hardware table{}", link, name, holding.size() > 1 ? "more than one model of" : "not in",
+                  names.empty() ? "" : fmt::format(" (did you mean {}{}?)", holding.size() > 1 ? "one of: " : "", names)),
+      fmt::format("name one model as `scalescope knowledge gpus` lists it, e.g. --link \"{}:{}\"",
+                  names_held.empty() ? "H100 SXM5" : names_held.front(), path ? topo::to_string(*path) : "NV18"));
 }
 
 LinkModel LinkModel::alpha_beta(double busbw_gbps, const std::string& description) {

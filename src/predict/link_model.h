@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "comm/sweep.h"
+#include "knowledge/hardware.h"
+#include "topo/topology.h"
 
 namespace scalescope::predict {
 
@@ -34,6 +36,13 @@ inline constexpr double kMinPortGbit = 0.01;
 /// The line rate of "GBIT" (the text after "net:"): a number from kMinPortGbit to kMaxPortGbit, written whole
 /// (no trailing text). nullopt otherwise ("inf", "nan", "1e400", "-5", "25G"). Throws nothing.
 std::optional<double> parse_port_gbit(std::string_view text);
+
+/// The GPU model a --link names (`link` is the whole argument, for the message): the hardware table's entry for
+/// `name`; else, of the models whose names hold it ("H100": H100 SXM5, H100 PCIe, H100 NVL), the one the path allows
+/// — NV#: the one model with that many NVLinks; a PCIe path (PIX … SYS): the one PCIe card — and `note` (when given)
+/// says which was taken. Throws core::UsageError naming the candidates (or the closest name) otherwise.
+const topo::GpuSpec* gpu_for_link(const std::string& name, std::string_view link, const std::optional<topo::Link>& path,
+                                  std::string* note = nullptr);
 
 class LinkModel {
  public:

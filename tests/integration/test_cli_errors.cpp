@@ -66,9 +66,13 @@ TEST(CliErrors, ATypoGetsDidYouMean) {
   r = run_cli("doctor --worldsizes 1,2");
   EXPECT_EQ(r.status, 2);
   expect_mentions(r.output, "'--worldsizes': did you mean '--world-sizes'?");
-  r = run_cli(std::string("predict ") + SCALESCOPE_SOURCE_DIR + "/tests/fixtures/diagnosis/compute-contention/doctor.json --link H100:NV18");
+  r = run_cli(std::string("predict ") + SCALESCOPE_SOURCE_DIR + "/tests/fixtures/diagnosis/compute-contention/doctor.json --link H100:PHB");
   EXPECT_EQ(r.status, 2);
-  expect_mentions(r.output, "H100 SXM");  // the models whose names hold what was typed
+  expect_mentions(r.output, "H100 PCIe, H100 NVL");  // the models whose names hold what was typed, and the path allows
+  // A short name the path makes one model: NV18 is the H100 with 18 NVLinks, said as an assumption.
+  r = run_cli(std::string("predict ") + SCALESCOPE_SOURCE_DIR + "/tests/fixtures/diagnosis/compute-contention/doctor.json --link H100:NV18");
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_mentions(r.output, "'H100' read as 'H100 SXM5'");
 }
 
 TEST(CliErrors, MissingCommandIsAUsageError) {

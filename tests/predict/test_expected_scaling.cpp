@@ -38,7 +38,13 @@ TEST(ExpectedScaling, UnknownNamesAreRefusedWithTheClosest) {
   } catch (const core::UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean"), std::string::npos) << e.what();
   }
-  EXPECT_THROW((void)expect_scaling("resnet50", "H100:NV18", {2}, std::nullopt, knowledge::Precision::mixed16), core::UsageError);
+  EXPECT_THROW((void)expect_scaling("resnet50", "H100:PHB", {2}, std::nullopt, knowledge::Precision::mixed16), core::UsageError);
+  // "H100" with 18 NVLinks is one model of the table: taken, and said.
+  const auto e = expect_scaling("resnet50", "H100:NV18", {2}, std::nullopt, knowledge::Precision::mixed16);
+  ASSERT_NE(e.gpu, nullptr);
+  EXPECT_EQ(e.gpu->model, "H100 SXM5");
+  ASSERT_FALSE(e.assumptions.empty());
+  EXPECT_NE(e.assumptions.front().find("'H100' read as 'H100 SXM5'"), std::string::npos) << e.assumptions.front();
   EXPECT_THROW((void)expect_scaling("resnet50", "A100 SXM4 80GB:NVX", {2}, std::nullopt, knowledge::Precision::mixed16), core::UsageError);
   EXPECT_THROW((void)expect_scaling("resnet50", "A100 SXM4 80GB:NV12", {1}, std::nullopt, knowledge::Precision::mixed16), core::UsageError);
   EXPECT_THROW((void)expect_scaling("resnet50", "A100 SXM4 80GB:NV12", {2}, -4, knowledge::Precision::mixed16), core::UsageError);
