@@ -162,4 +162,26 @@ inline std::optional<Provenance> data_parallel_in_use(const Context& ctx) {
 /// Adds `v` to a score and keeps it in [0, 1].
 inline void raise(double& score, double v) { score = std::clamp(score + v, 0.0, 1.0); }
 
+// A Python profile: the rows, their total, and the rows that are one-off start-up work.
+struct ProfileView {
+  std::vector<Seen<ProfileRow>> rows;
+  double total_s = 0;  ///< the largest cumulative time, else the sum of own times
+};
+
+inline ProfileView profile_view(const Context& ctx) {
+  ProfileView v;
+  v.rows = ctx.facts.of<ProfileRow>();
+  double sum = 0, maxcum = 0;
+  for (const auto& r : v.rows) {
+    sum += r.fact.tottime_s;
+    maxcum = std::max(maxcum, r.fact.cumtime_s);
+  }
+  v.total_s = std::max(sum, maxcum);
+  return v;
+}
+
+// One-off work: a few calls taking seconds each (loading a data set or a model at start-up).
+inline bool one_off(const ProfileRow& r) { return r.calls <= 5 && r.calls > 0 && r.cumtime_s / r.calls >= 1.0; }
+
+
 }  // namespace scalescope::diagnose::detail
