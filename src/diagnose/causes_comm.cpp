@@ -279,8 +279,14 @@ CommPicture comm_picture(const Context& ctx) {
     p.network = true;
     const auto said = first_claim(ctx, "comm-suspected");
     std::optional<Seen<NicSeen>> slow_net;
-    for (const auto& n : ctx.facts.of<NicSeen>())
+    double fastest = 0;
+    for (const auto& n : ctx.facts.of<NicSeen>()) {
+      if (n.fact.line_gbit) fastest = std::max(fastest, *n.fact.line_gbit);
       if (n.fact.line_gbit && *n.fact.line_gbit <= 25 && !slow_net) slow_net.emplace(n);
+    }
+    // A data fabric of 100 Gb/s or more beside it (InfiniBand or RoCE beside a management Ethernet) is what NCCL uses
+    // (it prefers IB/RoCE verbs to sockets): the slow network is not the job's.
+    if (fastest >= 100) slow_net.reset();
     if (said) p.lines.push_back(line("the text names communication as the bottleneck", said->where));
     if (slow_net)
       p.lines.push_back(line(fmt::format("the nodes are joined at {:.0f} Gb/s: at most {} of all-reduce busbw between them",

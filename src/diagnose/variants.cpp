@@ -289,6 +289,9 @@ VariantAnalysis analyse_variants(const FactSet& facts) {
         continue;
       }
       s.efficiency = s.speedup / *n;
+      // Against the best one-GPU row of another variant the speedup is a lower bound: at 85 % or more it proves the
+      // scaling healthy; below, the rows may differ in what they ran (batch, precision), so it proves no loss.
+      if (best_single && s.efficiency < 0.85) continue;
       s.conditions = conditions(*r.m);
       s.conditions.erase("gpus");
       a.scaling.push_back(std::move(s));

@@ -3,6 +3,7 @@
 // training-code words; and that a post made only of figures is read as prose.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -450,4 +451,33 @@ TEST(ProseMeasures, SecondsPerIterationWithBlanksAndMachineCounts) {
   const auto g = read("It takes 2 s per batch across two nodes vs 0.5 s on one node.");
   for (const auto& m : g.of<Measurement>())
     if (m.fact.dims.count("gpus")) EXPECT_NE(m.fact.dims.at("gpus"), "5") << m.fact.row;
+}
+
+// Controls from a hostile review of this session's readings: the watchdog asked about is no hang; memory's share is no
+// GPU utilisation; FPS in prose is a throughput; a bare figure after "busbw" followed by a noun is no bandwidth; a
+// speedup per node count said with "give" pairs each count with its own speedup.
+TEST(ProseGrammar, HostileControlsOfTheNewReadings) {
+  auto kinds = [](const FactSet& f) {
+    std::set<std::string> k;
+    for (const auto& c : f.of<Claim>()) k.insert(c.fact.kind);
+    return k;
+  };
+  EXPECT_FALSE(kinds(read("Does the NCCL watchdog abort the job if a rank waits more than 600 s?")).count("hang"));
+  EXPECT_TRUE(kinds(read("Rank 1 waits out the 600 s NCCL watchdog and aborts with SIGABRT.")).count("hang"));
+  EXPECT_FALSE(kinds(read("We raised the watchdog timeout to 3600 s because checkpoints take long.")).count("hang-at-boundary"));
+  EXPECT_TRUE(kinds(read("We get an NCCL timeout when the checkpoint is saved.")).count("hang-at-boundary"));
+  const auto mem = read("The GPU memory utilisation is 55 % on every card.");
+  for (const auto& m : mem.of<Measurement>()) EXPECT_NE(m.fact.quantity, "GPU utilisation") << m.fact.row;
+  bool fps = false;
+  const auto rate = read("With 4 GPUs we only get 245K FPS.");
+  for (const auto& m : rate.of<Measurement>())
+    fps = fps || (m.fact.quantity == "throughput" && m.fact.unit == "frames/s" && m.fact.value == 245000);
+  EXPECT_TRUE(fps);
+  const auto lanes = read("The bus bandwidth of 16 lanes PCIe is what we expected.");
+  for (const auto& m : lanes.of<Measurement>()) EXPECT_NE(m.fact.quantity, "busbw") << m.fact.row;
+  const auto pairs = read("With 8 GPUs per node, 4 nodes give a 3.9x speedup and 16 nodes give a 14.4x speedup.");
+  const auto s = pairs.of<ScalingPoint>();
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].fact.world_size, 4);
+  EXPECT_NEAR(s[1].fact.efficiency, 0.9, 1e-9);
 }

@@ -962,3 +962,19 @@ TEST(FileCauses, DdpInOneProcessOverAllGpus) {
   ASSERT_TRUE(d.primary) << describe(d);
   EXPECT_EQ(d.primary->cause, "dataparallel-not-ddp") << describe(d);
 }
+
+// Controls from a hostile review: a best one-GPU row of another variant proves healthy scaling, never a loss (the rows
+// may differ in batch or precision); a slow management network beside InfiniBand is not the data path.
+TEST(FileCauses, HostileControlsOfTheNewReasoning) {
+  TempDir dir;
+  const auto batch = dir.write("batch.md", "# RL on 2 GPUs\n\n- 2 GPUs (batch 64 each): ~100K FPS\n"
+                                           "- 1 GPU (batch 256): ~100K FPS\n- 1 GPU (batch 64): 52K FPS\n");
+  const auto d = diagnose::diagnose(gather_evidence({batch}).facts);
+  EXPECT_FALSE(d.primary && (d.primary->cause == "comm-bound-small-model" || d.primary->cause == "bandwidth-bound-gradients"))
+      << describe(d);
+  const auto ib = dir.write("ib.md", "# Multi-node BERT-Large\n\nBERT-Large pre-training scales poorly across our 4 nodes "
+                                     "(8 V100 each).\nThe nodes are joined by 200 Gb/s InfiniBand; the management Ethernet "
+                                     "measures 4 Gbps with iperf.\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({ib}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "bandwidth-bound-gradients") << describe(d2);
+}

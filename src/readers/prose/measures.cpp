@@ -223,14 +223,19 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       const bool hang = has(s, "hang") || has(s, "timeout") || has(s, "timed out") || has(s, "time out") || has(s, "stuck") ||
                         has(s, "freez") || has(s, "deadlock");
       const char* at = has(s, "evaluat") ? "evaluation" : has(s, "validat") ? "validation" : has(s, "end of the first epoch") || has(s, "end of first epoch") || has(s, "end of an epoch") || has(s, "end of the epoch") || has(s, "end of each epoch") || has(s, "epoch end") ? "the end of an epoch" : has(s, "checkpoint") || has(s, "saving") ? "a checkpoint save" : nullptr;
-      if (hang && at) out.add(Claim{"hang-at-boundary", at}, where);
+      // (Not a timeout named as a setting or asked about: "we raised the watchdog timeout because checkpoints take long".)
+      const bool timeout_setting = (has(s, "raised") || has(s, "increase") || has(s, "set the") || has(s, "setting")) &&
+                                   (has(s, "timeout") || has(s, "time out")) && !has(s, "hang") && !has(s, "stuck");
+      if (hang && at && !timeout_setting) out.add(Claim{"hang-at-boundary", at}, where);
       // The watchdog ending the job, said in words ("rank 0 waits out the 600 s NCCL watchdog and aborts with
       // SIGABRT"): a collective that never completed — a hang, whatever the text calls it. Not where the sentence
       // speaks of the watchdog only as a setting ("we raised the watchdog timeout").
       const bool watchdog_fired = has(s, "watchdog") && (has(s, "abort") || has(s, "sigabrt") || has(s, "timed out") ||
                                                          has(s, "fired") || has(s, "waits out") || has(s, "killed") ||
                                                          has(s, "terminat") || has(s, "tear down") || has(s, "crash"));
-      const bool as_setting = has(s, "raised") || has(s, "increase") || has(s, "set the") || has(s, "setting");
+      const bool as_setting = has(s, "raised") || has(s, "increase") || has(s, "set the") || has(s, "setting") ||
+                              has(s, "?") || s.rfind("if ", 0) == 0 || has(s, " if a ") || has(s, " if the ") ||
+                              has(s, "would ") || has(s, "does the") || has(s, "can the") || has(s, "could ");
       if (watchdog_fired && !as_setting && !hang) out.add(Claim{"hang", "the collective watchdog ended the job"}, where);
     }
     // One member slower than the others: "one faulty GPU", "one node is slower", "rank 3 is always the slowest".
@@ -686,12 +691,13 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         out.add(Claim{"same-per-iteration", n ? std::to_string(*n) : ""}, where);
       }
     }
+    bool listed_pairs = false;  // the sentence pairs each count with its speedup: no single speedup besides
     // ---- speedups listed per count: "4 nodes → 3.9x, 16 nodes → 14.4x", "8 GPUs: 7.1x" — each a scaling point against
     // one node (or GPU), in a sentence about gain or scaling ----
     if (has(s, "gain") || has(s, "speedup") || has(s, "speed-up") || has(s, "speed up") || has(s, "scaling") ||
         has(s, "throughput") || has(s, "faster")) {
       static const std::regex pair_re(
-          R"(\b(\d{1,4})\s+(nodes|gpus|machines|servers|instances)\s*(?:→|->|=>|:|=)\s*(\d+(?:\.\d+)?)\s*(?:x|×)(?![a-z0-9]))");
+          R"(\b(\d{1,4})\s+(nodes|gpus|machines|servers|instances)\s*(?:→|->|=>|:|=|(?:give|gives|gave|get|gets|got|reach|reaches|reached|achieve|achieves|achieved|yield|yields)\s+(?:a\s+|an\s+)?)\s*(\d+(?:\.\d+)?)\s*(?:x|×)(?![a-z0-9]))");
       for (auto it = std::sregex_iterator(s.begin(), s.end(), pair_re); it != std::sregex_iterator(); ++it) {
         const int n = std::stoi((*it)[1].str());
         const double x = std::stod((*it)[3].str());
@@ -702,6 +708,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         p.efficiency = x / n;
         p.mode = std::string("stated, against one of the ") + (*it)[2].str();
         out.add(p, where);
+        listed_pairs = true;
       }
     }
     // ---- speedups said in words ----
@@ -739,7 +746,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     const bool others = has(s, "reported") || has(s, "paper") || has(s, "claims") || has(s, "claimed") ||
                         has(s, "according to") || has(s, "published") || has(s, "advertis") || has(s, "blog post");
     auto stated = [&](double speedup, const char* mode) {
-      if (!(speedup > 0 && speedup <= 64) || others) return;
+      if (!(speedup > 0 && speedup <= 64) || others || listed_pairs) return;
       diagnose::ScalingPoint p;
       p.world_size = *multi;
       p.speedup = speedup;

@@ -140,7 +140,7 @@ double parse_num(const std::string& a, const std::string& b) {
 std::vector<Figure> figures(const std::string& s, const std::string& raw) {
   std::vector<Figure> out;
   static const std::regex re(
-      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|s/it|sec/it|s/step|sec/step|s/iter|sec/iter|ms/step|ms/it|ms/iter|(?:seconds?|secs?|s)\s?/\s?(?:iteration|iter|it|step)|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
+      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(k\s?(?=fps|frames|samples|sample|images|imgs|img|tokens|tok))?(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|fps|frames/s|frames/sec|s/it|sec/it|s/step|sec/step|s/iter|sec/iter|ms/step|ms/it|ms/iter|(?:seconds?|secs?|s)\s?/\s?(?:iteration|iter|it|step)|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     // A number inside a word is a name ("H100s", "A6000", "x86"): the figure must start at a word boundary.
@@ -152,7 +152,9 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
     } catch (...) {
       continue;
     }
-    std::string u = m[3].str();
+    // "245K FPS": thousands of a rate.
+    if (m[3].matched) f.value *= 1000;
+    std::string u = m[4].str();
     // "1.27 second / it": a time per iteration written with blanks.
     if (const auto slash = u.find('/'); slash != std::string::npos) {
       std::string a = u.substr(0, slash), b = u.substr(slash + 1);
@@ -163,7 +165,7 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
         u = "s/it";
     }
     // Bytes against bits: a capital B is bytes ("GB/s"), a small one bits ("Gb/s"); "gb/s" all small reads as bytes.
-    const std::string as_written = raw.substr(static_cast<std::size_t>(m.position(3)), static_cast<std::size_t>(m.length(3)));
+    const std::string as_written = raw.substr(static_cast<std::size_t>(m.position(4)), static_cast<std::size_t>(m.length(4)));
     if (as_written.size() >= 2 && as_written[0] == 'G' && as_written[1] == 'b') u = "gbit/s";
     // Case matters for bytes against bits: look at the original spelling in the sentence (lower-cased here), so
     // "Gbps", "Gbit/s", "Gb/s" written with a small b are bits; we get the case from the raw text by the caller.
@@ -180,6 +182,7 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
       f.value /= 1000;
       u = "s/it";
     }
+    else if (u == "fps" || u.rfind("frames", 0) == 0) u = "frames/s";
     else if (u.rfind("sample", 0) == 0) u = "samples/s";
     else if (u.rfind("im", 0) == 0) u = "images/s";
     else if (u.rfind("tok", 0) == 0) u = "tokens/s";
@@ -208,7 +211,7 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
   // A bus or algorithm bandwidth stated without a unit ("the avg bus bandwidth is 15.5071", "busbw reaches 31.73"):
   // nccl-tests prints both in GB/s, and people quote its column as printed.
   static const std::regex bare_bw(
-      R"((?:bus ?bw|bus bandwidth|busbw|algbw|alg bw|algorithm bandwidth)\s*(?:is|was|of|reaches|reached|=|:|~|≈|at)?\s*(?:about |around |only |just |~|≈)?(\d{1,4}(?:\.\d{1,4})?)(?!\d|\.\d|\s*(?:%|x|×|gb|mb|gib|gbps|gbit|bytes|b\b|gpus?|ranks?|nodes?|times)))");
+      R"((?:bus ?bw|bus bandwidth|busbw|algbw|alg bw|algorithm bandwidth)\s*(?:is|was|of|reaches|reached|=|:|~|≈|at)?\s*(?:about |around |only |just |~|≈)?(\d{1,4}(?:\.\d{1,4})?)(?!\d|\.\d)(?=\s*(?:$|[,.;:)!?]|(?:and|but|or|in|on|at|with|for|when|while|which|even|only|vs|versus|compared|against|instead|from|to)\b)))");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), bare_bw); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     Figure f;
@@ -236,6 +239,10 @@ std::string quantity_of(const std::string& s, const Figure& f) {
   if (f.unit == "%") {
     if (has(around, "mfu") || has(around, "model flops util")) return "MFU";
     if (has(after, "scaling efficiency") || has(after, "efficiency") || has(before, "scaling efficiency")) return "scaling efficiency";
+    // (Memory's share is no measure of how busy the GPU is: "GPU memory utilisation is 55 %".)
+    if (has(around, "memory util") || has(around, "mem util") || has(around, "memory usage") || has(around, "memory-util") ||
+        has(around, "vram") || has(around, "memory is"))
+      return "memory utilisation";
     if (has(around, "util") || has(around, "busy") || has(around, "usage")) return "GPU utilisation";
     if (has(around, "nccl") || has(around, "communication") || has(around, "allreduce") || has(around, "all-reduce") ||
         has(around, "all_reduce"))
@@ -243,7 +250,7 @@ std::string quantity_of(const std::string& s, const Figure& f) {
     return "";
   }
   if (f.unit == "it/s" || f.unit == "s/it") return "step rate";
-  if (f.unit == "samples/s" || f.unit == "images/s" || f.unit == "tokens/s") return "throughput";
+  if (f.unit == "samples/s" || f.unit == "images/s" || f.unit == "tokens/s" || f.unit == "frames/s") return "throughput";
   // Times: the quantity whose word lies nearest the figure (before it within 60 characters, after it within 40).
   static const std::pair<const char*, const char*> words[] = {
       {"epoch", "epoch time"},         {"step", "step time"},          {"iteration", "step time"},
