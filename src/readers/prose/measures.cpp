@@ -74,7 +74,10 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       static const std::regex size_re(
           R"((?:^|[^a-z0-9.])(\d{1,4}(?:\.\d{1,3})?)\s?(b|bn|billion|m|million)[\s-]{0,2}(?:parameters?|params?|parameter)\b|(?:^|[^a-z0-9.-])(\d{1,4}(?:\.\d{1,3})?)(b|m)\s(?:model|llm|network|transformer|policy)\b)");
       std::smatch zm;
-      if (std::regex_search(s, zm, size_re)) {
+      // (The regex needs one of these words: a sentence without them is not searched.)
+      const bool size_words = has(s, "param") || has(s, "model") || has(s, "llm") || has(s, "network") ||
+                              has(s, "transformer") || has(s, "policy");
+      if (size_words && std::regex_search(s, zm, size_re)) {
         const bool first = zm[1].matched;
         const double v = std::stod(first ? zm[1].str() : zm[3].str());
         const std::string u = first ? zm[2].str() : zm[4].str();
@@ -163,7 +166,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     {
       static const std::regex one_proc(R"(\b(?:one|a single|single|only one)\s+(?:python\s+)?process\b(?!\s+(?:per|for each|on each|each))(?!-per))");
       static const std::regex many_gpus(R"(\b(?:all|several|multiple|both|every|the listed|all listed|all the|many)\s+(?:(?:listed|visible|the|of the)\s+)?(?:gpus|cards|devices)\b)");
-      if ((std::regex_search(s, one_proc) && std::regex_search(s, many_gpus) && !has(s, "per gpu") && !has(s, "per device") &&
+      if ((has(s, "process") && std::regex_search(s, one_proc) && std::regex_search(s, many_gpus) && !has(s, "per gpu") && !has(s, "per device") &&
            !has(s, "one process per") && !has(s, "process per gpu")) ||
           has(s, "single-process multi-gpu") || has(s, "single process multi-gpu") || has(s, "single-process multi-device"))
         out.add(Claim{"not-ddp", "one process drives several GPUs"}, where);
@@ -224,8 +227,8 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
                         has(s, "freez") || has(s, "deadlock");
       const char* at = has(s, "evaluat") ? "evaluation" : has(s, "validat") ? "validation" : has(s, "end of the first epoch") || has(s, "end of first epoch") || has(s, "end of an epoch") || has(s, "end of the epoch") || has(s, "end of each epoch") || has(s, "epoch end") ? "the end of an epoch" : has(s, "checkpoint") || has(s, "saving") ? "a checkpoint save" : nullptr;
       // (Not a timeout named as a setting or asked about: "we raised the watchdog timeout because checkpoints take long".)
-      const bool timeout_setting = (has(s, "raised") || has(s, "increase") || has(s, "set the") || has(s, "setting")) &&
-                                   (has(s, "timeout") || has(s, "time out")) && !has(s, "hang") && !has(s, "stuck");
+      const bool set_words = has(s, "raised") || has(s, "increase") || has(s, "set the") || has(s, "setting");
+      const bool timeout_setting = set_words && (has(s, "timeout") || has(s, "time out")) && !has(s, "hang") && !has(s, "stuck");
       if (hang && at && !timeout_setting) out.add(Claim{"hang-at-boundary", at}, where);
       // The watchdog ending the job, said in words ("rank 0 waits out the 600 s NCCL watchdog and aborts with
       // SIGABRT"): a collective that never completed — a hang, whatever the text calls it. Not where the sentence
@@ -233,8 +236,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       const bool watchdog_fired = has(s, "watchdog") && (has(s, "abort") || has(s, "sigabrt") || has(s, "timed out") ||
                                                          has(s, "fired") || has(s, "waits out") || has(s, "killed") ||
                                                          has(s, "terminat") || has(s, "tear down") || has(s, "crash"));
-      const bool as_setting = has(s, "raised") || has(s, "increase") || has(s, "set the") || has(s, "setting") ||
-                              has(s, "?") || s.rfind("if ", 0) == 0 || has(s, " if a ") || has(s, " if the ") ||
+      const bool as_setting = set_words || has(s, "?") || s.rfind("if ", 0) == 0 || has(s, " if a ") || has(s, " if the ") ||
                               has(s, "would ") || has(s, "does the") || has(s, "can the") || has(s, "could ");
       if (watchdog_fired && !as_setting && !hang) out.add(Claim{"hang", "the collective watchdog ended the job"}, where);
     }
@@ -292,9 +294,10 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
       static const std::regex lscpu_re(R"(^cpu\(s\):\s*(\d{1,4})\b)");
       std::smatch cm;
       std::optional<int> n;
-      if (std::regex_search(s, cm, lscpu_re)) {
+      const bool cpu_words = has(s, "cpu") || has(s, "core");  // what either regex needs
+      if (cpu_words && std::regex_search(s, cm, lscpu_re)) {
         n = std::stoi(cm[1].str());
-      } else if (std::regex_search(s, cm, cpus_re)) {
+      } else if (cpu_words && std::regex_search(s, cm, cpus_re)) {
         const std::string after = s.substr(static_cast<std::size_t>(cm.position(0) + cm.length(0)),
                                            std::min<std::size_t>(16, s.size() - static_cast<std::size_t>(cm.position(0) + cm.length(0))));
         const bool per = has(after, " per ") || has(after, "/gpu") || has(after, " each") || after.rfind(" per", 0) == 0;

@@ -56,8 +56,9 @@ std::vector<Count> counts(const std::string& s, MeasureState* state) {
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
   for (auto it = std::sregex_iterator(s.begin(), s.end(), x_re); it != std::sregex_iterator(); ++it)
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), x_batch_re); it != std::sregex_iterator(); ++it)
-    if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
+  if (has(s, "batch") || has(s, "bs"))  // what x_batch_re needs
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), x_batch_re); it != std::sregex_iterator(); ++it)
+      if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
   for (auto it = std::sregex_iterator(s.begin(), s.end(), proc_re); it != std::sregex_iterator(); ++it)
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
   for (auto it = std::sregex_iterator(s.begin(), s.end(), flag_re); it != std::sregex_iterator(); ++it)
@@ -81,7 +82,7 @@ std::vector<Count> counts(const std::string& s, MeasureState* state) {
   // the per-machine count is no job's size of its own.
   static const std::regex per_node_re(
       R"(\beach\s+(?:(?:node|server|machine|host|instance|one)\s+)?(?:has|have|having|with|holds?|contains?|(?:is\s+)?equipped\s+with)\s+(\d{1,3}|two|four|eight|sixteen)\s*(?:x\s*)?(?:(?:[a-z]*\d[a-z0-9-]*|nvidia|geforce|tesla|rtx|gtx|quadro|titan)\s+){0,3}(?:gpus?|cards?)\b|\b(\d{1,3}|two|four|eight|sixteen)\s*(?:x\s*)?(?:(?:[a-z]*\d[a-z0-9-]*|nvidia|geforce|tesla|rtx|gtx|quadro|titan)\s+){0,3}(?:gpus?|cards?)\s+(?:each|per\s+(?:node|server|machine|host|instance))\b)");
-  if (std::smatch pm; std::regex_search(s, pm, per_node_re)) {
+  if (std::smatch pm; (has(s, "each") || has(s, "per")) && std::regex_search(s, pm, per_node_re)) {
     const auto per = count_word(pm[1].matched ? pm[1].str() : pm[2].str());
     if (per && *per >= 1 && state) state->gpus_per_machine = *per;
     if (per && *per >= 1) {
@@ -140,7 +141,7 @@ double parse_num(const std::string& a, const std::string& b) {
 std::vector<Figure> figures(const std::string& s, const std::string& raw) {
   std::vector<Figure> out;
   static const std::regex re(
-      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(k\s?(?=fps|frames|samples|sample|images|imgs|img|tokens|tok))?(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|fps|frames/s|frames/sec|s/it|sec/it|s/step|sec/step|s/iter|sec/iter|ms/step|ms/it|ms/iter|(?:seconds?|secs?|s)\s?/\s?(?:iteration|iter|it|step)|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
+      R"((?:~|≈|about |around |roughly |approx\.? )?(\d+(?:,\d{3})*(?:\.\d+)?)(?:\s*(?:-|–|to)\s*(\d+(?:\.\d+)?))?\s*(k\s?(?=fps|frames|samples|sample|images|imgs|img|tokens|tok))?(gb/s|gb/sec|gbps|gib/s|gbyte/s|mbits?/sec|mbits?/s|mbps|mb/s|gbit/s|gbits?/sec|gb/s|gbits?/s|gbe|g ethernet|it/s|its/s|fps|frames/s|frames/sec|ms/step|ms/it|ms/iter|(?:seconds?|secs?|s)\s?/\s?(?:iteration|iter|it|step)|samples/s|samples/sec|sample/s|images/s|imgs/s|img/s|images/sec|tokens/s|tokens/sec|tok/s|ms|msec|milliseconds?|seconds?|secs?|sec|s|minutes?|mins?|min|hours?|hrs?|h|days?|%)(?![a-z/]))");
   for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     // A number inside a word is a name ("H100s", "A6000", "x86"): the figure must start at a word boundary.
@@ -177,7 +178,6 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
     }
     else if (u == "mb/s") u = "MB/s";
     else if (u == "it/s" || u == "its/s") u = "it/s";
-    else if (u == "s/it" || u == "sec/it" || u == "s/step" || u == "sec/step" || u == "s/iter" || u == "sec/iter") u = "s/it";
     else if (u == "ms/step" || u == "ms/it" || u == "ms/iter") {  // a step time in milliseconds
       f.value /= 1000;
       u = "s/it";
@@ -212,7 +212,8 @@ std::vector<Figure> figures(const std::string& s, const std::string& raw) {
   // nccl-tests prints both in GB/s, and people quote its column as printed.
   static const std::regex bare_bw(
       R"((?:bus ?bw|bus bandwidth|busbw|algbw|alg bw|algorithm bandwidth)\s*(?:is|was|of|reaches|reached|=|:|~|≈|at)?\s*(?:about |around |only |just |~|≈)?(\d{1,4}(?:\.\d{1,4})?)(?!\d|\.\d)(?=\s*(?:$|[,.;:)!?]|(?:and|but|or|in|on|at|with|for|when|while|which|even|only|vs|versus|compared|against|instead|from|to)\b)))");
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), bare_bw); it != std::sregex_iterator(); ++it) {
+  const bool bw_words = has(s, "bw") || has(s, "bandwidth");  // what bare_bw needs
+  for (auto it = bw_words ? std::sregex_iterator(s.begin(), s.end(), bare_bw) : std::sregex_iterator(); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     Figure f;
     f.value = std::stod(m[1].str());
