@@ -13,7 +13,9 @@
 // the optimizer (gpt2-124m: 1.13 of 38.67 ms, RESULTS.md 2026-11-29) and the rest forward.
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -25,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "comm/sweep.h"
+#include "core/stats.h"
 #include "predict/link_model.h"
 #include "predict/step_model.h"
 
@@ -255,6 +258,86 @@ int main(int argc, char** argv) {
   for (const auto& [k, v] : check)
     std::printf("| %s | %zu | %.2f %% | %.2f %% | %.2f %% / %.2f %% |\n", k.c_str(), v.size(), 100 * median(v),
                 100 * *std::max_element(v.begin(), v.end()), 100 * median(naive[k]), 100 * *std::max_element(naive[k].begin(), naive[k].end()));
+  // Per link, on the check rows: the efficiency's error (measured efficiency / predicted − 1 = predicted step /
+  // measured − 1 at the same one-GPU step) and whether the measured step lies inside predict_band's band. Each row's
+  // step spread: half the range of the one-GPU steps of the rows of its engine, model and code version (commit), over
+  // their median — the run-to-run spread the rows themselves show (a single row: 0), as a run's own rounds would.
+  // The model's error for the band: the 80th percentile of |error| on the fit rows, with the fitted constants.
+  std::vector<double> fit_errors;
+  for (const auto& r : rows)
+    if (r.index % 2 == 1) fit_errors.push_back(std::abs(error_of(r, best.contention, best.beside, best.share).second));
+  const double model_error = fit_errors.empty() ? 0 : scalescope::core::quantile(fit_errors, 0.8);
+  std::printf("\nmodel error (80th percentile of |error| on the %zu fit rows): %.2f %%\n", fit_errors.size(), 100 * model_error);
+  std::map<std::pair<std::string, std::string>, std::vector<double>> ones;
+  const bool with_spread = std::getenv("BAND_NO_STEP_SPREAD") == nullptr;
+  // Rows of one code version: the id's 7-hex-digit commit token ("…-0653e1c-c3"), else the whole id.
+  const auto version = [](const std::string& id) {
+    std::string best = id;
+    for (std::size_t i = 0; i + 7 <= id.size(); ++i) {
+      const bool start = i == 0 || id[i - 1] == '-', end = i + 7 == id.size() || id[i + 7] == '-';
+      if (start && end && std::all_of(id.begin() + static_cast<long>(i), id.begin() + static_cast<long>(i + 7),
+                                      [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); }))
+        best = id.substr(i, 7);
+    }
+    return best;
+  };
+  for (const auto& r : rows) ones[{r.engine, r.model + "@" + version(r.id)}].push_back(r.step1);
+  std::map<std::string, std::vector<double>> eff_err;
+  std::map<std::string, std::pair<int, int>> inside;  // link → (inside, rows)
+  std::map<std::string, std::vector<double>> widths;  // link → the band's half-width over the predicted step
+  for (const auto& r : rows) {
+    if (r.index % 2 != 0) continue;
+    auto v = ones[{r.engine, r.model + "@" + version(r.id)}];
+    const double mid = median(v);
+    const double spread = !with_spread ? 0
+                          : v.size() >= 2 && mid > 0 ? (*std::max_element(v.begin(), v.end()) - *std::min_element(v.begin(), v.end())) / 2 / mid
+                                                     : 0;
+    auto prof = profile_of(r, best.share);
+    prof.step_spread = spread;
+    predict::ModelConstants k;
+    k.contention = best.contention;
+    k.comm_beside = best.beside;
+    k.model_error = model_error;
+    predict::Scenario s;
+    s.ranks = r.n;
+    s.overlap = r.overlap;
+    const auto p = predict::predict_band(prof, links.at(r.link), s, k);
+    const double e = std::abs(p.step_s * 1e3 / r.stepN - 1);
+    const bool in = r.stepN >= p.step_lo_s * 1e3 && r.stepN <= p.step_hi_s * 1e3;
+    for (const std::string key : {r.link, std::string("all")}) {
+      widths[key].push_back((p.step_hi_s - p.step_lo_s) / 2 / p.step_s);
+      eff_err[key].push_back(e);
+      inside[key].first += in;
+      inside[key].second += 1;
+    }
+  }
+  std::printf("\n| link (check rows) | rows | median efficiency error | largest | measured step inside the band | band's median half-width |\n|---|---:|---:|---:|---:|---:|\n");
+  for (const auto& [k, v] : eff_err)
+    std::printf("| %s | %zu | %.2f %% | %.2f %% | %d of %d (%.0f %%) | ±%.1f %% |\n", k.c_str(), v.size(), 100 * median(v),
+                100 * *std::max_element(v.begin(), v.end()), inside[k].first, inside[k].second,
+                100.0 * inside[k].first / inside[k].second, 100 * median(widths[k]));
+  // The constants fitted per link class (odd rows of that class only; the backward share as fitted on all), checked
+  // on the class's even rows: whether a host-staged path (P2P off: NCCL's SHM transport through host memory) wants
+  // its own contention and all-reduce slowdown beside backward.
+  std::printf("\n| link | fitted contention | all-reduce beside backward | check rows | median abs error | largest |\n|---|---:|---:|---:|---:|---:|\n");
+  for (const auto& [name, model] : links) {
+    Fit f{0, 0, best.share, 1e9};
+    for (double cont : {0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2})
+      for (double beside : {0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0}) {
+        std::vector<double> e;
+        for (const auto& r : rows)
+          if (r.link == name && r.index % 2 == 1) e.push_back(std::abs(error_of(r, cont, beside, best.share).second));
+        if (e.empty()) continue;
+        const double m = median(e);
+        if (m < f.err) f = {cont, beside, best.share, m};
+      }
+    std::vector<double> c;
+    for (const auto& r : rows)
+      if (r.link == name && r.index % 2 == 0) c.push_back(std::abs(error_of(r, f.contention, f.beside, f.share).second));
+    if (c.empty()) continue;
+    std::printf("| %s | %.2f | x%.2f | %zu | %.2f %% | %.2f %% |\n", name.c_str(), f.contention, 1 + f.beside, c.size(),
+                100 * median(c), 100 * *std::max_element(c.begin(), c.end()));
+  }
   std::printf("\nskipped %zu row(s):\n", skipped.size());
   for (const auto& s : skipped) std::printf("  %s\n", s.c_str());
   return 0;

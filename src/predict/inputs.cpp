@@ -13,6 +13,7 @@
 #include "readers/nccl/nccl_tests_parser.h"
 #include "analysis/trace_analysis.h"
 #include "readers/trace/trace_reader.h"
+#include "predict/trace_step.h"
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/stats.h"
@@ -41,6 +42,13 @@ double step_of(const nlohmann::json& r) {
   return r.contains("phases") && r["phases"].is_object() ? number(r["phases"], "total_s") : NAN;
 }
 
+/// Half the inter-quartile range over the median; 0 for fewer than 3 figures or a median ≤ 0.
+double relative_spread(const std::vector<double>& v) {
+  if (v.size() < 3) return 0;
+  const double m = core::quantile(v, 0.5);
+  return m > 0 ? (core::quantile(v, 0.75) - core::quantile(v, 0.25)) / 2 / m : 0;
+}
+
 RunInput from_train(const nlohmann::json& r, const std::string& source) {
   RunInput in;
   auto& p = in.profile;
@@ -56,6 +64,10 @@ RunInput from_train(const nlohmann::json& r, const std::string& source) {
   p.backward_s = bwd;
   p.optimizer_s = opt;
   p.other_s = std::max(0.0, step - fwd - bwd - opt);
+  if (const auto it = r.find("step_s"); it != r.end() && it->is_object()) {  // the rounds' coefficient of variation
+    const double cv = number(*it, "cv");
+    if (std::isfinite(cv) && cv > 0) p.step_spread = cv;
+  }
   double total = 0;
   std::vector<double> sizes;
   if (r.contains("bucket_bytes") && r["bucket_bytes"].is_array())
@@ -150,6 +162,7 @@ RunInput from_capture(const nlohmann::json& c, const std::string& source) {
     if (ms[i].is_number()) steps.push_back(ms[i].get<double>());
   }
   const double step = median_of(nlohmann::json(steps)) * 1e-3;
+  p.step_spread = relative_spread(steps);
   if (std::isnan(step))
     throw core::Error(fmt::format("{}: no step times outside the profiled window", source),
                       "profile more steps than --warmup + --steps");
@@ -254,76 +267,28 @@ LinkModel link_from(const std::string& spec) {
   return LinkModel::from_sweeps(sweeps, spec);
 }
 
-bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::string* why) {
-  const auto fail = [&](std::string reason) {
-    if (why) *why = std::move(reason);
-    return false;
-  };
+namespace {
+
+/// Bucket i ready (its gap before the last bucket's call) before backward's end, from a trace's step; false with the
+/// reason when the trace's calls per step do not match the run's buckets.
+bool apply_ready_times(RunInput& in, const TraceStep& ts, const std::string& trace_path, std::string* why) {
   auto& buckets = in.profile.buckets;
-  if (buckets.empty()) return fail("no buckets to time");
-  analyze::Trace t;
-  try {
-    t = analyze::read_trace_file(trace_path);
-  } catch (const core::Error& e) {
-    return fail(e.what());
+  if (buckets.empty()) {
+    if (why) *why = "no buckets to time";
+    return false;
   }
-  struct Range {
-    std::int64_t begin = 0, end = 0;
-  };
-  std::vector<Range> steps;
-  std::unordered_map<std::int64_t, std::int64_t> launch_ns;  // correlation → the launch call's start
-  for (const auto& e : t.events) {
-    if (e.kind == analyze::EventKind::user_annotation && t.names[e.name].rfind("ProfilerStep#", 0) == 0)
-      steps.push_back({e.ts_ns, e.ts_ns + e.dur_ns});
-    else if ((e.kind == analyze::EventKind::cuda_runtime || e.kind == analyze::EventKind::cuda_driver) && e.correlation >= 0)
-      launch_ns[e.correlation] = e.ts_ns;
+  if (ts.ready_before_end_s.size() != buckets.size()) {
+    std::string counts;
+    for (int c : ts.calls_per_step) counts += (counts.empty() ? "" : ", ") + std::to_string(c);
+    if (why)
+      *why = fmt::format("no profiled step has one all-reduce call per bucket ({} buckets; calls per step: {})",
+                         buckets.size(), counts.empty() ? "none" : counts);
+    return false;
   }
-  if (steps.empty()) return fail("the trace has no ProfilerStep#N ranges");
-  std::sort(steps.begin(), steps.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
-  // Every GPU activity by its launch: (launch start, GPU end), in launch order.
-  std::vector<std::pair<std::int64_t, std::int64_t>> launched;
-  for (const auto& e : t.events)
-    if (analyze::is_gpu_activity(e.kind))
-      if (const auto l = launch_ns.find(e.correlation); l != launch_ns.end()) launched.emplace_back(l->second, e.ts_ns + e.dur_ns);
-  std::sort(launched.begin(), launched.end());
-  // DDP's all-reduce calls (the "nccl:all_reduce" range its reducer opens for each bucket, else c10d::allreduce_) in
-  // each step. At one rank NCCL launches no kernel for them, so a bucket's readiness on the GPU is read as the end of
-  // the last GPU work launched before its all-reduce was called: the gradient it waited for.
-  std::vector<std::vector<std::int64_t>> starts(steps.size());
-  bool annotations = false;
-  for (const auto& e : t.events)
-    annotations |= e.kind == analyze::EventKind::user_annotation && t.names[e.name] == "nccl:all_reduce";
-  for (const auto& e : t.events) {
-    const auto& name = t.names[e.name];
-    const bool call = annotations ? (e.kind == analyze::EventKind::user_annotation && name == "nccl:all_reduce")
-                                  : (e.kind == analyze::EventKind::cpu_op && name == "c10d::allreduce_");
-    if (!call) continue;
-    const auto before = std::lower_bound(launched.begin(), launched.end(), std::make_pair(e.ts_ns, std::int64_t{0}));
-    if (before == launched.begin()) continue;
-    const std::int64_t ready = std::prev(before)->second;
-    for (std::size_t k = 0; k < steps.size(); ++k)
-      if (e.ts_ns >= steps[k].begin && e.ts_ns < steps[k].end) {
-        starts[k].push_back(ready);
-        break;
-      }
-  }
-  std::vector<std::vector<double>> before_end(buckets.size());  // seconds before the last bucket's all-reduce
-  int used = 0;
-  std::string counts;
-  for (auto& s : starts) {
-    counts += (counts.empty() ? "" : ", ") + std::to_string(s.size());
-    if (s.size() != buckets.size()) continue;
-    std::sort(s.begin(), s.end());
-    for (std::size_t i = 0; i < s.size(); ++i) before_end[i].push_back(static_cast<double>(s.back() - s[i]) * 1e-9);
-    ++used;
-  }
-  if (used == 0)
-    return fail(fmt::format("no profiled step has one all-reduce call per bucket ({} buckets; calls per step: {})",
-                            buckets.size(), counts.empty() ? "none" : counts));
   const double backward = in.profile.backward_s;
   double earliest = 0;
   for (std::size_t i = 0; i < buckets.size(); ++i) {
-    const double gap = core::quantile(before_end[i], 0.5);
+    const double gap = ts.ready_before_end_s[i];
     buckets[i].ready_s = std::max(0.0, backward - gap);
     earliest = std::max(earliest, gap);
   }
@@ -331,9 +296,33 @@ bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::st
   in.profile.assumptions.push_back(fmt::format(
       "bucket ready times measured in the trace ({}): the GPU end of the work each all-reduce waited for, before the "
       "last bucket's, median of {} step(s); the first bucket {:.2f} ms before backward's end{}",
-      trace_path, used, earliest * 1e3,
-      earliest > backward ? " (more than backward as DDP's logging data times it: clipped to backward's start)" : ""));
+      trace_path, ts.bucket_steps, earliest * 1e3,
+      earliest > backward ? " (more than backward as measured: clipped to backward's start)" : ""));
   return true;
+}
+
+/// The trace's step, or false with the reader's or the step's reason.
+bool read_trace_step(const std::string& trace_path, TraceStep& ts, std::string* why) {
+  analyze::Trace t;
+  try {
+    t = analyze::read_trace_file(trace_path);
+  } catch (const core::Error& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+  return step_from_trace(t, ts, why);
+}
+
+}  // namespace
+
+bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::string* why) {
+  if (in.profile.buckets.empty()) {
+    if (why) *why = "no buckets to time";
+    return false;
+  }
+  TraceStep ts;
+  if (!read_trace_step(trace_path, ts, why)) return false;
+  return apply_ready_times(in, ts, trace_path, why);
 }
 
 namespace {
@@ -366,38 +355,204 @@ void check_figures(const RunInput& run, const std::string& source) {
 
 }  // namespace
 
-std::vector<std::string> run_input_files(const std::string& path) {
+namespace {
+
+/// The Kineto traces in a directory (files whose head the input detection reads as one), sorted by name.
+std::vector<std::string> traces_in(const std::string& dir) {
+  std::vector<std::string> out;
   std::error_code ec;
-  std::string run_path = path;
-  if (std::filesystem::is_directory(run_path, ec)) run_path = (std::filesystem::path(run_path) / "capture.rank0.json").string();
-  std::vector<std::string> out{run_path};
-  try {
-    const auto report = core::read_json_file(run_path, "the one-rank run");
-    if (report.is_object() && report.value("schema", "") == "scalescope.capture/1" && report.contains("window") &&
-        report["window"].is_object() && report["window"].value("trace", nlohmann::json()).is_string())
-      out.push_back((std::filesystem::path(run_path).parent_path() / report["window"]["trace"].get<std::string>()).string());
-  } catch (const std::exception&) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    const auto name = entry.path().filename().string();
+    if (!(name.ends_with(".json") || name.ends_with(".json.gz"))) continue;
+    try {
+      if (analyze::read_input_file(entry.path().string()).detection.has(analyze::InputKind::kineto_trace))
+        out.push_back(entry.path().string());
+    } catch (const core::Error&) {
+    }
   }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
+/// Rank 0's trace when one is named so ("rank0", "rank_0"), else the first by name.
+std::string pick_trace(const std::vector<std::string>& traces) {
+  for (const auto& t : traces) {
+    const auto name = std::filesystem::path(t).filename().string();
+    if (name.find("rank0.") != std::string::npos || name.find("rank_0.") != std::string::npos ||
+        name.find("rank0_") != std::string::npos)
+      return t;
+  }
+  return traces.front();
+}
+
+bool is_trace_file(const std::string& path) {
+  try {
+    return analyze::read_input_file(path).detection.has(analyze::InputKind::kineto_trace);
+  } catch (const core::Error&) {
+    return false;
+  }
+}
+
+/// What the one-rank run is read from: a report, a job directory's capture, or a trace alone.
+struct RunSource {
+  std::string report;              ///< a train/doctor/capture JSON ("" for a trace alone)
+  std::string trace;               ///< a Kineto trace ("" none)
+  std::vector<std::string> others; ///< further traces of the directory, not used
+};
+
+RunSource locate(const std::string& path) {
+  RunSource src;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const auto capture = (std::filesystem::path(path) / "capture.rank0.json").string();
+    if (std::filesystem::is_regular_file(capture, ec)) {
+      src.report = capture;
+      return src;
+    }
+    auto traces = traces_in(path);
+    if (traces.empty())
+      throw core::UsageError(fmt::format("'{}': neither a capture.rank0.json nor a PyTorch profiler trace (.json, "
+                                         ".json.gz) in this directory", path),
+                             "pass a train/doctor JSON, a one-rank torch.profiler trace, or the job directory of "
+                             "scalescope profile --keep DIR at one rank");
+    src.trace = pick_trace(traces);
+    for (auto& t : traces)
+      if (t != src.trace) src.others.push_back(std::move(t));
+    return src;
+  }
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw core::UsageError(fmt::format("'{}': no such file or directory", path),
+                           "pass a train/doctor JSON, a one-rank torch.profiler trace, or a scalescope profile job directory");
+  if (path.ends_with(".gz") || is_trace_file(path))
+    src.trace = path;
+  else
+    src.report = path;
+  return src;
+}
+
+/// The trace of a capture's profiled window, "" when the capture names none.
+std::string capture_trace(const nlohmann::json& report, const std::string& report_path) {
+  if (report.is_object() && report.value("schema", "") == "scalescope.capture/1" && report.contains("window") &&
+      report["window"].is_object() && report["window"].value("trace", nlohmann::json()).is_string())
+    return (std::filesystem::path(report_path).parent_path() / report["window"]["trace"].get<std::string>()).string();
+  return "";
+}
+
+/// forward / backward / optimizer as the trace's GPU timeline splits its step, applied to `p`'s step (the capture's,
+/// over more steps than the profiled window): the same shares, the rest of the step as other.
+void apply_phase_shares(StepProfile& p, const TraceStep& ts, const std::string& trace_path) {
+  const double step = p.step_s();
+  if (!(ts.step_s > 0) || !(step > 0)) return;
+  const double k = step / ts.step_s;
+  p.forward_s = ts.forward_s * k;
+  p.backward_s = ts.backward_s * k;
+  p.optimizer_s = ts.optimizer_s * k;
+  p.other_s = step - p.compute_s();
+  std::erase_if(p.assumptions, [](const std::string& a) { return a.rfind("backward ", 0) == 0 && a.find("the optimizer 3 %") != std::string::npos; });
+  p.assumptions.push_back(fmt::format(
+      "forward {:.0f} %, backward {:.0f} %, optimizer {:.0f} % of the step: the GPU timeline of the profiled window "
+      "({}, median of {} step(s) of {:.2f} ms), applied to the step measured outside it",
+      100 * ts.forward_s / ts.step_s, 100 * ts.backward_s / ts.step_s, 100 * ts.optimizer_s / ts.step_s, trace_path,
+      ts.steps, ts.step_s * 1e3));
+}
+
+RunInput from_trace_step(const TraceStep& ts, const std::string& trace_path) {
+  if (ts.bucket_bytes.empty())
+    throw core::Error(fmt::format("{}: no DDP all-reduce call in the profiled steps, so no gradient buckets to predict "
+                                  "with", trace_path),
+                      "profile a DDP job (the model wrapped in DistributedDataParallel) at one rank under torchrun");
+  for (double b : ts.bucket_bytes)
+    if (!(b > 0))
+      throw core::Error(fmt::format("{}: the all-reduce calls carry no sizes (record_param_comms' 'In msg nelems' and "
+                                    "'dtype', which PyTorch 2.1 and later write)", trace_path),
+                        "profile with a recent PyTorch, or pass the job directory of scalescope profile --keep DIR");
+  RunInput in;
+  auto& p = in.profile;
+  p.forward_s = ts.forward_s;
+  p.backward_s = ts.backward_s;
+  p.optimizer_s = ts.optimizer_s;
+  p.other_s = std::max(0.0, ts.step_s - p.compute_s());
+  p.step_spread = relative_spread(ts.periods_s);
+  double total = 0;
+  for (double b : ts.bucket_bytes) {
+    total += b;
+    p.buckets.push_back({b, 0});
+  }
+  p.grad_element_bytes = ts.element_bytes > 0 ? ts.element_bytes : 4;
+  p.basis = fmt::format("{}: a PyTorch profiler trace of one DDP rank, step {:.2f} ms (median of {} profiled step(s), "
+                        "paced by the {}), {} bucket(s) of {:.1f} MB ({})", trace_path, ts.step_s * 1e3, ts.steps,
+                        ts.gpu_bound ? "GPU" : "host", ts.bucket_bytes.size(), total / 1e6,
+                        ts.dtype.empty() ? "dtype not given" : ts.dtype);
+  p.assumptions.push_back(fmt::format(
+      "forward {:.2f} ms, backward {:.2f} ms, optimizer {:.2f} ms: the GPU timeline of the profiled steps (median), "
+      "each to the GPU end of its last work; the rest of the step ({:.2f} ms) unchanged by scaling",
+      ts.forward_s * 1e3, ts.backward_s * 1e3, ts.optimizer_s * 1e3, p.other_s * 1e3));
+  p.assumptions.push_back(fmt::format(
+      "the buckets as DDP formed them in the trace ({} all-reduce calls per step, {}): the trace does not give "
+      "bucket_cap_mb, so a re-bucketing what-if assumes DDP's rule (first bucket 1 MiB){}",
+      ts.bucket_bytes.size(), ts.dtype.empty() ? "gradient dtype not given: 4 bytes per element taken" : "gradients in " + ts.dtype,
+      ts.world_size > 1 ? fmt::format("; the trace is one rank of {}: its step already holds that job's communication",
+                                      ts.world_size)
+                        : ""));
+  p.assumptions.push_back("buckets become ready at an even rate of gradient bytes over backward");  // replaced below
+  std::string why;
+  if (!apply_ready_times(in, ts, trace_path, &why))
+    p.assumptions.back() += " (the trace could not time them: " + why + ")";
+  return in;
+}
+
+}  // namespace
+
+std::vector<std::string> run_input_files(const std::string& path) {
+  try {
+    const auto src = locate(path);
+    if (src.report.empty()) return {src.trace};
+    std::vector<std::string> out{src.report};
+    try {
+      const auto trace = capture_trace(core::read_json_file(src.report, "the one-rank run"), src.report);
+      if (!trace.empty()) out.push_back(trace);
+    } catch (const std::exception&) {
+    }
+    return out;
+  } catch (const std::exception&) {
+    return {path};
+  }
+}
+
 RunInput run_from_path(const std::string& path) {
-  std::string run_path = path;  // a profile job directory stands for its rank-0 capture
-  if (std::filesystem::is_directory(run_path)) run_path = (std::filesystem::path(run_path) / "capture.rank0.json").string();
-  if (!std::filesystem::is_regular_file(run_path))
-    throw core::UsageError(fmt::format("'{}': no capture.rank0.json in this directory", path),
-                           "pass a train/doctor JSON, or the job directory of scalescope profile --keep DIR at one rank");
-  const auto report = core::read_json_file(run_path, "the one-rank run");
-  auto run = run_from_report(report, run_path);
-  check_figures(run, run_path);
-  // A profile job's trace times each bucket's readiness (DDP's all-reduce calls) instead of the even-rate guess.
-  if (report.value("schema", "") == "scalescope.capture/1" && report.contains("window") &&
-      report["window"].value("trace", nlohmann::json()).is_string()) {
-    const auto trace = std::filesystem::path(run_path).parent_path() / report["window"]["trace"].get<std::string>();
+  const auto src = locate(path);
+  if (src.report.empty()) {  // a trace alone
+    TraceStep ts;
     std::string why;
-    if (!ready_times_from_trace(run, trace.string(), &why))
+    if (!read_trace_step(src.trace, ts, &why))
+      throw core::Error(fmt::format("{}: cannot read one rank's step from this trace: {}", src.trace, why),
+                        "profile a few steps with torch.profiler (CPU and CUDA activities, a schedule, prof.step() "
+                        "each step), or pass the job directory of scalescope profile --keep DIR");
+    auto run = from_trace_step(ts, src.trace);
+    if (!src.others.empty())
+      run.profile.assumptions.push_back(fmt::format("{} other trace(s) in the directory not used: the prediction starts "
+                                                    "from one rank ({})", src.others.size(), src.trace));
+    check_figures(run, src.trace);
+    return run;
+  }
+  const auto report = core::read_json_file(src.report, "the one-rank run");
+  auto run = run_from_report(report, src.report);
+  check_figures(run, src.report);
+  // A profile job's trace splits the step into its parts and times each bucket's readiness (DDP's all-reduce calls)
+  // instead of DDP's one sampled iteration and the even-rate guess.
+  if (const auto trace = capture_trace(report, src.report); !trace.empty()) {
+    TraceStep ts;
+    std::string why;
+    if (read_trace_step(trace, ts, &why)) {
+      apply_phase_shares(run.profile, ts, trace);
+      if (!apply_ready_times(run, ts, trace, &why)) why = why.empty() ? "unknown" : why;
+      else why.clear();
+    }
+    if (!why.empty())
       for (auto& a : run.profile.assumptions)
         if (a.rfind("buckets become ready at an even rate", 0) == 0) a += " (the trace could not time them: " + why + ")";
+    check_figures(run, src.report);
   }
   return run;
 }

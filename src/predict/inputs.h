@@ -41,14 +41,21 @@ RunInput run_from_report(const nlohmann::json& report, const std::string& source
 /// unreadable or no step has one all-reduce per bucket. Throws nothing.
 bool ready_times_from_trace(RunInput& in, const std::string& trace_path, std::string* why);
 
-/// The one-rank run a user names on the command line: a train/doctor JSON, or a `scalescope profile` job directory
-/// (its capture.rank0.json, and the bucket ready times from the trace of its profiled window when
-/// ready_times_from_trace can time them; else the even rate, with the trace's reason in the assumption). Throws
-/// core::UsageError when a directory has no capture, core::Error as run_from_report.
+/// The one-rank run a user names on the command line:
+/// - a train/doctor JSON;
+/// - a `scalescope profile` job directory: its capture.rank0.json (the step outside the profiled window, DDP's
+///   buckets) with, from the trace of its window (predict/trace_step.h), the step's split into forward, backward and
+///   optimizer on the GPU's timeline and each bucket's ready time (when the trace cannot give them: DDP's logging
+///   data and the even rate, with the trace's reason in the assumption);
+/// - a PyTorch profiler trace alone (`.json`, `.json.gz`), or a directory without a capture holding traces (rank 0's,
+///   else the first by name): the step, its parts, the buckets (the all-reduce calls' sizes and dtype) and their
+///   ready times all from the trace; what it cannot say (bucket_cap_mb) is printed as an assumption.
+/// Throws core::UsageError when the path is neither, core::Error as run_from_report, or naming what a trace lacks
+/// (no ProfilerStep#N ranges, no GPU work, no backward, no DDP all-reduce call, calls without sizes).
 RunInput run_from_path(const std::string& path);
 
 /// The files run_from_path reads for `path`: the report (a job directory's capture.rank0.json) and, for a capture,
-/// the trace its window names (which may lie anywhere). For the output guard: an output must be none of them.
+/// the trace its window names (which may lie anywhere); or the trace read alone. For the output guard: an output must be none of them.
 /// Throws nothing: a file that cannot be read or parsed is simply not listed beyond the report itself.
 std::vector<std::string> run_input_files(const std::string& path);
 

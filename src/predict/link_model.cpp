@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "core/suggest.h"
 #include "knowledge/hardware.h"
 #include "topo/smi_topo_parser.h"
@@ -39,6 +40,7 @@ std::optional<double> parse_port_gbit(std::string_view text) {
 LinkModel LinkModel::from_sweeps(const std::vector<analyze::Sweep>& sweeps, const std::string& source) {
   LinkModel m;
   std::vector<std::string> skipped;
+  std::vector<double> halves;  // |out-of-place − in-place| / their sum, rows of ≥ 1 MiB
   for (const auto& sw : sweeps) {
     if (sw.collective != comm::Collective::all_reduce) continue;
     for (const auto& w : sw.warnings) m.warnings_.push_back(sw.source + ": " + w);
@@ -55,6 +57,10 @@ LinkModel LinkModel::from_sweeps(const std::vector<analyze::Sweep>& sweeps, cons
         continue;
       }
       t.points.emplace_back(static_cast<double>(r.size_bytes), *tm.time_us * 1e-6);
+      const auto& a = r.out_of_place.time_us;
+      const auto& b = r.in_place.time_us;
+      if (r.size_bytes >= (1u << 20) && a && b && std::isfinite(*a) && std::isfinite(*b) && *a > 0 && *b > 0)
+        halves.push_back(std::abs(*a - *b) / (*a + *b));
     }
     if (t.points.empty()) {
       skipped.push_back(sw.source + ": no timed row");
@@ -72,6 +78,7 @@ LinkModel LinkModel::from_sweeps(const std::vector<analyze::Sweep>& sweeps, cons
     ns.push_back(fmt::format("{} ranks ({} sizes, {:.0f} B – {:.0f} B)", n, t.points.size(), t.points.front().first,
                              t.points.back().first));
   m.description_ = fmt::format("all-reduce measured in {}: {}", source, fmt::join(ns, ", "));
+  m.spread_ = std::max(kMinLinkSpread, halves.empty() ? 0.0 : 2 * core::quantile(halves, 0.5));
   return m;
 }
 
@@ -106,8 +113,10 @@ LinkModel LinkModel::named(std::string_view name) {
     m.description_ = ceiling.basis;
   }
   m.alpha_s_ = kNamedAlphaS;
+  m.spread_ = kNamedLinkSpread;
   m.assumptions_.push_back(fmt::format("named link: busbw {:.1f} GB/s at every size above the latency, and {:.1f} µs per ring "
-                                       "step (measured on 2 × H200 NVLink only)", m.busbw_gbps_, kNamedAlphaS * 1e6));
+                                       "step (measured on 2 × H200 NVLink only); the band takes that busbw as known to "
+                                       "±{:.0f} %", m.busbw_gbps_, kNamedAlphaS * 1e6, 100 * kNamedLinkSpread));
   return m;
 }
 
@@ -161,6 +170,7 @@ LinkModel LinkModel::alpha_beta(double busbw_gbps, const std::string& descriptio
   LinkModel m;
   m.busbw_gbps_ = busbw_gbps;
   m.alpha_s_ = kNamedAlphaS;
+  m.spread_ = kMinLinkSpread;
   m.description_ = description;
   m.assumptions_.push_back(fmt::format("busbw {:.1f} GB/s at every size above the latency, {:.1f} µs per ring step", busbw_gbps,
                                        kNamedAlphaS * 1e6));
@@ -224,7 +234,15 @@ LinkModel::Cost LinkModel::costs(double bytes, int ranks) const {
 
 double LinkModel::all_reduce_s(double bytes, int ranks) const {
   const Cost c = costs(bytes, ranks);
-  return std::min(c.ring_s, c.tree_s);
+  return std::min(c.ring_s, c.tree_s) * scale_;
+}
+
+LinkModel LinkModel::scaled(double factor) const {
+  if (!std::isfinite(factor) || !(factor > 0))
+    throw core::UsageError(fmt::format("a link's time factor must be a finite figure above 0, not {}", factor), "");
+  LinkModel m = *this;
+  m.scale_ *= factor;
+  return m;
 }
 
 std::string LinkModel::algorithm(double bytes, int ranks) const {

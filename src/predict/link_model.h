@@ -27,6 +27,13 @@ namespace scalescope::predict {
 /// run was), and it is printed with every multi-node prediction.
 inline constexpr double kTreeBandwidthShare = 0.9;
 
+/// A measured sweep's busbw is taken as known to ±3 % at least: the same gpt2-124m bucket set all-reduced beside
+/// backward over four calls on 2 × H200 NVLink gave 124.6–127.8 GB/s (±1.3 %, bench/RESULTS.md 2026-11-29), doubled.
+inline constexpr double kMinLinkSpread = 0.03;
+/// A named link's busbw (the line rate × the share NCCL reaches) is taken as known to ±15 %: an assumption, printed
+/// with the band — public nccl-tests results on one link class differ by about that much (data/busbw_observations.json).
+inline constexpr double kNamedLinkSpread = 0.15;
+
 /// The fastest network port a named link may have, Gb/s: above any Ethernet or InfiniBand port sold (800 Gb/s
 /// XDR/800GbE, 2025), with room for the next generation. A larger figure is a typo, not a port.
 inline constexpr double kMaxPortGbit = 3200;
@@ -77,6 +84,13 @@ class LinkModel {
   /// "ring" or "tree": which all_reduce_s used.
   std::string algorithm(double bytes, int ranks) const;
 
+  /// The relative uncertainty of this link's all-reduce times, for predict_band: a measured sweep's, from the
+  /// difference of its out-of-place and in-place times at ≥ 1 MiB (twice the median relative half-difference, at
+  /// least kMinLinkSpread); a named link's kNamedLinkSpread.
+  double spread() const { return spread_; }
+  /// This model with every all-reduce time × `factor` (> 0): a slower or faster link of the same shape.
+  LinkModel scaled(double factor) const;
+
   const std::string& description() const { return description_; }
   const std::vector<std::string>& assumptions() const { return assumptions_; }
   /// What of the measured input was not used, each naming its source and line ("…: line 11: out-of-place time
@@ -93,6 +107,7 @@ class LinkModel {
   double inside_s(double bytes, int ranks) const;  // one node's model (no network)
   std::map<int, Table> tables_;
   double alpha_s_ = 0, busbw_gbps_ = 0;  // named
+  double spread_ = 0, scale_ = 1;
   int gpus_per_node_ = 0;                 // 0: one node, whatever the rank count
   double net_busbw_gbps_ = 0;
   std::string description_;

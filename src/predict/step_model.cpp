@@ -112,11 +112,39 @@ Prediction predict_step(const StepProfile& profile, const LinkModel& link, const
   return p;
 }
 
+Prediction predict_band(const StepProfile& profile, const LinkModel& link, const Scenario& s, const ModelConstants& k) {
+  Prediction p = predict_step(profile, link, s, k);
+  const double b = link.spread();
+  double lo = p.step_s, hi = p.step_s;
+  for (double f : {1 - b, 1 + b})
+    for (double c : {kBandContentionLo, kBandContentionHi}) {
+      ModelConstants kc = k;
+      kc.contention = c;
+      const double step = predict_step(profile, link.scaled(f), s, kc).step_s;
+      lo = std::min(lo, step);
+      hi = std::max(hi, step);
+    }
+  const double sp = std::max(0.0, profile.step_spread);
+  const double me = std::max(0.0, k.model_error);
+  p.step_lo_s = lo * (1 - sp) * (1 - me);
+  p.step_hi_s = hi * (1 + sp) * (1 + me);
+  // efficiency ∝ 1 / step at a fixed one-rank step, whose own spread widens it once more.
+  p.efficiency_lo = p.step_hi_s > 0 ? p.efficiency * p.step_s / p.step_hi_s * (1 - sp) : 0;
+  p.efficiency_hi = p.step_lo_s > 0 ? p.efficiency * p.step_s / p.step_lo_s * (1 + sp) : 0;
+  // Above 100 % only where the centre is (a batch what-if, strong scaling past its memory): else noise, not a gain.
+  p.efficiency_hi = std::min(p.efficiency_hi, std::max(1.0, p.efficiency));
+  return p;
+}
+
 void to_json(nlohmann::json& j, const Prediction& p) {
   j = {{"label", p.label},          {"ranks", p.ranks},         {"scaling", p.strong ? "strong" : "weak"},
        {"step_ms", p.step_s * 1e3}, {"compute_ms", p.compute_s * 1e3}, {"all_reduce_ms", p.all_reduce_s * 1e3},
        {"exposed_comm_ms", p.exposed_s * 1e3}, {"overlap", p.overlap}, {"speedup", p.speedup},
        {"efficiency", p.efficiency}, {"comm_ratio", p.comm_ratio}, {"verdict", p.verdict}};
+  if (p.step_hi_s > 0) {
+    j["step_ms_band"] = {p.step_lo_s * 1e3, p.step_hi_s * 1e3};
+    j["efficiency_band"] = {p.efficiency_lo, p.efficiency_hi};
+  }
 }
 
 }  // namespace scalescope::predict

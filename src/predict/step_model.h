@@ -39,6 +39,9 @@ struct StepProfile {
   /// the bytes one rank all-gathers instead (TrainResult's fields; 0: no such model, e.g. a DDP capture).
   double embedding_table_bytes = 0, embedding_gather_bytes = 0;
   std::string embedding_exchange = "all-reduce";  ///< the run's setting: "auto", "all-reduce" or "all-gather"
+  /// The measured step's spread: half its inter-quartile range over its median (a train report: its rounds'
+  /// coefficient of variation). 0 when fewer than three figures were measured. Widens the band (predict_band).
+  double step_spread = 0;
   std::string basis;            ///< where the figures come from
   std::vector<std::string> assumptions;
   double compute_s() const { return forward_s + backward_s + optimizer_s; }
@@ -79,6 +82,10 @@ struct ModelConstants {
   double comm_beside = 0;
   /// Rank-to-rank spread per step at 2 ranks, seconds, growing as log2(N). Default 0.
   double sync_s = 0;
+  /// The model's own error, relative, that predict_band adds to the band: the 80th percentile of |predicted step /
+  /// measured − 1| over the rows the constants were fitted on (bench/predict_validation.cpp, printed as "model
+  /// error"; bench/RESULTS.md 2026-12-07). Checked on the rows kept out of the fit.
+  double model_error = 0.04;
 };
 
 struct Prediction {
@@ -89,10 +96,24 @@ struct Prediction {
   double speedup = 0, efficiency = 0, comm_ratio = 0;
   std::string verdict;  ///< "healthy", "watch", "investigate"
   double tokens_factor = 1;  ///< samples per second against one rank (= speedup for weak scaling)
+  /// The band (predict_band; 0 when not computed): the step and the efficiency the measured inputs allow.
+  double step_lo_s = 0, step_hi_s = 0, efficiency_lo = 0, efficiency_hi = 0;
 };
 
 /// The step of `profile` under `s` over `link`. Throws core::UsageError for ranks < 1 or a batch factor ≤ 0.
 Prediction predict_step(const StepProfile& profile, const LinkModel& link, const Scenario& s, const ModelConstants& k = {});
+
+/// The contention the band spans: the fitted 0.50 ± 0.25 (the fit's grid gave errors within 1 % of its best from
+/// 0.3 to 0.7 on NVLink rows, where little is exposed; bench/RESULTS.md 2026-12-03). An assumption, printed.
+inline constexpr double kBandContentionLo = 0.25, kBandContentionHi = 0.75;
+
+/// predict_step with its band: the step predicted at the corners of what the inputs allow — the link's all-reduce
+/// times × (1 ∓ link.spread()), the contention from kBandContentionLo to kBandContentionHi — widened by the
+/// measured step's own spread (× (1 ∓ profile.step_spread)) and by the model's error (× (1 ∓ k.model_error));
+/// the efficiency's band from the step's band, widened
+/// again by the one-rank step's spread (the measured efficiency divides two noisy steps). The centre is
+/// predict_step's with `k`. Throws as predict_step.
+Prediction predict_band(const StepProfile& profile, const LinkModel& link, const Scenario& s, const ModelConstants& k = {});
 
 void to_json(nlohmann::json& j, const Prediction& p);
 

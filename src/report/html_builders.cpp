@@ -206,11 +206,23 @@ void add_predictions(HtmlPage& page, const nlohmann::json& p) {
     if (!meas.points.empty()) c.series.push_back(meas);
     page.scaling.push_back(std::move(c));
     page.scaling.push_back(HtmlChart{"Scaling efficiency", "ranks", "efficiency %", pred.points.back().first / pred.points.front().first >= 16, {eff}});
+    // Each prediction with its band (predict_band: the link's spread, the contention's range, the measured step's
+    // spread and the model's error).
+    const auto line = [](const nlohmann::json& x) {
+      std::string band, eff_band;
+      if (x.contains("step_ms_band") && x["step_ms_band"].is_array() && x["step_ms_band"].size() == 2)
+        band = fmt::format(" ({:.2f}–{:.2f})", x["step_ms_band"][0].get<double>(), x["step_ms_band"][1].get<double>());
+      if (x.contains("efficiency_band") && x["efficiency_band"].is_array() && x["efficiency_band"].size() == 2)
+        eff_band = fmt::format(" ({:.0f}–{:.0f} %)", 100 * x["efficiency_band"][0].get<double>(), 100 * x["efficiency_band"][1].get<double>());
+      return fmt::format("{:<22} step {:9.2f} ms{:<18}  speedup {:7.2f}  efficiency {:5.1f} %{:<12}  exposed {:7.2f} ms  {}\n",
+                         x.value("label", ""), num(x, "step_ms", 0), band, num(x, "speedup", 0), 100 * num(x, "efficiency", 0),
+                         eff_band, num(x, "exposed_comm_ms", 0), x.value("verdict", ""));
+    };
+    std::string predicted;
+    for (const auto& x : p.value("predictions", nlohmann::json::array())) predicted += line(x);
+    if (!predicted.empty()) page.tables.emplace_back("Predicted step, with its band", predicted);
     std::string text;
-    for (const auto& x : p.value("what_if", nlohmann::json::array()))
-      text += fmt::format("{:<22} step {:9.2f} ms  speedup {:7.2f}  efficiency {:5.1f} %  exposed {:7.2f} ms  {}\n", x.value("label", ""),
-                          num(x, "step_ms", 0), num(x, "speedup", 0), 100 * num(x, "efficiency", 0), num(x, "exposed_comm_ms", 0),
-                          x.value("verdict", ""));
+    for (const auto& x : p.value("what_if", nlohmann::json::array())) text += line(x);
     if (!text.empty()) page.tables.emplace_back("What if", text);
     page.provenance.emplace_back("input", p.value("input", ""));
     page.provenance.emplace_back("link", p.value("link", ""));

@@ -1,6 +1,8 @@
 // `scalescope predict` as a user runs it: a doctor report and a named link, a profile job directory, a measured
 // link file, and the errors for what it cannot use.
 
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "integration/cli_runner.h"
@@ -35,6 +37,28 @@ TEST(PredictCli, ProfileJobDirectoryAndAMeasuredLinkRecord) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("one PyTorch DDP rank"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("all-reduce measured in"), std::string::npos) << r.output;
+}
+
+TEST(PredictCli, ATraceAloneWithItsBandInTheTerminalJsonAndHtml) {
+  const auto dir = scratch_dir("predict_trace");
+  const auto r = run_cli("predict " + kFixtures + "profile-h200/none/trace.rank0.json.gz --link H200:NV18 --gpus 2,4 --out " +
+                         (dir / "p.json").string() + " --html " + (dir / "p.html").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("a PyTorch profiler trace of one DDP rank"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("band ms"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("band: the link's all-reduce times ±15 %"), std::string::npos) << r.output;
+  const auto j = read_json(dir / "p.json");
+  ASSERT_EQ(j["predictions"].size(), 2u);
+  for (const auto& p : j["predictions"]) {
+    ASSERT_TRUE(p.contains("step_ms_band")) << p.dump();
+    EXPECT_LT(p["step_ms_band"][0].get<double>(), p["step_ms"].get<double>());
+    EXPECT_GT(p["step_ms_band"][1].get<double>(), p["step_ms"].get<double>());
+  }
+  EXPECT_DOUBLE_EQ(j["band"]["link_spread"].get<double>(), 0.15);
+  std::ifstream html(dir / "p.html");
+  const std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("Predicted step, with its band"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(PredictCli, WhatItCannotUseIsAClearError) {

@@ -50,14 +50,17 @@ int run_expected(const PredictFlags& f) {
 }
 
 std::string row(const predict::Prediction& p, const std::string& measured) {
-  return fmt::format("  {:<22} {:>9.2f} {:>8.2f} {:>7.1f} % {:>7.1f} % {:>9.2f} {:>9.2f}  {:<11}{}\n", p.label, p.step_s * 1e3,
-                     p.speedup, 100 * p.efficiency, 100 * p.comm_ratio, p.all_reduce_s * 1e3, p.exposed_s * 1e3, p.verdict,
-                     measured);
+  const std::string step_band = p.step_hi_s > 0 ? fmt::format("{:.2f}–{:.2f}", p.step_lo_s * 1e3, p.step_hi_s * 1e3) : "";
+  const std::string eff_band =
+      p.efficiency_hi > 0 ? fmt::format("{:.0f}–{:.0f} %", 100 * p.efficiency_lo, 100 * p.efficiency_hi) : "";
+  return fmt::format("  {:<22} {:>9.2f} {:>15} {:>8.2f} {:>7.1f} % {:>11} {:>7.1f} % {:>9.2f} {:>9.2f}  {:<11}{}\n", p.label,
+                     p.step_s * 1e3, step_band, p.speedup, 100 * p.efficiency, eff_band, 100 * p.comm_ratio,
+                     p.all_reduce_s * 1e3, p.exposed_s * 1e3, p.verdict, measured);
 }
 
 std::string header() {
-  return fmt::format("  {:<22} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9}  {}\n", "configuration", "step ms", "speedup", "effic.",
-                     "comm %", "allred ms", "exposed", "verdict");
+  return fmt::format("  {:<22} {:>9} {:>15} {:>8} {:>9} {:>11} {:>9} {:>9} {:>9}  {}\n", "configuration", "step ms", "band ms",
+                     "speedup", "effic.", "band", "comm %", "allred ms", "exposed", "verdict");
 }
 
 int run_predict(const PredictFlags& f) {
@@ -102,7 +105,10 @@ int run_predict(const PredictFlags& f) {
   for (const auto& a : link.assumptions()) text += "assumed: " + a + "\n";
   for (const auto& w : link.warnings()) text += "warning: " + w + "\n";
   text += fmt::format("model: DDP's bucket schedule; backward slowed by {:.2f} per second of all-reduce beside it, the "
-                      "all-reduce by {:.2f}x there\n\n", k.contention, 1 + k.comm_beside);
+                      "all-reduce by {:.2f}x there\n", k.contention, 1 + k.comm_beside);
+  text += fmt::format("band: the link's all-reduce times ±{:.0f} %, the contention {:.2f}–{:.2f}, the measured step's "
+                      "spread ±{:.1f} %\n\n", 100 * link.spread(), predict::kBandContentionLo, predict::kBandContentionHi,
+                      100 * run.profile.step_spread);
   text += header();
   nlohmann::json preds = nlohmann::json::array();
   for (int n : f.gpus) {
@@ -110,7 +116,7 @@ int run_predict(const PredictFlags& f) {
     s.ranks = n;
     s.strong = f.strong;
     s.embedding_exchange = f.embedding_exchange;
-    const auto p = predict::predict_step(run.profile, link, s, k);
+    const auto p = predict::predict_band(run.profile, link, s, k);
     std::string measured;
     nlohmann::json pj = p;
     for (const auto& m : run.measured)
@@ -145,7 +151,7 @@ int run_predict(const PredictFlags& f) {
       for (const char* e : {"all-reduce", "all-gather"})
         add(fmt::format("embedding {}", e), [e](auto& s) { s.embedding_exchange = e; });
     for (const auto& s : ss) {
-      const auto p = predict::predict_step(run.profile, link, s, k);
+      const auto p = predict::predict_band(run.profile, link, s, k);
       text += row(p, "");
       what_ifs.push_back(p);
     }
@@ -160,6 +166,9 @@ int run_predict(const PredictFlags& f) {
                         {"assumptions", assumptions},
                         {"warnings", link.warnings()},
                         {"constants", {{"contention", k.contention}, {"comm_beside", k.comm_beside}, {"sync_s", k.sync_s}}},
+                        {"band", {{"link_spread", link.spread()},
+                                  {"contention", {predict::kBandContentionLo, predict::kBandContentionHi}},
+                                  {"step_spread", run.profile.step_spread}}},
                         {"predictions", preds},
                         {"what_if", what_ifs}};
     if (!f.out.empty()) {
