@@ -307,6 +307,12 @@ std::optional<Assessment> assess_container_ipc_shm(const Context& ctx) {
       if (a.evidence.size() < 4) a.evidence.push_back(line("NCCL could not create its shared-memory segment: " + w.fact.message, w.where));
       score = std::max(score, w.fact.category == "shm-space" ? 0.9 : 0.85);
     }
+  // Told in words: the shared-memory segment could not be created (the WARN line's message, not pasted).
+  if (score == 0)
+    if (const auto c = first_claim(ctx, "shm-failed")) {
+      a.evidence.push_back(line("the poster: NCCL could not create its shared-memory segment under /dev/shm", c->where));
+      score = 0.6;
+    }
   // Measured on the machine (doctor's platform probe): a small /dev/shm, a private IPC namespace.
   bool small_shm = false;
   for (const auto& c : ctx.facts.of<Claim>())

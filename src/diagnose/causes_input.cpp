@@ -124,6 +124,21 @@ std::optional<Assessment> assess_input_bound(const Context& ctx) {
                         "if that is still short",
                         std::max(1, ld->cpus / ld->ranks - 1), ld->cpus, ld->ranks);
   }
+  // The input pipeline's share of the step, measured ("loading data costs about 75 % of the total time"): that share
+  // of every step is spent waiting for data, on any number of GPUs.
+  for (const auto& m : ctx.facts.of<Measurement>())
+    if (m.fact.quantity == "data loading share" && m.fact.unit == "%" && m.fact.value >= 25 && m.fact.value <= 100) {
+      a.evidence.push_back(line("data loading takes " + figure(m.fact) + " of the step: the GPUs wait that long for every "
+                                "batch, and more GPUs only wait more",
+                                m.where));
+      score = std::max(score, m.fact.value >= 50 ? 0.6 : 0.45);
+      if (!a.cost.share) {
+        a.cost.share = m.fact.value / 100;
+        a.cost.per = "step";
+        a.cost.text = fmt::format("{} of every step waits for data, as measured", figure(m.fact));
+      }
+      break;
+    }
   // In words: a saturated CPU, GPUs left idle, data loading suspected — together with scaling that falls short.
   {
     const auto cpu = first_claim(ctx, "cpu-saturated"), idle = first_claim(ctx, "gpu-underused"),

@@ -978,3 +978,69 @@ TEST(FileCauses, HostileControlsOfTheNewReasoning) {
   const auto d2 = diagnose::diagnose(gather_evidence({ib}).facts);
   EXPECT_FALSE(d2.primary && d2.primary->cause == "bandwidth-bound-gradients") << describe(d2);
 }
+
+// A post stored as one blockquote (a forum page's copy) is read as what it quotes; the input pipeline's measured share
+// of the step names input-bound, with that share as its cost (issue #36, batch 18). Controls: a share of
+// communication is not data loading; a post that only quotes someone in places keeps its quotes unread.
+TEST(FileCauses, AQuotedPostAndTheDataLoadingShareOfTheStep) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# Slow epochs\n\n> We train a ResNet-50 on 8 GPUs.\n>\n> Loading data takes about "
+                                         "60% of the total time of each iteration, and GPU utilization drops to 5%.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "input-bound") << describe(d);
+  ASSERT_TRUE(d.primary->cost.share) << describe(d);
+  EXPECT_NEAR(*d.primary->cost.share, 0.60, 1e-9);
+  const auto comm = dir.write("comm.md", "# Slow epochs\n\nWe train a ResNet-50 on 8 GPUs. NCCL communication takes about "
+                                         "60% of the total time of each iteration.\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({comm}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "input-bound") << describe(d2);
+  const auto partly = dir.write("partly.md", "# Slow epochs\n\nOur job runs on 8 GPUs and each epoch is slow.\n\n"
+                                             "> Loading data takes about 60% of the total time of each iteration.\n\n"
+                                             "Someone wrote the above on a forum; our own loader is fast.\n");
+  const auto d3 = diagnose::diagnose(gather_evidence({partly}).facts);
+  EXPECT_FALSE(d3.primary && d3.primary->cause == "input-bound") << describe(d3);
+}
+
+// A run said to block (a hang in other words) that runs once NCCL_P2P_DISABLE=1 is set: peer-to-peer fails — ACS or
+// the IOMMU; shared memory that NCCL could not create, said in words: the container's /dev/shm (issue #36, batch 18).
+// Controls: "transformer blocks" are no hang; a question about /dev/shm is no failure.
+TEST(FileCauses, ABlockedRunThatP2pOffFixesAndShmTheTextSaysFailed) {
+  TempDir dir;
+  const auto post = dir.write("post.md", "# all_reduce_perf blocks\n\nOn two A100 GPUs the all_reduce_perf process blocks "
+                                         "after init and never starts the test.\nWith NCCL_P2P_DISABLE=1 the test runs "
+                                         "normally.\n");
+  const auto d = diagnose::diagnose(gather_evidence({post}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "p2p-blocked-acs-iommu") << describe(d);
+  const auto blocks = dir.write("blocks.md", "# Slow model\n\nOur model has 24 transformer blocks on two A100 GPUs and each "
+                                             "step is slow.\nWith NCCL_P2P_DISABLE=1 the test runs normally.\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({blocks}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "p2p-blocked-acs-iommu") << describe(d2);
+  const auto shm = dir.write("shm.md", "# NCCL error in Docker\n\nTraining on 8 H100 GPUs inside a Docker container throws an "
+                                       "NCCL error: it failed to create a shared-memory segment under /dev/shm.\n");
+  const auto d3 = diagnose::diagnose(gather_evidence({shm}).facts);
+  ASSERT_TRUE(d3.primary) << describe(d3);
+  EXPECT_EQ(d3.primary->cause, "container-ipc-shm") << describe(d3);
+  const auto ask = dir.write("ask.md", "# Docker settings\n\nHow large should /dev/shm be for NCCL on 8 H100 GPUs?\n");
+  const auto d4 = diagnose::diagnose(gather_evidence({ask}).facts);
+  EXPECT_FALSE(d4.primary && d4.primary->cause == "container-ipc-shm") << describe(d4);
+}
+
+// "DP" as the mode a job runs in names DataParallel; DP as one dimension of 3-D parallelism does not; a goal is not a
+// measured efficiency (issue #36, batch 18).
+TEST(FileCauses, DpAsAModeAndAGoalThatIsNoMeasurement) {
+  TempDir dir;
+  const auto dp = dir.write("dp.md", "# Why is multi-GPU dp slower?\n\nHaving 2 GPUs with DP seems to be slower than using "
+                                     "just 1. Is it normal?\n");
+  const auto d = diagnose::diagnose(gather_evidence({dp}).facts);
+  ASSERT_TRUE(d.primary) << describe(d);
+  EXPECT_EQ(d.primary->cause, "dataparallel-not-ddp") << describe(d);
+  const auto mp = dir.write("mp.md", "# Megatron layout\n\nWe run TP=2, PP=4 and DP=8 on 64 GPUs and each step is slow.\n");
+  const auto d2 = diagnose::diagnose(gather_evidence({mp}).facts);
+  EXPECT_FALSE(d2.primary && d2.primary->cause == "dataparallel-not-ddp") << describe(d2);
+  const auto goal = dir.write("goal.md", "# ResNet-50 on a cluster\n\nThe goal is to get 90% scaling efficiency for more "
+                                         "than 160 gpus. We use 8 V100 per node.\n");
+  const auto d3 = diagnose::diagnose(gather_evidence({goal}).facts);
+  EXPECT_FALSE(d3.primary && d3.primary->cause == "no-defect") << describe(d3);
+}

@@ -135,8 +135,19 @@ Reading read_commands(std::string_view text, const std::string& source) {
   core::count_parse("launch_command", text);
   Reading r;
   try {
-    for (const auto& l : logical_lines(text)) {
-      if (trim_blanks(l.text).empty()) continue;
+    // Markdown headings are no root prompts: outside the fenced blocks of a text that has some, and a title line
+    // followed by a blank line ("# all_reduce_perf blocks" above a post), "# …" is a heading, not "# <command>".
+    const auto lines = logical_lines(text);
+    const bool fenced = text.find("```") != std::string_view::npos;
+    bool in_fence = false;
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+      const auto& l = lines[k];
+      const std::string_view t = trim_blanks(l.text);
+      if (t.rfind("```", 0) == 0) in_fence = !in_fence;
+      if (t.empty()) continue;
+      if (t.rfind("# ", 0) == 0 && !in_fence &&
+          (fenced || (k + 1 < lines.size() && trim_blanks(lines[k + 1].text).empty())))
+        continue;
       auto one = read_command_line(l.text, source, l.line);
       // Provenance shows the first physical line of a continued command.
       for (auto f : one.facts.all()) {

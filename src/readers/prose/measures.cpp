@@ -404,11 +404,22 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
                    has(s, "spik") || has(s, "fluctuat") || has(s, "intermittent")))
         out.add(Claim{"util-swings", ""}, where);
     }
+    // Shared memory that could not be had, said in words ("failed to create a shared-memory segment: could not allocate
+    // enough space under /dev/shm"): what NCCL's WARN lines would say, told by the poster.
+    {
+      const bool shm = has(s, "/dev/shm") || has(s, "shared memory segment") || has(s, "shared-memory segment") ||
+                       has(s, "shm_open") || has(s, "shm segment");
+      const bool failed = has(s, "fail") || has(s, "could not") || has(s, "couldn't") || has(s, "cannot") || has(s, "unable") ||
+                          has(s, "not enough") || has(s, "no space") || has(s, "too small") || has(s, "insufficient") ||
+                          has(s, "out of") || has(s, "error");
+      if (shm && failed && !has(s, "?")) out.add(Claim{"shm-failed", ""}, where);
+    }
     // The input pipeline named at all (a suspect or not): "DataLoader with CPU-side transforms", "data loading time".
     if (has(s, "dataloader") || has(s, "data loader") || has(s, "data loading") || has(s, "loading time") ||
         has(s, "transforms") || has(s, "augment") || has(s, "preprocessing") || has(s, "num_workers") ||
         has(s, "dataflow") || has(s, "data pipeline") || has(s, "input pipeline") || has(s, "prefetch") || has(s, "lmdb") ||
-        has(s, "tfrecord") || has(s, "imread"))
+        has(s, "tfrecord") || has(s, "imread") || has(s, "loading data") || has(s, "load data") || has(s, "load the data") ||
+        has(s, "data batch") || has(s, "reading data") || has(s, "read the data"))
       out.add(Claim{"input-mentioned", ""}, where);
     // P2P turned off by something, said in words ("why do you disable p2p when detecting RTX 3090", "the launcher sets P2P
     // off"): NCCL_P2P_DISABLE=1 as the text states it — not when the text says turning it off was the fix.
@@ -504,6 +515,13 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     if ((word(s, "dataparallel") || has(s, "nn.dataparallel") || has(s, "data parallel (dp)") || has(s, "dataparallel(")) &&
         !has(s, "distributeddataparallel") && !has(s, "not dataparallel"))
       out.add(CodeUse{"DataParallel", "named in the text", false, std::nullopt}, where);
+    // "DP" as the mode a job runs in, as Lightning and accelerate name DataParallel ("2 GPUs with DP", "dp mode",
+    // strategy='dp'): not DP as one dimension of 3-D parallelism ("TP=2, PP=4, DP=8", "dp size"), nor beside DDP.
+    else if (word(s, "dp") && !word(s, "ddp") && !has(s, "distributeddataparallel") &&
+             (has(s, "gpu") || has(s, "strategy") || has(s, "accelerator") || has(s, "backend") || has(s, "mode")) &&
+             !word(s, "tp") && !word(s, "pp") && !has(s, "tensor parallel") && !has(s, "pipeline") && !has(s, "dp size") &&
+             !has(s, "dp degree") && !has(s, "dp=") && !has(s, "dp =") && !has(s, "fsdp") && !has(s, "zero"))
+      out.add(CodeUse{"DataParallel", "named in the text (DP)", false, std::nullopt}, where);
     for (auto w : {".item()", ".cpu()", ".tolist()", ".numpy()", "cuda.synchronize", "cudastreamsynchronize", "cudadevicesynchronize",
                    ".nonzero("})
       if (has(s, w)) out.add(CodeUse{"host-sync", w, every_step || has(s, "loop"), std::nullopt}, where);
@@ -599,6 +617,11 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
                             has(near, "would cut") || has(near, "would reduce") || has(near, "would bring") || has(near, "ideal") || has(near, "theoretic") || has(near, "in theory") ||
                             has(near, "should be") || has(near, "expected") || has(near, "expect ") || has(near, "if we") ||
                             has(near, "could be")))
+          continue;
+        // A figure the job aims at, not one it reached: "the goal is to get 90% scaling efficiency for 160 gpus".
+        if (has(near, "goal is") || has(near, "our goal") || has(near, "my goal") || has(near, "the goal") ||
+            has(near, "target is") || has(near, "targeting") || has(near, "aim to") || has(near, "aiming") ||
+            has(near, "want to get") || has(near, "want to reach") || has(near, "hope to") || has(near, "would like to"))
           continue;
       }
       // A bandwidth of a collective without its own qualifier is the one the text named last ("the algbw is 250 GB/s …

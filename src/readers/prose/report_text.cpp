@@ -616,10 +616,46 @@ std::string ascii_punctuation(std::string_view text) {
   return out;
 }
 
+/// A post stored as one blockquote (a forum page's copy quoting its poster: "> I am training …"): when most of its
+/// non-blank lines begin with '>', the markers ("> ", ">") are removed so that its lines are read as what they
+/// quote — sentences, code, logs. A post that only quotes someone in places keeps its quotes (read as another's
+/// words). Line breaks are kept, so line numbers do not move. Only the first MiB.
+std::string unquote_whole_post(std::string text) {
+  if (text.size() > (1u << 20)) return text;
+  std::size_t nonblank = 0, quoted = 0;
+  for (std::size_t b = 0; b < text.size();) {
+    std::size_t e = text.find('\n', b);
+    if (e == std::string::npos) e = text.size();
+    const auto f = text.find_first_not_of(" \t\r", b);
+    if (f != std::string::npos && f < e) {
+      ++nonblank;
+      quoted += text[f] == '>';
+    }
+    b = e + 1;
+  }
+  if (nonblank == 0 || quoted * 2 <= nonblank) return text;
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t b = 0; b < text.size();) {
+    std::size_t e = text.find('\n', b);
+    if (e == std::string::npos) e = text.size();
+    std::string_view line(text.data() + b, e - b);
+    const auto f = line.find_first_not_of(" \t");
+    if (f != std::string_view::npos && line[f] == '>') {
+      line.remove_prefix(f + 1);
+      if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    }
+    out.append(line);
+    if (e < text.size()) out += '\n';
+    b = e + 1;
+  }
+  return out;
+}
+
 /// "4x4090", "8xA100", "2xH100": a count fused to a GPU's name, split ("4x 4090") so that it reads as "4x RTX 4090"
 /// does. Only the first MiB (a prose post is far smaller); line breaks are kept, so line numbers do not move.
 std::string split_fused_counts(std::string_view text) {  // after ascii_punctuation
-  std::string ascii = ascii_punctuation(text);
+  std::string ascii = unquote_whole_post(ascii_punctuation(text));
   if (ascii.size() > (1u << 20)) return ascii;
   static const std::regex fused(R"(\b(\d{1,2})([xX])([A-Za-z]{0,4}\d{3,4}[A-Za-z]{0,3})\b)");
   return std::regex_replace(ascii, fused, "$1$2 $3");

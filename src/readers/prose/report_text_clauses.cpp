@@ -196,7 +196,15 @@ ClauseRead read_clause(const std::vector<Tok>& t, std::size_t b, std::size_t e) 
         (is_digit(t[i + 2].core.empty() ? 'x' : t[i + 2].core[0]) || starts_with(t[i + 2].core, "~")))
       hang = false;
     if (in(kSpinWords, w) && endless) hang = true;
-    if (w == "never" && (next == "returns" || next == "finishes" || next == "completes" || next == "ends" || next == "returned"))
+    if (w == "never" && (next == "returns" || next == "finishes" || next == "completes" || next == "ends" || next == "returned" ||
+                         next == "starts" || next == "begins" || next == "proceeds" || next == "continues"))
+      hang = true;
+    // "the process blocks", "the test is blocked", "gets blocked": a run that stops — not "thread blocks", "transformer
+    // blocks" (nouns after a noun that is no run).
+    if ((w == "blocks" || w == "blocked") &&
+        (prev == "process" || prev == "program" || prev == "job" || prev == "test" || prev == "training" || prev == "script" ||
+         prev == "run" || prev == "it" || prev == "is" || prev == "gets" || prev == "got" || prev == "stays" ||
+         prev == "remains" || prev == "was" || prev == "becomes"))
       hang = true;
     if ((w == "forever" || w == "indefinitely") && (prev == "waits" || prev == "wait" || prev == "waiting" || prev == "blocks" || prev == "blocked"))
       hang = true;

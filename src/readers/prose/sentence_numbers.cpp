@@ -245,6 +245,10 @@ std::string quantity_of(const std::string& s, const Figure& f) {
         has(around, "vram") || has(around, "memory is"))
       return "memory utilisation";
     if (has(around, "util") || has(around, "busy") || has(around, "usage")) return "GPU utilisation";
+    // The input pipeline's share of the step ("loading data costs about 75 % of the total time").
+    if (has(around, "data load") || has(around, "loading data") || has(around, "load data") || has(around, "dataloader") ||
+        has(around, "data loader") || has(around, "data time") || has(around, "waiting for data"))
+      return "data loading share";
     if (has(around, "nccl") || has(around, "communication") || has(around, "allreduce") || has(around, "all-reduce") ||
         has(around, "all_reduce"))
       return "communication share";
