@@ -42,11 +42,15 @@ double step_of(const nlohmann::json& r) {
   return r.contains("phases") && r["phases"].is_object() ? number(r["phases"], "total_s") : NAN;
 }
 
-/// Half the inter-quartile range over the median; 0 for fewer than 3 figures or a median ≤ 0.
+/// The median absolute deviation over the median (for a normal spread ≈ half the inter-quartile range; a few slow
+/// steps — a pause, a checkpoint — do not move it); 0 for fewer than 3 figures or a median ≤ 0.
 double relative_spread(const std::vector<double>& v) {
   if (v.size() < 3) return 0;
   const double m = core::quantile(v, 0.5);
-  return m > 0 ? (core::quantile(v, 0.75) - core::quantile(v, 0.25)) / 2 / m : 0;
+  if (!(m > 0)) return 0;
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::abs(x - m));
+  return core::quantile(dev, 0.5) / m;
 }
 
 RunInput from_train(const nlohmann::json& r, const std::string& source) {
@@ -93,8 +97,8 @@ RunInput from_train(const nlohmann::json& r, const std::string& source) {
   }
   const auto& cfg = r.value("config", nlohmann::json::object());
   if (cfg.contains("model") && cfg["model"].is_object()) in.model = cfg["model"].value("name", "");
-  p.basis = fmt::format("{}: one rank, {} step {:.2f} ms (forward {:.2f}, backward {:.2f}, optimizer {:.2f}), {} bucket(s) "
-                        "of {:.1f} MB", source, in.model.empty() ? "the" : in.model, step * 1e3, fwd * 1e3, bwd * 1e3,
+  p.basis = fmt::format("{}: one rank, {} step {:.2f} ms (forward {:.2f}, backward {:.2f}, optimizer {:.2f}), {} bucket(s), "
+                        "{:.1f} MB in all", source, in.model.empty() ? "the" : in.model, step * 1e3, fwd * 1e3, bwd * 1e3,
                         opt * 1e3, sizes.size(), total / 1e6);
   // The DP engine's own ready times (rank 0, median of the timed steps), when the report has one per bucket.
   std::vector<double> ready;
@@ -192,8 +196,8 @@ RunInput from_capture(const nlohmann::json& c, const std::string& source) {
   }
   const std::string dtype = c.contains("ddp") ? c["ddp"].value("dtype", "") : "";
   p.grad_element_bytes = dtype.find("16") != std::string::npos ? 2 : (dtype.find("64") != std::string::npos ? 8 : 4);
-  p.basis = fmt::format("{}: one PyTorch DDP rank, step {:.2f} ms (median of {} steps outside the profiled window), {} bucket(s) "
-                        "of {:.1f} MB ({})", source, step * 1e3, steps.size(), sizes.size(), total / 1e6, dtype);
+  p.basis = fmt::format("{}: one PyTorch DDP rank, step {:.2f} ms (median of {} steps outside the profiled window), {} bucket(s), "
+                        "{:.1f} MB in all ({})", source, step * 1e3, steps.size(), sizes.size(), total / 1e6, dtype);
   p.assumptions.push_back(fmt::format("backward {:.0f} % of forward + backward (DDP's logging data{}), the optimizer 3 % of "
                                       "the step", 100 * share,
                                       timed ? ", one sampled iteration"
@@ -467,6 +471,11 @@ RunInput from_trace_step(const TraceStep& ts, const std::string& trace_path) {
       throw core::Error(fmt::format("{}: the all-reduce calls carry no sizes (record_param_comms' 'In msg nelems' and "
                                     "'dtype', which PyTorch 2.1 and later write)", trace_path),
                         "profile with a recent PyTorch, or pass the job directory of scalescope profile --keep DIR");
+  for (double b : ts.bucket_bytes)
+    if (b > 1e12)
+      throw core::Error(fmt::format("{}: an all-reduce call of {:.3g} bytes: no DDP bucket holds a terabyte (the trace's "
+                                    "'In msg nelems' or 'dtype' is damaged)", trace_path, b),
+                        "profile the job again, or pass the job directory of scalescope profile --keep DIR");
   RunInput in;
   auto& p = in.profile;
   p.forward_s = ts.forward_s;
@@ -480,8 +489,10 @@ RunInput from_trace_step(const TraceStep& ts, const std::string& trace_path) {
     p.buckets.push_back({b, 0});
   }
   p.grad_element_bytes = ts.element_bytes > 0 ? ts.element_bytes : 4;
-  p.basis = fmt::format("{}: a PyTorch profiler trace of one DDP rank, step {:.2f} ms (median of {} profiled step(s), "
-                        "paced by the {}), {} bucket(s) of {:.1f} MB ({})", trace_path, ts.step_s * 1e3, ts.steps,
+  p.basis = fmt::format("{}: a PyTorch profiler trace of {}, step {:.2f} ms (median of {} profiled step(s), "
+                        "paced by the {}), {} bucket(s), {:.1f} MB in all ({})", trace_path,
+                        ts.world_size > 1 ? fmt::format("one rank of a {}-rank DDP job", ts.world_size) : "one DDP rank",
+                        ts.step_s * 1e3, ts.steps,
                         ts.gpu_bound ? "GPU" : "host", ts.bucket_bytes.size(), total / 1e6,
                         ts.dtype.empty() ? "dtype not given" : ts.dtype);
   p.assumptions.push_back(fmt::format(
@@ -492,9 +503,12 @@ RunInput from_trace_step(const TraceStep& ts, const std::string& trace_path) {
       "the buckets as DDP formed them in the trace ({} all-reduce calls per step, {}): the trace does not give "
       "bucket_cap_mb, so a re-bucketing what-if assumes DDP's rule (first bucket 1 MiB){}",
       ts.bucket_bytes.size(), ts.dtype.empty() ? "gradient dtype not given: 4 bytes per element taken" : "gradients in " + ts.dtype,
-      ts.world_size > 1 ? fmt::format("; the trace is one rank of {}: its step already holds that job's communication",
-                                      ts.world_size)
-                        : ""));
+      ""));
+  if (ts.world_size > 1)
+    p.assumptions.push_back(fmt::format(
+        "NOT one rank alone: the trace is one rank of a {}-rank job, so its step already holds that job's all-reduces "
+        "and waits; predicting from it counts communication twice — profile the job at one rank (torchrun "
+        "--nproc_per_node 1) for a prediction that starts from compute alone", ts.world_size));
   p.assumptions.push_back("buckets become ready at an even rate of gradient bytes over backward");  // replaced below
   std::string why;
   if (!apply_ready_times(in, ts, trace_path, &why))
@@ -520,19 +534,42 @@ std::vector<std::string> run_input_files(const std::string& path) {
   }
 }
 
+static RunInput check_and_return(RunInput run, const std::string& source) {
+  check_figures(run, source);
+  return run;
+}
+
 RunInput run_from_path(const std::string& path) {
   const auto src = locate(path);
-  if (src.report.empty()) {  // a trace alone
+  if (src.report.empty()) {  // a trace alone; in a directory, the first (rank 0's first) that reads
+    std::vector<std::string> order{src.trace};
+    order.insert(order.end(), src.others.begin(), src.others.end());
     TraceStep ts;
-    std::string why;
-    if (!read_trace_step(src.trace, ts, &why))
-      throw core::Error(fmt::format("{}: cannot read one rank's step from this trace: {}", src.trace, why),
-                        "profile a few steps with torch.profiler (CPU and CUDA activities, a schedule, prof.step() "
-                        "each step), or pass the job directory of scalescope profile --keep DIR");
-    auto run = from_trace_step(ts, src.trace);
-    if (!src.others.empty())
-      run.profile.assumptions.push_back(fmt::format("{} other trace(s) in the directory not used: the prediction starts "
-                                                    "from one rank ({})", src.others.size(), src.trace));
+    std::string used, skipped;
+    for (const auto& t : order) {
+      std::string why;
+      if (read_trace_step(t, ts, &why) && !ts.bucket_bytes.empty()) {
+        used = t;
+        break;
+      }
+      skipped += fmt::format("{}{}: {}", skipped.empty() ? "" : "; ", t, why.empty() ? "no DDP all-reduce call" : why);
+    }
+    if (used.empty()) {
+      if (order.size() == 1 && !ts.steps) throw core::Error(fmt::format("{}: cannot read one rank's step from this trace: {}",
+                                                                        src.trace, skipped.substr(skipped.find(": ") + 2)),
+                                                            "profile a few steps with torch.profiler (CPU and CUDA activities, a "
+                                                            "schedule, prof.step() each step), or pass the job directory of "
+                                                            "scalescope profile --keep DIR");
+      if (order.size() == 1) return check_and_return(from_trace_step(ts, src.trace), src.trace);  // names what it lacks
+      throw core::Error(fmt::format("'{}': none of its {} traces gives one rank's step ({})", path, order.size(), skipped),
+                        "profile a few steps with torch.profiler (CPU and CUDA activities, a schedule, prof.step() each "
+                        "step), or pass one trace");
+    }
+    auto run = from_trace_step(ts, used);
+    if (order.size() > 1)
+      run.profile.assumptions.push_back(fmt::format("{} trace(s) in the directory: the prediction starts from one rank's, "
+                                                    "{}{}", order.size(), used,
+                                                    skipped.empty() ? "" : " (not readable before it: " + skipped + ")"));
     check_figures(run, src.trace);
     return run;
   }

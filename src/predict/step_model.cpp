@@ -124,15 +124,17 @@ Prediction predict_band(const StepProfile& profile, const LinkModel& link, const
       lo = std::min(lo, step);
       hi = std::max(hi, step);
     }
-  const double sp = std::max(0.0, profile.step_spread);
-  const double me = std::max(0.0, k.model_error);
-  p.step_lo_s = lo * (1 - sp) * (1 - me);
+  // Multiplicative, so that no spread, however large, gives a negative step or an efficiency band without its centre.
+  const double sp = std::isfinite(profile.step_spread) ? std::max(0.0, profile.step_spread) : 0.0;
+  const double me = std::isfinite(k.model_error) ? std::max(0.0, k.model_error) : 0.0;
+  p.step_lo_s = lo / ((1 + sp) * (1 + me));
   p.step_hi_s = hi * (1 + sp) * (1 + me);
   // efficiency ∝ 1 / step at a fixed one-rank step, whose own spread widens it once more.
-  p.efficiency_lo = p.step_hi_s > 0 ? p.efficiency * p.step_s / p.step_hi_s * (1 - sp) : 0;
+  p.efficiency_lo = p.step_hi_s > 0 ? p.efficiency * p.step_s / p.step_hi_s / (1 + sp) : 0;
   p.efficiency_hi = p.step_lo_s > 0 ? p.efficiency * p.step_s / p.step_lo_s * (1 + sp) : 0;
   // Above 100 % only where the centre is (a batch what-if, strong scaling past its memory): else noise, not a gain.
-  p.efficiency_hi = std::min(p.efficiency_hi, std::max(1.0, p.efficiency));
+  p.efficiency_hi = std::max(p.efficiency, std::min(p.efficiency_hi, std::max(1.0, p.efficiency)));
+  p.efficiency_lo = std::min(p.efficiency_lo, p.efficiency);
   return p;
 }
 

@@ -39,8 +39,8 @@ struct StepProfile {
   /// the bytes one rank all-gathers instead (TrainResult's fields; 0: no such model, e.g. a DDP capture).
   double embedding_table_bytes = 0, embedding_gather_bytes = 0;
   std::string embedding_exchange = "all-reduce";  ///< the run's setting: "auto", "all-reduce" or "all-gather"
-  /// The measured step's spread: half its inter-quartile range over its median (a train report: its rounds'
-  /// coefficient of variation). 0 when fewer than three figures were measured. Widens the band (predict_band).
+  /// The measured step's spread: its median absolute deviation over its median (≈ half the inter-quartile range,
+  /// unmoved by a few slow steps; a train report: its rounds' coefficient of variation). 0 with fewer than three. Widens the band (predict_band).
   double step_spread = 0;
   std::string basis;            ///< where the figures come from
   std::vector<std::string> assumptions;
@@ -109,7 +109,8 @@ inline constexpr double kBandContentionLo = 0.25, kBandContentionHi = 0.75;
 
 /// predict_step with its band: the step predicted at the corners of what the inputs allow — the link's all-reduce
 /// times × (1 ∓ link.spread()), the contention from kBandContentionLo to kBandContentionHi — widened by the
-/// measured step's own spread (× (1 ∓ profile.step_spread)) and by the model's error (× (1 ∓ k.model_error));
+/// measured step's own spread and by the model's error, each as a factor (the low end ÷ (1 + spread), the high end ×
+/// (1 + spread), so the band stays above 0 and holds its centre whatever the spread);
 /// the efficiency's band from the step's band, widened
 /// again by the one-rank step's spread (the measured efficiency divides two noisy steps). The centre is
 /// predict_step's with `k`. Throws as predict_step.

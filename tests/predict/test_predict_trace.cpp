@@ -137,6 +137,15 @@ TEST(PredictBand, TheBandHoldsTheCentreAndWidensWithWhatIsLessKnown) {
   noisy.step_spread = job.profile.step_spread + 0.05;
   const auto r = predict::predict_band(noisy, named, s);
   EXPECT_GT(r.step_hi_s - r.step_lo_s, p.step_hi_s - p.step_lo_s);
+  // However large the spread (one profiled step 3x the others), the step stays above 0 and the efficiency's band
+  // holds the prediction.
+  auto wild = job.profile;
+  wild.step_spread = 1.33;
+  const auto w = predict::predict_band(wild, named, s);
+  EXPECT_GT(w.step_lo_s, 0);
+  EXPECT_LE(w.efficiency_lo, w.efficiency);
+  EXPECT_GE(w.efficiency_hi, w.efficiency);
+  EXPECT_GE(w.efficiency_lo, 0);
   nlohmann::json j = p;
   ASSERT_TRUE(j.contains("step_ms_band"));
   EXPECT_NEAR(j["step_ms_band"][0].get<double>(), p.step_lo_s * 1e3, 1e-9);

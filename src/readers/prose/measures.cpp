@@ -16,6 +16,27 @@
 namespace scalescope::analyze {
 namespace {
 
+/// Whether the words just before `pos` (30 characters) make the figure there a goal, not a result: "hoping for a 3.8x
+/// speedup", "the goal is to get 90%", "we aim for 90%", "our objective: 90%", "we need at least 90%", "we want 90%".
+bool goal_before(const std::string& s, std::size_t pos) {
+  const std::string b = s.substr(pos > 30 ? pos - 30 : 0, pos > 30 ? 30 : pos);
+  for (const char* w : {"goal is", "our goal", "my goal", "the goal", "target is", "targeting", "target of", "aim to", "aim for",
+                        "aiming", "want to get", "want to reach", "hope to", "hoping", "hope for", "would like", "objective",
+                        "need at least", "we want", "i want", "expecting", "expect to", "should get", "should reach"})
+    if (b.find(w) != std::string::npos) return true;
+  return false;
+}
+
+/// The first match of `re` in `s` that is no goal (goal_before); false when every match is one.
+bool search_result(const std::string& s, const std::regex& re, std::smatch& m) {
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it)
+    if (!goal_before(s, static_cast<std::size_t>(it->position(0)))) {
+      m = *it;
+      return true;
+    }
+  return false;
+}
+
 using namespace sentence;
 using diagnose::Claim;
 using diagnose::CodeUse;
@@ -405,14 +426,21 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         out.add(Claim{"util-swings", ""}, where);
     }
     // Shared memory that could not be had, said in words ("failed to create a shared-memory segment: could not allocate
-    // enough space under /dev/shm"): what NCCL's WARN lines would say, told by the poster.
+    // enough space under /dev/shm", PyTorch's "insufficient shared memory (shm)"): what NCCL's WARN lines would say, told
+    // by the poster — not where it says it works now, or that nothing is wrong with it.
     {
       const bool shm = has(s, "/dev/shm") || has(s, "shared memory segment") || has(s, "shared-memory segment") ||
-                       has(s, "shm_open") || has(s, "shm segment");
-      const bool failed = has(s, "fail") || has(s, "could not") || has(s, "couldn't") || has(s, "cannot") || has(s, "unable") ||
+                       has(s, "shm_open") || has(s, "shm segment") || has(s, "shared memory (shm)") ||
+                       ((has(s, "shared memory") || has(s, "shared-memory")) && (has(s, "nccl") || has(s, "docker") ||
+                                                                                 has(s, "container") || has(s, "dataloader")));
+      const bool failed = has(s, "failed") || has(s, "fails") || has(s, "failure") || has(s, "could not") ||
+                          has(s, "couldn't") || has(s, "cannot") || has(s, "can't") || has(s, "unable to") ||
                           has(s, "not enough") || has(s, "no space") || has(s, "too small") || has(s, "insufficient") ||
-                          has(s, "out of") || has(s, "error");
-      if (shm && failed && !has(s, "?")) out.add(Claim{"shm-failed", ""}, where);
+                          has(s, "ran out") || has(s, "runs out") || has(s, "bus error");
+      const bool fine = has(s, "now ") || has(s, " fine") || has(s, "is gone") || has(s, "no error") || has(s, "not too small") ||
+                        has(s, "works") || has(s, "worked") || has(s, "resolved") || has(s, "fixed") || has(s, "failover") ||
+                        has(s, "no longer") || has(s, "?");
+      if (shm && failed && !fine) out.add(Claim{"shm-failed", ""}, where);
     }
     // The input pipeline named at all (a suspect or not): "DataLoader with CPU-side transforms", "data loading time".
     if (has(s, "dataloader") || has(s, "data loader") || has(s, "data loading") || has(s, "loading time") ||
@@ -516,11 +544,15 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         !has(s, "distributeddataparallel") && !has(s, "not dataparallel"))
       out.add(CodeUse{"DataParallel", "named in the text", false, std::nullopt}, where);
     // "DP" as the mode a job runs in, as Lightning and accelerate name DataParallel ("2 GPUs with DP", "dp mode",
-    // strategy='dp'): not DP as one dimension of 3-D parallelism ("TP=2, PP=4, DP=8", "dp size"), nor beside DDP.
-    else if (word(s, "dp") && !word(s, "ddp") && !has(s, "distributeddataparallel") &&
-             (has(s, "gpu") || has(s, "strategy") || has(s, "accelerator") || has(s, "backend") || has(s, "mode")) &&
-             !word(s, "tp") && !word(s, "pp") && !has(s, "tensor parallel") && !has(s, "pipeline") && !has(s, "dp size") &&
-             !has(s, "dp degree") && !has(s, "dp=") && !has(s, "dp =") && !has(s, "fsdp") && !has(s, "zero"))
+    // strategy='dp'): not DP as one dimension of 3-D parallelism ("TP=2, PP=4, DP=8", "dp size", "8 DP replicas"), nor
+    // another DP (differential privacy, DisplayPort, double precision, dynamic programming), nor DP declined.
+    else if (static const std::regex dp_mode(
+                 R"(\b(?:with|using|use|in|under|via|multi-?gpu)\s+(?:the\s+)?dp\b(?!\s*[-=(])|\bdp\s+(?:mode|strategy|backend)\b|(?:strategy|accelerator|distributed_backend)\s*=\s*['"]dp['"])");
+             std::regex_search(s, dp_mode) && !word(s, "ddp") && !has(s, "distributeddataparallel") && !word(s, "tp") &&
+             !word(s, "pp") && !has(s, "tensor parallel") && !has(s, "pipeline") && !has(s, "dp size") && !has(s, "dp degree") &&
+             !has(s, "fsdp") && !has(s, "hsdp") && !has(s, "zero") && !has(s, "replica") && !has(s, "privacy") &&
+             !has(s, "dp-sgd") && !has(s, "display") && !has(s, "precision") && !has(s, "dynamic programming") &&
+             !has(s, "not to use dp") && !has(s, "not use dp") && !has(s, "instead of dp") && !has(s, "no dp"))
       out.add(CodeUse{"DataParallel", "named in the text (DP)", false, std::nullopt}, where);
     for (auto w : {".item()", ".cpu()", ".tolist()", ".numpy()", "cuda.synchronize", "cudastreamsynchronize", "cudadevicesynchronize",
                    ".nonzero("})
@@ -619,10 +651,7 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
                             has(near, "could be")))
           continue;
         // A figure the job aims at, not one it reached: "the goal is to get 90% scaling efficiency for 160 gpus".
-        if (has(near, "goal is") || has(near, "our goal") || has(near, "my goal") || has(near, "the goal") ||
-            has(near, "target is") || has(near, "targeting") || has(near, "aim to") || has(near, "aiming") ||
-            has(near, "want to get") || has(near, "want to reach") || has(near, "hope to") || has(near, "would like to"))
-          continue;
+        if (goal_before(s, f.pos)) continue;
       }
       // A bandwidth of a collective without its own qualifier is the one the text named last ("the algbw is 250 GB/s …
       // `all_reduce_perf`: about 250 GB/s"), else busbw.
@@ -788,13 +817,13 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
     // "twice as fast as 1 GPU", "three times as fast": a speedup in words.
     static const std::regex as_fast(R"(\b(twice|two times|three times|thrice|four times|(\d+(?:\.\d+)?)\s*(?:x|×|times))\s+as\s+fast\b)");
     std::smatch af;
-    const bool in_words = multi && std::regex_search(s, af, as_fast);
-    const bool before_form = multi && !in_words && std::regex_search(s, sm, speed_re);
+    const bool in_words = multi && search_result(s, as_fast, af);
+    const bool before_form = multi && !in_words && search_result(s, speed_re, sm);
     if (in_words) {
       const std::string w = af[1].str();
       stated(af[2].matched ? std::stod(af[2].str()) : w == "twice" || w == "two times" ? 2 : w == "four times" ? 4 : 3, "stated");
     } else
-    if (multi && !before_form && std::regex_search(s, sa, speed_after)) {
+    if (multi && !before_form && search_result(s, speed_after, sa)) {
       stated(std::stod(sa[2].str()), "stated");
     } else if (before_form) {
       double x = std::stod(sm[1].str());

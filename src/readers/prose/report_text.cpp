@@ -616,35 +616,40 @@ std::string ascii_punctuation(std::string_view text) {
   return out;
 }
 
-/// A post stored as one blockquote (a forum page's copy quoting its poster: "> I am training …"): when most of its
-/// non-blank lines begin with '>', the markers ("> ", ">") are removed so that its lines are read as what they
-/// quote — sentences, code, logs. A post that only quotes someone in places keeps its quotes (read as another's
-/// words). Line breaks are kept, so line numbers do not move. Only the first MiB.
+/// A post stored as one blockquote (a forum page's copy quoting its poster: "> I am training …", "> > …"): when every
+/// non-blank line but headings is quoted — or all but one line that asks a question of it —, the markers are removed
+/// so that its lines are read as what they quote: sentences, code, logs. A reply that quotes someone and then speaks
+/// of its own job keeps its quotes (another's words). Line breaks are kept, so line numbers do not move. Only the
+/// first MiB.
 std::string unquote_whole_post(std::string text) {
   if (text.size() > (1u << 20)) return text;
-  std::size_t nonblank = 0, quoted = 0;
+  std::size_t quoted = 0, own = 0;
+  bool own_asks = false;
   for (std::size_t b = 0; b < text.size();) {
     std::size_t e = text.find('\n', b);
     if (e == std::string::npos) e = text.size();
     const auto f = text.find_first_not_of(" \t\r", b);
     if (f != std::string::npos && f < e) {
-      ++nonblank;
-      quoted += text[f] == '>';
+      if (text[f] == '>') ++quoted;
+      else if (text[f] != '#') {
+        ++own;
+        const auto last = text.find_last_not_of(" \t\r", e == 0 ? 0 : e - 1);
+        own_asks = last != std::string::npos && last >= f && text[last] == '?';
+      }
     }
     b = e + 1;
   }
-  if (nonblank == 0 || quoted * 2 <= nonblank) return text;
+  if (quoted == 0 || !(own == 0 || (own == 1 && own_asks))) return text;
   std::string out;
   out.reserve(text.size());
   for (std::size_t b = 0; b < text.size();) {
     std::size_t e = text.find('\n', b);
     if (e == std::string::npos) e = text.size();
     std::string_view line(text.data() + b, e - b);
-    const auto f = line.find_first_not_of(" \t");
-    if (f != std::string_view::npos && line[f] == '>') {
+    // Every level of the quote: "> > text", ">> text".
+    for (auto f = line.find_first_not_of(" \t"); f != std::string_view::npos && line[f] == '>'; f = line.find_first_not_of(" \t"))
       line.remove_prefix(f + 1);
-      if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-    }
+    if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
     out.append(line);
     if (e < text.size()) out += '\n';
     b = e + 1;

@@ -196,15 +196,24 @@ ClauseRead read_clause(const std::vector<Tok>& t, std::size_t b, std::size_t e) 
         (is_digit(t[i + 2].core.empty() ? 'x' : t[i + 2].core[0]) || starts_with(t[i + 2].core, "~")))
       hang = false;
     if (in(kSpinWords, w) && endless) hang = true;
-    if (w == "never" && (next == "returns" || next == "finishes" || next == "completes" || next == "ends" || next == "returned" ||
-                         next == "starts" || next == "begins" || next == "proceeds" || next == "continues"))
+    const std::string after_next = i + 2 < e ? t[i + 2].low : "";
+    if (w == "never" && (next == "returns" || next == "finishes" || next == "completes" || next == "ends" || next == "returned"))
       hang = true;
-    // "the process blocks", "the test is blocked", "gets blocked": a run that stops — not "thread blocks", "transformer
-    // blocks" (nouns after a noun that is no run).
+    // "never starts the test", "never begins training": a run that does not start — not "the loss never starts
+    // decreasing", "never begins before backward finishes", "never proceeds beyond 60%".
+    if (w == "never" && (next == "starts" || next == "begins" || next == "proceeds" || next == "continues") &&
+        (i + 2 >= e || after_next == "the" || after_next == "training" || after_next == "any" || after_next == "its" ||
+         after_next == "running" || after_next == "at" || after_next == "after"))
+      hang = true;
+    // "the process blocks", "the test is blocked after init": a run that stops — not "thread blocks", "is blocked
+    // waiting for rank 1" (a wait with its cause named), "blocked by the firewall", "blocked on loss.item()", "blocks of
+    // 256 threads".
     if ((w == "blocks" || w == "blocked") &&
         (prev == "process" || prev == "program" || prev == "job" || prev == "test" || prev == "training" || prev == "script" ||
          prev == "run" || prev == "it" || prev == "is" || prev == "gets" || prev == "got" || prev == "stays" ||
-         prev == "remains" || prev == "was" || prev == "becomes"))
+         prev == "remains" || prev == "was" || prev == "becomes") &&
+        (i + 1 >= e || next == "after" || next == "at" || next == "forever" || next == "indefinitely" || next == "during" ||
+         next == "there" || next == "and" || next == "until"))
       hang = true;
     if ((w == "forever" || w == "indefinitely") && (prev == "waits" || prev == "wait" || prev == "waiting" || prev == "blocks" || prev == "blocked"))
       hang = true;
