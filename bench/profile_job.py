@@ -10,6 +10,8 @@ It prints its own step time over steps [--time-from, --steps), CUDA-synchronised
   --plant host-sync    the same with .item() on the loss and on the gradient norm every step
   --plant find-unused  the same with find_unused_parameters=True and a layer the forward never uses
   --plant slow-loader  the same fed by a DataLoader without workers whose samples take CPU time
+  --plant mask-sync    the same with a boolean-mask select of the confident rows and .item() on their mean each step
+  --plant tolist       the same with a per-step metric read with .tolist() (64 predicted classes)
   --same-gpu           every rank on GPU 0 (NCCL over sockets between them): several ranks on a one-GPU machine
 """
 import argparse
@@ -50,7 +52,7 @@ class Samples(torch.utils.data.Dataset):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--plant", default="none", choices=["none", "host-sync", "find-unused", "slow-loader"])
+    p.add_argument("--plant", default="none", choices=["none", "host-sync", "find-unused", "slow-loader", "mask-sync", "tolist"])
     p.add_argument("--steps", type=int, default=400)
     p.add_argument("--time-from", type=int, default=50)
     p.add_argument("--width", type=int, default=4096)
@@ -89,13 +91,19 @@ def main():
             t0 = time.perf_counter()
         x, y = batches()
         x, y = x.to(device=device, dtype=dtype, non_blocking=True), y.to(device, non_blocking=True)
-        loss = nn.functional.cross_entropy(ddp(x).float(), y)
+        out = ddp(x).float()
+        loss = nn.functional.cross_entropy(out, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         if a.plant == "host-sync":
             loss.item()
             torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1e9).item()
+        elif a.plant == "mask-sync":  # the select's size depends on the data: nonzero waits for the GPU, then .item()
+            probs = out.detach().softmax(-1).amax(-1)
+            probs[probs > 0.05].mean().item()
+        elif a.plant == "tolist":
+            out.detach()[:64].argmax(-1).tolist()
     if gpu:
         torch.cuda.synchronize()
     if rank == 0 and t0 is not None:

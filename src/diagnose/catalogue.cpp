@@ -164,7 +164,10 @@ const std::array<CauseInfo, 25> kCatalogue = {{
      "micro-batches, or use fewer GPUs",
      "scalescope doctor   (or: time one step at batch ×2; a comm-bound job gains in efficiency)",
      "the project seed (TinyBERT: comm ratio); PyTorch DDP design notes (bucketing and overlap)",
-     assess_comm_bound_small_model},
+     assess_comm_bound_small_model,
+     "raise the work per rank (a larger per-rank batch), accumulate gradients with no_sync() over several micro-batches, "
+     "or use fewer ranks",
+     "run the job at one rank and at two with the same per-rank batch (weak scaling), and compare the step"},
     {"bandwidth-bound-gradients", kWork, "the gradient volume saturates the link",
      "The ring all-reduce moves 2(N−1)/N × gradient bytes per rank each step; when that over the link's bus bandwidth "
      "approaches the compute time, the link, not compute, sets the step.",
@@ -250,7 +253,10 @@ const std::array<CauseInfo, 25> kCatalogue = {{
      "find and fix the slow member (NIC and PCIe link of the node, clocks and throttle reasons of the GPU), or exclude it",
      "for each suspect: ib_write_bw to a good node, nvidia-smi -q -d PERFORMANCE, an intra-node all_reduce_perf",
      "nccl-tests doc/PERFORMANCE.md; github.com/NVIDIA/nccl-tests/issues/106",
-     assess_straggler},
+     assess_straggler,
+     "find what slows the late rank's host: other processes on its cores (top, ps -eLo psr), its CPU frequency, its data; "
+     "or pin each rank to its own cores",
+     "top -H during the run (which threads share the late rank's cores); the rank's compute per step alone"},
     {"load-imbalance", kWork, "ranks get unequal work per step",
      "Variable input sizes or uneven shards give some ranks more work each step; the rank with the most sets the step "
      "and the others wait — a different rank each time, unlike a straggler.",

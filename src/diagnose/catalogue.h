@@ -29,6 +29,10 @@ struct CauseInfo {
   std::string_view confirm;    ///< one command that would confirm it
   std::string_view source;     ///< where the knowledge comes from
   Assessor assess = nullptr;
+  /// For a job whose ranks compute on CPUs (a gloo job's traces): the fix and confirming command in CPU words, where
+  /// the GPU's would not apply; empty: the above serve.
+  std::string_view cpu_fix = {};
+  std::string_view cpu_confirm = {};
 };
 
 /// Every cause, in the order of ../shared/diagnosis-causes.md, then scalescope's additions.

@@ -16,6 +16,44 @@ using namespace detail;
 
 bool contains(const std::string& s, std::string_view p) { return s.find(p) != std::string::npos; }
 
+/// CPU ranks (a gloo job's, from their profiler traces) that share the host's cores: at least as many ranks, each
+/// with its Python interpreter, its compute threads (OMP_NUM_THREADS when set, else at least one) and gloo's threads,
+/// as CPUs the job could run on (profile's record, or the text). Then every rank's compute waits for cores the
+/// others hold, and which rank arrives late at a collective is the scheduler's choice, not a slow member.
+struct CoresShared {
+  int ranks = 0, cpus = 0, threads = 1;
+  EvidenceLine line_ranks, line_cpus;
+};
+std::optional<CoresShared> cpu_ranks_share_cores(const Context& ctx) {
+  std::set<int> ranks;
+  std::optional<EvidenceLine> ranks_line;
+  for (const auto& s : ctx.facts.of<StepPhases>())
+    if (s.fact.cpu_rank && s.fact.rank) {
+      ranks.insert(*s.fact.rank);
+      if (!ranks_line) ranks_line = line("CPU ranks: their profiler traces show their compute as the CPU's operators", s.where);
+    }
+  if (ranks.size() < 2) return std::nullopt;
+  CoresShared c;
+  c.ranks = static_cast<int>(ranks.size());
+  for (const auto& cl : ctx.facts.of<Claim>())
+    if (cl.fact.kind == "cpus" && !cl.fact.detail.empty() && std::all_of(cl.fact.detail.begin(), cl.fact.detail.end(), ::isdigit) &&
+        cl.fact.detail.size() < 6) {
+      const int n = std::stoi(cl.fact.detail);
+      if (n >= 1 && (c.cpus == 0 || n < c.cpus)) {
+        c.cpus = n;
+        c.line_cpus = line(fmt::format("{} CPU(s) for the whole job", n), cl.where);
+      }
+    }
+  if (c.cpus == 0) return std::nullopt;
+  for (const auto& st : ctx.facts.of<Setting>())
+    if (st.fact.name == "OMP_NUM_THREADS" && !st.fact.value.empty() && st.fact.value.size() < 4 &&
+        std::all_of(st.fact.value.begin(), st.fact.value.end(), ::isdigit))
+      c.threads = std::max(1, std::stoi(st.fact.value));
+  if (c.ranks * c.threads < c.cpus) return std::nullopt;
+  c.line_ranks = *ranks_line;
+  return c;
+}
+
 }  // namespace
 
 std::optional<Assessment> assess_no_overlap(const Context& ctx) {
@@ -569,6 +607,7 @@ std::optional<Assessment> assess_straggler(const Context& ctx) {
       a.fix = "take " + list + " out of service and test it: " + a.fix;
     }
   }
+  double work_ratio = 0;  // the late rank's work outside communication over the fastest other rank's, the largest seen
   for (const auto& s : ctx.facts.of<Straggler>()) {
     if (s.fact.who == "varies") continue;
     if (s.fact.late_ms_per_step) {
@@ -588,6 +627,7 @@ std::optional<Assessment> assess_straggler(const Context& ctx) {
       // (Lateness is summed over the step's collectives, so it is no measure of the extra work itself: only whether
       // there is any, beyond 2 % of noise.)
       const bool works_no_longer = own_work && others_work && *own_work <= *others_work * 1.02;
+      if (own_work && others_work && *others_work > 0) work_ratio = std::max(work_ratio, *own_work / *others_work);
       if (share >= 0.05 || (step_ms == 0 && *s.fact.late_ms_per_step >= 1)) {
         a.evidence.push_back(line(fmt::format("{} arrives {:.2f} ms late to the collectives per step{} ({})", s.fact.who,
                                               *s.fact.late_ms_per_step, step_ms > 0 ? " (" + percent(share) + " of the step)" : "",
@@ -623,6 +663,16 @@ std::optional<Assessment> assess_straggler(const Context& ctx) {
       }
     }
   }
+  // CPU ranks sharing cores: which rank is late is the scheduler's choice, not a slower member — unless the late rank
+  // does far more work than the others (1.5× and more: time-slicing alone spreads the ranks' work by less).
+  if (score > 0 && work_ratio < 1.5)
+    if (const auto sh = cpu_ranks_share_cores(ctx)) {
+      a.against.push_back(line(fmt::format("{} CPU ranks share {} CPU(s): a rank late to a collective waited for a core, not for "
+                                           "slower hardware (compute-contention)",
+                                           sh->ranks, sh->cpus),
+                               sh->line_cpus.where));
+      score = std::min(score, 0.3);
+    }
   // Clocks: a GPU throttled while the others are not.
   std::vector<Seen<GpuClocks>> throttled;
   const auto clocks = ctx.facts.of<GpuClocks>();
@@ -689,6 +739,13 @@ std::optional<Assessment> assess_load_imbalance(const Context& ctx) {
     }
   if (a.cost.text.empty()) a.cost.text = "the fast ranks' wait for the slowest one, every step";
   if (score == 0) return std::nullopt;
+  if (const auto sh = cpu_ranks_share_cores(ctx)) {
+    a.against.push_back(line(fmt::format("{} CPU ranks share {} CPU(s): the slowest rank changes with the scheduler, not with "
+                                         "the work (compute-contention)",
+                                         sh->ranks, sh->cpus),
+                             sh->line_cpus.where));
+    score = std::min(score, 0.3);
+  }
   a.score = score;
   a.summary = "ranks get unequal work per step: a different rank is slowest each time and the others wait";
   return a;
@@ -774,12 +831,34 @@ std::optional<Assessment> assess_compute_contention(const Context& ctx) {
                            "the per-rank compute time at 1 and N ranks (scalescope profile, or a profiler trace per rank)",
                            "compute-contention (compute grows) against comm-bound causes (all-reduce grows)"});
     }
+  // CPU ranks on fewer cores than they need: measured by the job itself (its traces and the CPUs it had).
+  bool cpu_sharing = false;
+  if (const auto sh = cpu_ranks_share_cores(ctx)) {
+    a.evidence.push_back(sh->line_ranks);
+    a.evidence.push_back(sh->line_cpus);
+    a.evidence.push_back(line(fmt::format("{} CPU ranks × {} compute thread(s) each, plus their interpreters and gloo's threads, on "
+                                          "{} CPU(s): the ranks take cores from each other every step",
+                                          sh->ranks, sh->threads, sh->cpus),
+                              sh->line_cpus.where));
+    if (0.6 > score) {
+      score = 0.6;
+      a.cost.text = "not separable in one run: the step of one rank alone on these cores against each rank's step here shows it";
+    }
+    a.fix = fmt::format("give each rank its own cores: at most {} rank(s) on {} CPU(s) (torchrun --nproc_per_node), "
+                        "OMP_NUM_THREADS / torch.set_num_threads at the cores per rank, or more CPUs",
+                        std::max(1, sh->cpus / 2), sh->cpus);
+    a.confirm = "run the job at one rank on the same host (torchrun --nproc_per_node 1) and compare its compute per step with "
+                "each rank's here";
+    cpu_sharing = true;
+  }
   for (const auto& st : ctx.facts.of<Setting>())
     if (score > 0 && st.fact.name == "OMP_NUM_THREADS")
       a.evidence.push_back(line("OMP_NUM_THREADS=" + st.fact.value + ": the threads each rank's CPU work uses", st.where));
   if (score == 0) return std::nullopt;
   a.score = score;
-  a.summary = "the ranks slow each other's compute (shared cores or memory bandwidth, or communication kernels holding SMs)";
+  a.summary = cpu_sharing ? "the CPU ranks take cores from each other: every rank's compute waits for cores the others hold"
+                          : "the ranks slow each other's compute (shared cores or memory bandwidth, or communication kernels "
+                            "holding SMs)";
   return a;
 }
 

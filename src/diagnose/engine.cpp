@@ -13,6 +13,7 @@
 #include "diagnose/causes_util.h"
 #include "diagnose/context.h"
 #include "knowledge/expect.h"
+#include "knowledge/launcher_failures.h"
 
 namespace scalescope::diagnose {
 namespace {
@@ -415,6 +416,18 @@ Diagnosis diagnose(const FactSet& facts) {
     if (r->ruled_out) d.ruled_out.push_back(std::move(*r));
     else if (r->score > 0) live.push_back(std::move(*r));
   }
+  // Ranks that compute on CPUs (a gloo job's traces, no GPU seen): fixes and checks in CPU words where the catalogue
+  // has them.
+  {
+    bool cpu = false, gpu = ctx.has<GpuSeen>();
+    for (const auto& p : facts.of<StepPhases>()) (p.fact.cpu_rank ? cpu : gpu) = true;
+    if (cpu && !gpu)
+      for (auto& a : live)
+        if (const auto* info = find_cause(a.cause)) {
+          if (!info->cpu_fix.empty() && a.fix == info->fix) a.fix = std::string(info->cpu_fix);
+          if (!info->cpu_confirm.empty() && a.confirm == info->confirm) a.confirm = std::string(info->cpu_confirm);
+        }
+  }
   // One rank: no collective traffic crosses a link, so no cause of slow or failing communication applies (a
   // single-GPU job's NCCL log still reports its network, GDR state and settings).
   if (ctx.ranks && *ctx.ranks == 1) {
@@ -538,6 +551,17 @@ Diagnosis diagnose(const FactSet& facts) {
   };
   if (d.primary) ask(d.primary->needs);
   for (const auto& c : d.contributing) ask(c.needs);
+  // A job that failed by itself: its failure is the first finding; nothing about its scaling is asked for until it runs.
+  for (const auto& f : facts.of<JobFailed>()) {
+    JobFailure jf{f.fact.ended, f.fact.exception, f.fact.rank, f.fact.failed_ranks, f.fact.launcher_crash, "", "", f.where};
+    if (const auto* k = knowledge::known_launcher_failure(f.fact.exception, f.fact.frame)) {
+      jf.fix = k->fix;
+      jf.fix_source = k->source;
+    }
+    d.failure = std::move(jf);
+    break;
+  }
+  if (d.failure) return d;
   if (!d.primary && facts.empty())
     d.missing_evidence.push_back({"evidence about the run", "NCCL_DEBUG=INFO <the run> > nccl.log; nvidia-smi topo -m > topo.txt; "
                                   "the training log with its step times per GPU count",
@@ -589,7 +613,21 @@ void to_json(nlohmann::json& j, const Diagnosis& d) {
   for (const auto& m : d.missing_evidence)
     missing.push_back({{"what", to_valid_utf8(m.what)}, {"command", to_valid_utf8(m.command)}, {"decides", to_valid_utf8(m.decides)}});
   for (const auto& c : d.considered) considered.push_back(to_valid_utf8(c));
-  j = {{"primary", d.primary ? nlohmann::json(*d.primary) : nlohmann::json()},
+  nlohmann::json failure;
+  if (d.failure) {
+    const auto& f = *d.failure;
+    failure = {{"ended", to_valid_utf8(f.ended)},
+               {"exception", f.exception.empty() ? nlohmann::json() : nlohmann::json(to_valid_utf8(f.exception))},
+               {"rank", f.rank ? nlohmann::json(*f.rank) : nlohmann::json()},
+               {"failed_ranks", f.failed_ranks},
+               {"launcher_crash", f.launcher_crash},
+               {"fix", f.fix.empty() ? nlohmann::json() : nlohmann::json(to_valid_utf8(f.fix))},
+               {"fix_source", f.fix_source.empty() ? nlohmann::json() : nlohmann::json(to_valid_utf8(f.fix_source))},
+               {"source", to_valid_utf8(f.where.source)},
+               {"line", f.where.line}};
+  }
+  j = {{"failure", failure},
+       {"primary", d.primary ? nlohmann::json(*d.primary) : nlohmann::json()},
        {"contributing", contributing},
        {"ruled_out", ruled},
        {"missing_evidence", missing},
@@ -608,6 +646,20 @@ std::string render(const Diagnosis& d) {
     }
     if (v.size() > max) out += fmt::format("      … {} more in the JSON report\n", v.size() - max);
   };
+  if (d.failure) {
+    const auto& f = *d.failure;
+    if (f.launcher_crash)
+      out += fmt::format("  the job FAILED ({}): the launcher itself failed before starting any worker: {}\n", safe(f.ended),
+                         f.exception.empty() ? "(no exception in its output)" : safe(f.exception, 300));
+    else
+      out += fmt::format("  the job FAILED ({}): {}{}\n", safe(f.ended), f.rank ? fmt::format("rank {}: ", *f.rank) : "",
+                         f.exception.empty() ? "no exception in its output (a signal, or a crash below Python)" : safe(f.exception, 300));
+    if (!f.failed_ranks.empty() && !f.launcher_crash)
+      out += fmt::format("    ranks the launcher lists as failed: {} (the first to be observed, not always the first to fail)\n",
+                         fmt::join(f.failed_ranks, ", "));
+    if (!f.fix.empty()) out += fmt::format("    fix: {}\n    known from: {}\n", safe(f.fix, 400), safe(f.fix_source, 400));
+    else out += "    fix: the exception above first (what follows it in the job's log is mostly its consequence); then run again\n";
+  }
   if (d.primary) {
     const auto& p = *d.primary;
     out += fmt::format("  primary: {} (confidence {}) — {}\n", p.cause, confidence_label(p.score), safe(p.summary));
@@ -621,6 +673,8 @@ std::string render(const Diagnosis& d) {
       if (!p.predicted.empty()) out += fmt::format("    predicted: {}\n", safe(p.predicted, 400));
       if (!p.confirm.empty()) out += fmt::format("    confirm: {}\n", safe(p.confirm));
     }
+  } else if (d.failure) {
+    out += "  primary: none — nothing else in the evidence names a cause of slow scaling: a run that failed measured none\n";
   } else {
     out += "  primary: none — the evidence does not single out a cause\n";
   }

@@ -81,7 +81,22 @@ struct Assessment {
 };
 
 /// The answer.
+/// The job failed on its own (a JobFailed fact of `scalescope profile`'s record): the first finding, before any cause
+/// of slow scaling — a run that did not finish measures nothing.
+struct JobFailure {
+  std::string ended;       ///< "exited with status 1"
+  std::string exception;   ///< its first exception ("" when the output shows none)
+  std::optional<int> rank; ///< the rank that raised it
+  std::vector<int> failed_ranks;
+  bool launcher_crash = false;  ///< the launcher's own code failed before any worker ran
+  std::string fix;         ///< from data/launcher_failures.json when known ("" otherwise)
+  std::string fix_source;
+  Provenance where;
+};
+
 struct Diagnosis {
+  /// Set when the job failed: reported first; missing evidence about scaling is then not asked for.
+  std::optional<JobFailure> failure;
   std::optional<Assessment> primary;    ///< null: nothing can be named from this evidence
   std::vector<Assessment> contributing;
   std::vector<Assessment> ruled_out;
@@ -95,7 +110,8 @@ struct Diagnosis {
 /// Diagnoses the facts of one call. Throws nothing.
 Diagnosis diagnose(const FactSet& facts);
 
-/// JSON as the issue defines it: {"primary": {"cause", "confidence", "score", "summary", "cost": {...}, "evidence":
+/// JSON as the issue defines it: {"failure": {"ended", "exception", "rank", "failed_ranks", "launcher_crash", "fix",
+/// "fix_source", "source", "line"} | null, "primary": {"cause", "confidence", "score", "summary", "cost": {...}, "evidence":
 /// [{"says", "source", "line", "excerpt"}], "against": [...], "fix", "predicted" (string | null), "confirm",
 /// "explains": [...]} | null,
 /// "contributing": [...], "ruled_out": [{"cause", "why"} ...], "missing_evidence": [{"what", "command",

@@ -371,6 +371,7 @@ Reading facts_from_traces(const analyze::TraceAnalysis& a) {
     s.other_s = m.other_ms / 1e3;
     s.gpu_busy_s = m.gpu_busy_ms / 1e3;
     s.profiled = true;
+    s.cpu_rank = rk.cpu_ranks;
     s.basis = fmt::format("{}profiler trace of {}rank {}, mean of {} step(s)", baseline ? "1-rank baseline " : "",
                           rk.cpu_ranks ? "CPU " : "", rk.rank, rk.steps.size());
     r.facts.add(std::move(s), where);

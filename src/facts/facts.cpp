@@ -126,6 +126,10 @@ void fields(json& j, const WatchdogSummary& f) {
 void fields(json& j, const TrainingEnded& f) { put(j, "framework", f.framework); }
 void fields(json& j, const Stall& f) { put(j, "what", f.what); }
 void fields(json& j, const ProcessFailure& f) { put(j, "what", f.what); }
+void fields(json& j, const JobFailed& f) {
+  put(j, "ended", f.ended, "exception", f.exception, "rank", f.rank, "failed_ranks", f.failed_ranks, "frame", f.frame,
+      "launcher_crash", f.launcher_crash);
+}
 void fields(json& j, const ProfileRow& f) {
   put(j, "function", f.function, "file", f.file, "file_line", f.file_line, "calls", f.calls, "primitive_calls",
       f.primitive_calls, "tottime_s", f.tottime_s, "cumtime_s", f.cumtime_s);
@@ -145,7 +149,7 @@ void fields(json& j, const StepPhases& f) {
       f.forward_s, "backward_s", f.backward_s, "optimizer_s", f.optimizer_s, "all_reduce_s", f.all_reduce_s,
       "exposed_comm_s", f.exposed_comm_s, "data_wait_s", f.data_wait_s, "host_sync_s", f.host_sync_s,
       "launch_gap_s", f.launch_gap_s, "other_s", f.other_s, "gpu_busy_s", f.gpu_busy_s, "step_unprofiled_s",
-      f.step_unprofiled_s, "profiled", f.profiled, "basis", f.basis);
+      f.step_unprofiled_s, "profiled", f.profiled, "cpu_rank", f.cpu_rank, "basis", f.basis);
 }
 void fields(json& j, const ScalingPoint& f) {
   put(j, "world_size", f.world_size, "speedup", f.speedup, "efficiency", f.efficiency, "comm_ratio", f.comm_ratio,

@@ -377,6 +377,19 @@ struct ProcessFailure {
   std::string what;
 };
 
+/// A job that ended by itself with an error (`scalescope profile`'s record, job.json): its first exception — the
+/// likeliest cause; what follows it in the output is mostly its consequence —, the rank that raised it, and whether
+/// the launcher's own code raised it before any worker ran (torchrun failing on its own arguments).
+struct JobFailed {
+  static constexpr const char* kKind = "job_failed";
+  std::string ended;             ///< how it ended: "exited with status 1", "was killed by signal 9 (SIGKILL)"
+  std::string exception;         ///< "RuntimeError: planted failure on rank 1"; "" when the output shows none
+  std::optional<int> rank;       ///< the rank whose output held it ("[rank1]:", "[default1]:")
+  std::vector<int> failed_ranks; ///< ranks the launcher's failure summary lists
+  std::string frame;             ///< the traceback's last frame ("File \".../api.py\", line 162, in to_map")
+  bool launcher_crash = false;   ///< the launcher's own code raised it, no rank's
+};
+
 /// One row of a Python profile (cProfile / pstats text): calls (primitive calls after '/'), seconds.
 struct ProfileRow {
   static constexpr const char* kKind = "profile_row";
@@ -468,6 +481,7 @@ struct StepPhases {
   std::optional<double> gpu_busy_s;
   std::optional<double> step_unprofiled_s;  ///< the same job's step without the profiler, when known
   bool profiled = false;
+  bool cpu_rank = false;            ///< a rank that computes on the CPU (a gloo job's): its "GPU" fields are CPU time
   std::string basis;                ///< "scalescope train", "profiler trace, mean of 5 steps", "log: Time/Data"
 };
 
@@ -525,7 +539,7 @@ using FactValue =
                  AcsControl, IommuMode, P2pStatus, P2pMeasurement, XidEvent, GpuClocks, NicSeen, HypervisorSeen,
                  Setting, NcclVersion, TransportUse, NetworkChosen, NetNoDevice, GdrState, NcclWarning, NcclFailure,
                  GraphSearch, P2pSupport, WorldShape, Launch, ModelSeen, BatchSize, FrameworkMessage, DdpConfig,
-                 WatchdogTimeout, WatchdogSummary, TrainingEnded, Stall, ProcessFailure, ProfileRow, Claim, CodeUse, BusbwPlateau,
+                 WatchdogTimeout, WatchdogSummary, TrainingEnded, Stall, ProcessFailure, JobFailed, ProfileRow, Claim, CodeUse, BusbwPlateau,
                  Measurement, StepPhases, ScalingPoint, Straggler, HostSync, LaunchGaps, CpuOpTime>;
 
 /// One fact and where it was read.

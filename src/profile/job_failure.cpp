@@ -25,6 +25,11 @@ const JobException* JobFailure::first_cause() const {
   return nullptr;
 }
 
+bool JobFailure::launcher_crash() const {
+  const auto* e = first_cause();
+  return e && e->in_launcher_code && !e->rank && failed_ranks.empty();
+}
+
 JobFailure read_job_failure(std::string_view output) {
   JobFailure f;
   std::vector<std::string_view> lines;
@@ -44,9 +49,12 @@ JobFailure read_job_failure(std::string_view output) {
     if (std::regex_search(body.begin(), body.end(), m, summary_rank)) f.failed_ranks.push_back(std::stoi(m[1].str()));
     if (body.rfind("Traceback (most recent call last):", 0) != 0) continue;
     // The exception: the first line after the frames that is not indented (frames and source lines are).
+    std::string frame;
     for (std::size_t k = i + 1; k < lines.size() && k < i + 400; ++k) {
       std::optional<int> r2;
       const auto b = without_prefix(lines[k], r2);
+      if (const auto at = b.find("File \""); at != std::string_view::npos && b.find_first_not_of(" \t") == at)
+        frame = std::string(b.substr(at, 300));
       if (b.empty() || b[0] == ' ' || b[0] == '\t' || b.rfind("Traceback", 0) == 0) continue;
       if (b.rfind("During handling", 0) == 0 || b.rfind("The above exception", 0) == 0) continue;
       JobException e;
@@ -54,6 +62,10 @@ JobFailure read_job_failure(std::string_view output) {
       e.line_no = k + 1;
       e.rank = r2 ? r2 : rank;
       e.launcher = b.find("ChildFailedError") != std::string_view::npos;
+      e.frame = frame;
+      for (const char* code : {"torch/distributed/run.py", "torch/distributed/elastic/", "torch/distributed/launch.py",
+                               "accelerate/commands/", "deepspeed/launcher/"})
+        e.in_launcher_code = e.in_launcher_code || (!e.launcher && frame.find(code) != std::string::npos);
       f.exceptions.push_back(std::move(e));
       i = k;
       break;

@@ -15,6 +15,12 @@ struct JobException {
   std::size_t line_no = 0; ///< 1-based, in the text given
   std::optional<int> rank; ///< from a "[rankN]:" prefix (torchrun --tee, PyTorch's own log prefix), when there is one
   bool launcher = false;   ///< the launcher's own (torch.distributed.elastic's ChildFailedError, mpirun's): a consequence
+  /// The traceback's last frame, trimmed ("File \"/usr/lib/…/elastic/multiprocessing/api.py\", line 162, in to_map").
+  std::string frame;
+  /// The last frame lies in a launcher's own code (torch/distributed/run.py, torch/distributed/elastic/,
+  /// torch/distributed/launch.py, accelerate/commands/, deepspeed/launcher/) and the exception is no report of a
+  /// child's failure: the launcher itself broke.
+  bool in_launcher_code = false;
 };
 
 /// What the output of a failed job says.
@@ -24,6 +30,9 @@ struct JobFailure {
   /// The first exception that is not the launcher's: the likeliest cause, the others its consequences. nullptr when
   /// the output shows none (a job killed by a signal, a C++ abort).
   const JobException* first_cause() const;
+  /// The launcher crashed on its own before any worker ran: its first cause was raised in launcher code, carries no
+  /// rank, and no rank is listed as failed.
+  bool launcher_crash() const;
 };
 
 /// Reads `output` (the job's stdout and stderr, or an excerpt of them) for Python tracebacks ("Traceback (most recent

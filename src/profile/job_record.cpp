@@ -2,6 +2,8 @@
 
 #include "profile/job_record.h"
 
+#include <sched.h>
+
 #include <ctime>
 
 #include "comm/launcher.h"
@@ -67,6 +69,10 @@ JobPlan plan_job(const std::vector<std::string>& command, const std::string& job
   plan.record = {{"schema", "scalescope.job/1"}, {"command", command_json}, {"started", now_iso()},
                  {"environment", env_json}, {"warmup", f.warmup}, {"steps", f.steps},
                  {"timeout_s", f.timeout}, {"not_captured", not_captured}};
+  // The CPUs the job may run on: profile's own affinity, which the job inherits (what CPU ranks share).
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) plan.record["host_cpus"] = CPU_COUNT(&set);
   if (escaped) plan.record["command_escaped"] = true;  // some argument or value held bytes that are not UTF-8: written as \xNN
   plan.shim = shim.has_value();
   plan.escaped = escaped;

@@ -259,8 +259,23 @@ std::string cause_block(const nlohmann::json& a, bool primary) {
 std::string diagnosis_html(const nlohmann::json& d) {
   if (!d.is_object()) return "<p class=\"none\">no diagnosis for these inputs</p>";
   std::string o;
+  // A job that failed by itself: that first, in its own words (diagnose::Diagnosis::failure).
+  if (d.contains("failure") && d["failure"].is_object()) {
+    const auto& f = d["failure"];
+    const auto text = [&](const char* k) { return f.contains(k) && f[k].is_string() ? f[k].get<std::string>() : std::string(); };
+    const bool launcher = f.contains("launcher_crash") && f["launcher_crash"].is_boolean() && f["launcher_crash"].get<bool>();
+    std::string who = f.contains("rank") && f["rank"].is_number_integer() ? fmt::format("rank {}: ", f["rank"].get<int>()) : "";
+    o += fmt::format("<div class=\"cause primary\"><h3>the job FAILED ({})</h3><p>{}{}</p>", html_escape(text("ended")),
+                     launcher ? "the launcher itself failed before starting any worker: " : html_escape(who),
+                     html_escape(text("exception").empty() ? "no exception in its output" : text("exception")));
+    if (!text("fix").empty())
+      o += "<p><b>fix:</b> " + html_escape(text("fix")) + "</p><p><b>known from:</b> " + html_escape(text("fix_source")) + "</p>";
+    o += "</div>";
+  }
   if (d.contains("primary") && d["primary"].is_object())
     o += cause_block(d["primary"], true);
+  else if (d.contains("failure") && d["failure"].is_object())
+    o += "<p class=\"none\">primary: none — nothing else in the evidence names a cause of slow scaling: a run that failed measured none</p>";
   else
     o += "<p class=\"none\">primary: none — the evidence does not single out a cause</p>";
   if (d.contains("ceiling") && d["ceiling"].is_string()) o += "<p><b>ceiling:</b> " + html_escape(d["ceiling"].get<std::string>()) + "</p>";

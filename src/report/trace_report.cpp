@@ -40,8 +40,10 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
   std::string out;
   const std::size_t gpu_ranks =
       static_cast<std::size_t>(std::count_if(a.ranks.begin(), a.ranks.end(), [](const auto& r) { return r.has_gpu; }));
-  out += fmt::format("traces: {} rank{} analysed ({} with GPU activity){}{}\n", a.ranks.size(),
-                     a.ranks.size() == 1 ? "" : "s", gpu_ranks,
+  // CPU ranks (a gloo job's) are described in CPU words: their "GPU" figures are the CPU's operators.
+  const bool cpu = !a.ranks.empty() && std::all_of(a.ranks.begin(), a.ranks.end(), [](const auto& r) { return r.cpu_ranks; });
+  out += fmt::format("traces: {} rank{} analysed ({}){}{}\n", a.ranks.size(), a.ranks.size() == 1 ? "" : "s",
+                     cpu ? "CPU ranks: compute is the CPU's operators" : fmt::format("{} with GPU activity", gpu_ranks),
                      a.world_size ? fmt::format(", world size {}", *a.world_size) : "",
                      a.errors.empty() ? "" : fmt::format(", {} file{} failed", a.errors.size(), a.errors.size() == 1 ? "" : "s"));
   std::map<std::string, int> windows;  // how each rank's steps were drawn
@@ -60,7 +62,7 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
   }
   if (!a.ranks.empty() || a.baseline) {
     out += '\n';
-    TextTable t({"rank", "steps", "step ms", "GPU busy", "compute ms", "comm ms", "overlap", "exposed comm ms",
+    TextTable t({"rank", "steps", "step ms", cpu ? "busy" : "GPU busy", "compute ms", "comm ms", "overlap", "exposed comm ms",
                  "host syncs", "straggler wait ms"});
     if (a.baseline) add_row(t, *a.baseline, "baseline");
     for (const auto& r : a.ranks) add_row(t, r, std::to_string(r.rank));
@@ -99,8 +101,9 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
   // The kernels that take the GPU time, on the first rank with any (Nsight Systems' kernel summary).
   for (const auto& r : a.ranks) {
     if (r.kernels.empty()) continue;
-    out += fmt::format("\nkernels of rank {} (largest GPU time first, per step):\n", r.rank);
-    TextTable t({"kernel", "kind", "calls/step", "mean µs", "ms per step", "share"});
+    out += cpu ? fmt::format("\noperators of rank {} (largest time first, per step):\n", r.rank)
+               : fmt::format("\nkernels of rank {} (largest GPU time first, per step):\n", r.rank);
+    TextTable t({cpu ? "operator" : "kernel", "kind", "calls/step", "mean µs", "ms per step", "share"});
     for (std::size_t i = 0; i < r.kernels.size() && i < 10; ++i) {
       const auto& k = r.kernels[i];
       t.add_row({terminal_text(k.name, 60), k.comm ? "comm" : "compute", fmt::format("{:.1f}", k.per_step_count),
@@ -109,7 +112,7 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
     }
     out += t.render();
     if (r.kernels.size() > 10)
-      out += fmt::format("({} kernel names in all; the JSON output lists the {} largest)\n", r.kernels.size(),
+      out += fmt::format("({} {} names in all; the JSON output lists the {} largest)\n", r.kernels.size(), cpu ? "operator" : "kernel",
                          std::min<std::size_t>(r.kernels.size(), analyze::kMaxKernelsInJson));
     if (a.baseline && !a.baseline->kernels.empty()) {  // which kernels make the waterfall's "compute" part
       out += fmt::format("\nkernels of rank {} beside the 1-rank baseline (ms per step, largest change first):\n", r.rank);
@@ -143,7 +146,7 @@ std::string render_trace_report(const analyze::TraceAnalysis& a, bool list_file_
     if (r.interference && r.interference->calls_with_reference + r.interference->calls_without_reference > 0 &&
         (!slowed || r.interference->slowdown_ms > slowed->interference->slowdown_ms))
       slowed = &r;
-  if (slowed) {
+  if (slowed && !cpu) {  // (CPU ranks: no kernels beside communication on a GPU)
     const auto& c = *slowed->interference;
     out += fmt::format("\ncompute kernels beside communication on rank {} (ms per step; slowdown: against the kernel's "
                        "median alone, at most the overlap):\n",

@@ -1044,3 +1044,83 @@ TEST(FileCauses, DpAsAModeAndAGoalThatIsNoMeasurement) {
   const auto d3 = diagnose::diagnose(gather_evidence({goal}).facts);
   EXPECT_FALSE(d3.primary && d3.primary->cause == "no-defect") << describe(d3);
 }
+
+// A job that failed by itself (profile's job.json): the failure is the diagnosis's first finding; a launcher crash
+// that data/launcher_failures.json knows gets its fix; nothing about the job's scaling is asked for (issue #39).
+TEST(FileCauses, AFailedJobIsTheFirstFinding) {
+  TempDir dir;
+  const auto job = dir.write("job.json", R"({"schema": "scalescope.job/1", "command": ["torchrun", "--nproc_per_node", "2", "ok.py"],
+    "ended": "exited with status 1", "exit_status": 1, "failure": {"failed_ranks": [],
+    "first_exception": "AttributeError: 'NoneType' object has no attribute 'get'",
+    "frame": "File \"/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/api.py\", line 162, in to_map",
+    "launcher_crash": true}})");
+  const auto d = diagnose::diagnose(gather_evidence({job}).facts);
+  ASSERT_TRUE(d.failure) << describe(d);
+  EXPECT_TRUE(d.failure->launcher_crash);
+  EXPECT_NE(d.failure->fix.find("--redirects"), std::string::npos) << d.failure->fix;
+  EXPECT_FALSE(d.failure->fix_source.empty());
+  EXPECT_TRUE(d.missing_evidence.empty()) << describe(d);
+  const auto text = diagnose::render(d);
+  EXPECT_EQ(text.find("  the job FAILED"), text.find('\n') + 1) << text;
+  nlohmann::json j = d;
+  EXPECT_TRUE(j.at("failure").at("launcher_crash").get<bool>());
+  // Another exception: no fix from the table, the exception itself is what to fix.
+  const auto other = dir.write("other.json", R"({"schema": "scalescope.job/1", "ended": "exited with status 1", "exit_status": 1,
+    "failure": {"failed_ranks": [1], "first_exception": "RuntimeError: CUDA out of memory", "rank": 1}})");
+  const auto d2 = diagnose::diagnose(gather_evidence({other}).facts);
+  ASSERT_TRUE(d2.failure) << describe(d2);
+  EXPECT_TRUE(d2.failure->fix.empty());
+  EXPECT_EQ(d2.failure->rank, 1);
+  // A job that ended well has no failure.
+  const auto fine = dir.write("fine.json", R"({"schema": "scalescope.job/1", "ended": "exited with status 0", "exit_status": 0})");
+  EXPECT_FALSE(diagnose::diagnose(gather_evidence({fine}).facts).failure);
+}
+
+// Controls from a hostile review of batch 18's readings: a wait with its cause named is no hang; another DP is no
+// DataParallel; a percentage beside data loading that is no share of the step, shared memory that is fine, a quoted
+// question answered by the poster's own different job, a hoped-for speedup — none is read as the poster's (issue #36).
+TEST(FileCauses, HostileControlsOfBatch18sReadings) {
+  TempDir dir;
+  const auto cause = [&](const char* name, const std::string& text) {
+    const auto d = diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts);
+    return d.primary ? d.primary->cause : std::string("none");
+  };
+  EXPECT_NE(cause("h1.md", "I train on 2 x A100 PCIe with DistributedDataParallel. One step takes 100 ms on one GPU and 300 "
+                           "ms on 2 GPUs.\nEach all-reduce is blocked waiting for rank 1, which is slower; with "
+                           "NCCL_P2P_DISABLE=1 it works a bit faster.\n"),
+            "p2p-blocked-acs-iommu");
+  EXPECT_NE(cause("h3.md", "I train on 2 x A100 PCIe with DistributedDataParallel. One step takes 100 ms on one GPU and 180 "
+                           "ms on 2 GPUs.\nTCP port 29500 is blocked by the firewall, so I use port 29501. It also works "
+                           "with NCCL_P2P_DISABLE=1, at the same speed.\n"),
+            "p2p-blocked-acs-iommu");
+  EXPECT_NE(cause("p2.md", "I train with differential privacy (DP) on 4 GPUs. One step takes 200 ms on one GPU and 260 ms "
+                           "on 4 GPUs, ResNet-18.\n"),
+            "dataparallel-not-ddp");
+  EXPECT_NE(cause("p5.md", "We train a 7B model with HSDP on 64 x H100: 8 DP replicas across 8 nodes of 8 GPUs. Step time is "
+                           "4 s on 8 GPUs and 4.6 s on 64 GPUs.\n"),
+            "dataparallel-not-ddp");
+  EXPECT_NE(cause("d2.md", "I train a ResNet-50 on 4 x A100 with DistributedDataParallel, 100 ms per step on one GPU and 190 "
+                           "ms on 4 GPUs.\nAfter switching to DALI, data loading got 75% faster, so the input pipeline is "
+                           "not the problem any more.\n"),
+            "input-bound");
+  EXPECT_NE(cause("d4.md", "I train a ResNet-50 on 4 x A100 with DistributedDataParallel, 100 ms per step on one GPU and 190 "
+                           "ms on 4 GPUs.\nThe dataloader prefetch queue holds 60% of the dataset in RAM.\n"),
+            "input-bound");
+  EXPECT_NE(cause("s2.md", "I train a GPT-2 on 8 x A100 with DistributedDataParallel in Docker. One GPU: 300 ms per step; 8 "
+                           "GPUs: 900 ms per step.\nThere is no error in the NCCL log about /dev/shm, and /dev/shm is 64 GB, "
+                           "not too small.\n"),
+            "container-ipc-shm");
+  EXPECT_NE(cause("g4.md", "We train BERT-large with DistributedDataParallel on 16 x V100 over 4 nodes. Hoping for a 3.8x "
+                           "speedup on 4 GPUs, we got a 1.9x speedup.\n"),
+            "no-defect");
+  EXPECT_NE(cause("q14.md", "> I train a BERT model on 2 x A100 PCIe with DistributedDataParallel.\n> The process blocks at "
+                            "the first all-reduce and never proceeds.\n> With NCCL_P2P_DISABLE=1 it works.\n> Does anyone "
+                            "know why?\n\nI have a different problem on 4 x A100 SXM: 100 ms per step on one GPU, 250 ms on "
+                            "4 GPUs.\n"),
+            "p2p-blocked-acs-iommu");
+  // A post quoted at two levels is read as what it quotes.
+  EXPECT_EQ(cause("q4.md", "> > My DDP job on 2 x A100 PCIe blocks at the first all-reduce.\n> > With NCCL_P2P_DISABLE=1 it "
+                           "works.\n> Same here on 2 x A100 PCIe, the process blocks and never proceeds.\n> It works with "
+                           "NCCL_P2P_DISABLE=1.\n"),
+            "p2p-blocked-acs-iommu");
+}

@@ -12,6 +12,7 @@
 
 #include "knowledge/embedded_data.h"
 #include "knowledge/expect.h"
+#include "knowledge/launcher_failures.h"
 #include "knowledge/models.h"
 #include "report/knowledge_tables.h"
 #include "core/error.h"
@@ -63,8 +64,18 @@ TEST(KnowledgeModels, ModelsAreFoundInSentencesLongestFirst) {
   EXPECT_TRUE(models_in_text("nothing here: 8 GPUs, 21 seconds per epoch").empty());
 }
 
+TEST(KnowledgeLauncherFailures, EveryRowCitesWhereItWasSeenAndMatchesItsOwnText) {
+  const auto rows = scalescope::knowledge::launcher_failures();
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) {
+    EXPECT_GE(r.source.size(), 40u) << r.exception;
+    EXPECT_EQ(scalescope::knowledge::known_launcher_failure("x " + r.exception + " y", "File \"/a/" + r.frame + "\""), &r);
+  }
+  EXPECT_EQ(scalescope::knowledge::known_launcher_failure("RuntimeError: CUDA out of memory", "train.py"), nullptr);
+}
+
 TEST(KnowledgeData, EveryFileIsCompiledIn) {
-  for (const auto* name : {"gpus", "models", "links", "nccl", "busbw_observations"}) EXPECT_FALSE(embedded_data(name).empty()) << name;
+  for (const auto* name : {"gpus", "models", "links", "nccl", "busbw_observations", "launcher_failures"}) EXPECT_FALSE(embedded_data(name).empty()) << name;
   EXPECT_TRUE(embedded_data("no-such-file").empty());
 }
 

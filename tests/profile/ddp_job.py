@@ -5,7 +5,8 @@ Nothing in it knows about scalescope. Run under torchrun:
 
 CAUSE: none; straggler (rank 1 runs its forward four times: the other ranks wait in the all-reduce); slow-loader
 (the DataLoader sleeps per batch); host-sync (a .item() on the loss every step, timed with a device sync);
-find-unused (find_unused_parameters=True with a branch that is never used).
+find-unused (find_unused_parameters=True with a branch that is never used); crash (rank 1 raises a RuntimeError at
+its third step).
 """
 import argparse
 import os
@@ -52,7 +53,7 @@ def main():
     p.add_argument("--width", type=int, default=512)
     p.add_argument("--depth", type=int, default=4)
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--plant", default="none", choices=["none", "straggler", "slow-loader", "host-sync", "find-unused"])
+    p.add_argument("--plant", default="none", choices=["none", "straggler", "slow-loader", "host-sync", "find-unused", "crash"])
     a = p.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
@@ -69,6 +70,8 @@ def main():
         if step >= a.steps:
             break
         extra = 3 if (a.plant == "straggler" and rank == 1) else 0
+        if a.plant == "crash" and rank == 1 and step == 2:
+            raise RuntimeError("planted failure on rank 1 at step 2")
         loss = nn.functional.cross_entropy(model(x, extra), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -42,3 +42,21 @@ TEST(JobFailure, OutputWithoutATracebackGivesNone) {
   EXPECT_TRUE(f.exceptions.empty());
   EXPECT_EQ(f.first_cause(), nullptr);
 }
+
+TEST(JobFailure, ALauncherThatFailsOnItsOwnIsTold) {
+  std::ifstream in(std::string(SCALESCOPE_SOURCE_DIR) + "/tests/fixtures/job-failures/torchrun-launcher-no-redirects.log");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  const auto f = read_job_failure(text);
+  ASSERT_NE(f.first_cause(), nullptr);
+  EXPECT_EQ(f.first_cause()->line, "AttributeError: 'NoneType' object has no attribute 'get'");
+  EXPECT_NE(f.first_cause()->frame.find("elastic/multiprocessing/api.py"), std::string::npos) << f.first_cause()->frame;
+  EXPECT_TRUE(f.first_cause()->in_launcher_code);
+  EXPECT_TRUE(f.launcher_crash());
+  // A worker's own exception is no launcher crash, though the launcher reports it after.
+  std::ifstream in2(std::string(SCALESCOPE_SOURCE_DIR) + "/tests/fixtures/job-failures/torchrun-rank1-raises.log");
+  const std::string text2((std::istreambuf_iterator<char>(in2)), std::istreambuf_iterator<char>());
+  const auto g = read_job_failure(text2);
+  EXPECT_FALSE(g.launcher_crash());
+  EXPECT_FALSE(g.first_cause()->in_launcher_code);
+}

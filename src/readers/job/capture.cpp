@@ -135,10 +135,29 @@ Reading facts_from_job(const nlohmann::json& j, const std::string& source) {
       r.facts.add(std::move(l), {source, 0, fmt::format("{}", fmt::join(argv, " "))});
     }
   }
+  // The CPUs the job could run on (profile's own affinity, which the job inherits): what CPU ranks share.
+  if (j.contains("host_cpus") && j["host_cpus"].is_number_integer() && j["host_cpus"].get<int>() >= 1)
+    r.facts.add(Claim{"cpus", std::to_string(j["host_cpus"].get<int>())},
+                {source, 0, fmt::format("host_cpus {} (the CPUs the job could run on)", j["host_cpus"].get<int>())});
   const std::string ended = j.value("ended", std::string());
   if (j.value("timed_out", false)) r.facts.add(Stall{"the job did not end before profile's --timeout: " + ended}, {source, 0, ended});
-  else if (j.contains("exit_status") && j["exit_status"].is_number_integer() && j["exit_status"].get<int>() != 0)
+  else if (j.contains("exit_status") && j["exit_status"].is_number_integer() && j["exit_status"].get<int>() != 0) {
     r.facts.add(ProcessFailure{"the job " + ended}, {source, 0, ended});
+    // What profile read of the failure from the job's output (its first exception, the rank, the launcher's part).
+    JobFailed f;
+    f.ended = ended;
+    if (j.contains("failure") && j["failure"].is_object()) {
+      const auto& fj = j["failure"];
+      f.exception = fj.value("first_exception", nlohmann::json()).is_string() ? fj["first_exception"].get<std::string>() : "";
+      if (fj.contains("rank") && fj["rank"].is_number_integer()) f.rank = fj["rank"].get<int>();
+      if (fj.contains("failed_ranks") && fj["failed_ranks"].is_array())
+        for (const auto& x : fj["failed_ranks"])
+          if (x.is_number_integer()) f.failed_ranks.push_back(x.get<int>());
+      f.frame = fj.value("frame", nlohmann::json()).is_string() ? fj["frame"].get<std::string>() : "";
+      f.launcher_crash = fj.contains("launcher_crash") && fj["launcher_crash"].is_boolean() && fj["launcher_crash"].get<bool>();
+    }
+    r.facts.add(std::move(f), {source, 0, ended});
+  }
   return r;
 }
 
