@@ -129,6 +129,8 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
       if (const auto* e = failure.first_cause()) {
         fj["first_exception"] = profile::json_text(e->line, escaped || profile::any_not_utf8({&e->line}));
         if (e->rank) fj["rank"] = *e->rank;
+        if (!e->frame.empty()) fj["frame"] = profile::json_text(e->frame, escaped || profile::any_not_utf8({&e->frame}));
+        fj["launcher_crash"] = failure.launcher_crash();
         failed = fmt::format("{}{}", e->rank ? fmt::format("rank {}: ", *e->rank) : "", core::terminal_text(e->line, 300));
       }
       job["failure"] = fj;
