@@ -481,3 +481,18 @@ TEST(ProseGrammar, HostileControlsOfTheNewReadings) {
   EXPECT_EQ(s[0].fact.world_size, 4);
   EXPECT_NEAR(s[1].fact.efficiency, 0.9, 1e-9);
 }
+
+// A GPU count whose noun the sentence leaves out after naming it ("… on one GPU and 160 ms on two"): the second figure
+// ran on two GPUs. Controls: no GPU counted elsewhere in the sentence, no elided count ("on two occasions" neither).
+TEST(ProseMeasures, AGpuCountWhoseNounIsLeftOut) {
+  const auto gpus_of = [](const FactSet& f) {
+    std::vector<std::string> g;
+    for (const auto& m : f.of<Measurement>()) g.push_back(m.fact.dims.count("gpus") ? m.fact.dims.at("gpus") : "-");
+    return g;
+  };
+  EXPECT_EQ(gpus_of(read("It takes 100 ms per step on one GPU and 160 ms on two.")), (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(gpus_of(read("One step takes 100 ms on 1 GPU, 250 ms with 4, and 400 ms with 8.")),
+            (std::vector<std::string>{"1", "4", "8"}));
+  EXPECT_EQ(gpus_of(read("The step took 160 ms on two occasions.")), (std::vector<std::string>{"-"}));
+  EXPECT_EQ(gpus_of(read("It takes 100 ms per step, and 160 ms with 2.")), (std::vector<std::string>{"-", "-"}));
+}

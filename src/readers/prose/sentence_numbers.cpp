@@ -59,6 +59,14 @@ std::vector<Count> counts(const std::string& s, MeasureState* state) {
   if (has(s, "batch") || has(s, "bs"))  // what x_batch_re needs
     for (auto it = std::sregex_iterator(s.begin(), s.end(), x_batch_re); it != std::sregex_iterator(); ++it)
       if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
+  // A count whose noun the sentence leaves out after naming it ("100 ms per step on one GPU and 160 ms on two."): in a
+  // sentence that already counts GPUs, "on / with / across N" ending its clause counts GPUs too.
+  if (!out.empty()) {
+    static const std::regex elided_re(
+        R"(\b(?:on|with|using|across)\s+(\d{1,4}|two|three|four|six|eight|sixteen)(?=\s*(?:[.,;:)]|$|\s+(?:and|but|while|whereas|vs)\b)))");
+    for (auto it = std::sregex_iterator(s.begin(), s.end(), elided_re); it != std::sregex_iterator(); ++it)
+      if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), false});
+  }
   for (auto it = std::sregex_iterator(s.begin(), s.end(), proc_re); it != std::sregex_iterator(); ++it)
     if (auto n = count_word((*it)[1].str())) out.push_back({*n, static_cast<std::size_t>(it->position(0)), true});
   for (auto it = std::sregex_iterator(s.begin(), s.end(), flag_re); it != std::sregex_iterator(); ++it)
