@@ -36,6 +36,14 @@ device_build() {
     cmake --build build-device -j "$(nproc)" "${targets[@]}"; } > "$log" 2>&1 || { tail -40 "$log"; return 1; }
 }
 
+# device_build_cpu TARGET…: the same without CUDA (-DSCALESCOPE_CUDA=OFF) into build-device-cpu, for scripts whose
+# scalescope needs no GPU code of its own (profile, analyze, the NCCL plugin).
+device_build_cpu() {
+  local log=${OUT:-/tmp}/build.log
+  { cmake -S . -B build-device-cpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSCALESCOPE_CUDA=OFF &&
+    cmake --build build-device-cpu -j "$(nproc)" --target "$@"; } > "$log" 2>&1 || { tail -40 "$log"; return 1; }
+}
+
 # run_gpu_tests TEST…: runs each built test binary, output in $OUT/TEST.txt, one summary line each.
 run_gpu_tests() {
   local t

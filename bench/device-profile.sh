@@ -19,10 +19,7 @@ SECONDS=0
 { date -u; nvidia-smi -L; python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())';
   git rev-parse HEAD 2>/dev/null; } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-if ! { cmake -S . -B build-device-cpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSCALESCOPE_CUDA=OFF &&
-       cmake --build build-device-cpu -j "$(nproc)" --target scalescope; } > "$OUT/build.log" 2>&1; then
-  tail -40 "$OUT/build.log"; exit 1
-fi
+device_build_cpu scalescope || exit 1
 echo "build: ${SECONDS}s"
 EXE=build-device-cpu/tools/scalescope
 RUN="torchrun --standalone --nproc_per_node $NPROC bench/profile_job.py"

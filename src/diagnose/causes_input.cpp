@@ -22,8 +22,8 @@ struct LoaderDemand {
 std::optional<LoaderDemand> loader_demand(const Context& ctx) {
   LoaderDemand d;
   for (const auto& c : ctx.facts.of<Claim>())
-    if (c.fact.kind == "cpus" && !c.fact.detail.empty() && std::all_of(c.fact.detail.begin(), c.fact.detail.end(), ::isdigit)) {
-      const int n = std::stoi(c.fact.detail);
+    if (const auto count = cpu_count_of(c.fact)) {
+      const int n = *count;
       if (n > d.cpus) {
         d.cpus = n;
         d.cpus_line = line("the host has " + c.fact.detail + " CPUs, as the text says", c.where);

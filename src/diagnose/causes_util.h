@@ -62,6 +62,15 @@ inline std::optional<Seen<Claim>> first_claim(const Context& ctx, std::string_vi
   return std::nullopt;
 }
 
+/// The host's CPU count a Claim "cpus" gives (its detail: digits, from the text or from profile's record of the
+/// CPUs the job may run on), nullopt for another claim or a detail that is no count (not digits, 6 or more of them).
+inline std::optional<int> cpu_count_of(const Claim& c) {
+  if (c.kind != "cpus" || c.detail.empty() || c.detail.size() >= 6 ||
+      !std::all_of(c.detail.begin(), c.detail.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; }))
+    return std::nullopt;
+  return std::stoi(c.detail);
+}
+
 /// A change the evidence says made the job faster or made it work as it should (Claim "faster-with" whose detail is the
 /// change: "ddp", "framework-ddp", "no-sync"; readers/prose/measures.cpp): the state before it was a cost, so the cause
 /// that change removes was the job's. Nullopt when no such claim.

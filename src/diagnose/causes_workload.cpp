@@ -36,9 +36,8 @@ std::optional<CoresShared> cpu_ranks_share_cores(const Context& ctx) {
   CoresShared c;
   c.ranks = static_cast<int>(ranks.size());
   for (const auto& cl : ctx.facts.of<Claim>())
-    if (cl.fact.kind == "cpus" && !cl.fact.detail.empty() && std::all_of(cl.fact.detail.begin(), cl.fact.detail.end(), ::isdigit) &&
-        cl.fact.detail.size() < 6) {
-      const int n = std::stoi(cl.fact.detail);
+    if (const auto count = cpu_count_of(cl.fact)) {
+      const int n = *count;
       if (n >= 1 && (c.cpus == 0 || n < c.cpus)) {
         c.cpus = n;
         c.line_cpus = line(fmt::format("{} CPU(s) for the whole job", n), cl.where);

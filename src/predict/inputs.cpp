@@ -361,6 +361,16 @@ void check_figures(const RunInput& run, const std::string& source) {
 
 namespace {
 
+/// Whether `path` is a Kineto trace: detection on its head (a trace is recognised from it alone), so that a large
+/// JSON of another kind beside it is not read whole. False for a file that cannot be read.
+bool is_trace_file(const std::string& path) {
+  try {
+    return analyze::read_input_file(path, analyze::kDetectionHeadBytes).detection.has(analyze::InputKind::kineto_trace);
+  } catch (const core::Error&) {
+    return false;
+  }
+}
+
 /// The Kineto traces in a directory (files whose head the input detection reads as one), sorted by name.
 std::vector<std::string> traces_in(const std::string& dir) {
   std::vector<std::string> out;
@@ -368,12 +378,8 @@ std::vector<std::string> traces_in(const std::string& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     if (!entry.is_regular_file(ec)) continue;
     const auto name = entry.path().filename().string();
-    if (!(name.ends_with(".json") || name.ends_with(".json.gz"))) continue;
-    try {
-      if (analyze::read_input_file(entry.path().string()).detection.has(analyze::InputKind::kineto_trace))
-        out.push_back(entry.path().string());
-    } catch (const core::Error&) {
-    }
+    if ((name.ends_with(".json") || name.ends_with(".json.gz")) && is_trace_file(entry.path().string()))
+      out.push_back(entry.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -388,14 +394,6 @@ std::string pick_trace(const std::vector<std::string>& traces) {
       return t;
   }
   return traces.front();
-}
-
-bool is_trace_file(const std::string& path) {
-  try {
-    return analyze::read_input_file(path).detection.has(analyze::InputKind::kineto_trace);
-  } catch (const core::Error&) {
-    return false;
-  }
 }
 
 /// What the one-rank run is read from: a report, a job directory's capture, or a trace alone.
@@ -501,18 +499,15 @@ RunInput from_trace_step(const TraceStep& ts, const std::string& trace_path) {
       ts.forward_s * 1e3, ts.backward_s * 1e3, ts.optimizer_s * 1e3, p.other_s * 1e3));
   p.assumptions.push_back(fmt::format(
       "the buckets as DDP formed them in the trace ({} all-reduce calls per step, {}): the trace does not give "
-      "bucket_cap_mb, so a re-bucketing what-if assumes DDP's rule (first bucket 1 MiB){}",
-      ts.bucket_bytes.size(), ts.dtype.empty() ? "gradient dtype not given: 4 bytes per element taken" : "gradients in " + ts.dtype,
-      ""));
+      "bucket_cap_mb, so a re-bucketing what-if assumes DDP's rule (first bucket 1 MiB)",
+      ts.bucket_bytes.size(), ts.dtype.empty() ? "gradient dtype not given: 4 bytes per element taken" : "gradients in " + ts.dtype));
   if (ts.world_size > 1)
     p.assumptions.push_back(fmt::format(
         "NOT one rank alone: the trace is one rank of a {}-rank job, so its step already holds that job's all-reduces "
         "and waits; predicting from it counts communication twice — profile the job at one rank (torchrun "
         "--nproc_per_node 1) for a prediction that starts from compute alone", ts.world_size));
-  p.assumptions.push_back("buckets become ready at an even rate of gradient bytes over backward");  // replaced below
-  std::string why;
-  if (!apply_ready_times(in, ts, trace_path, &why))
-    p.assumptions.back() += " (the trace could not time them: " + why + ")";
+  // The buckets and their ready times come from the same steps of the trace: one ready time per bucket, always.
+  apply_ready_times(in, ts, trace_path, nullptr);
   return in;
 }
 
@@ -534,44 +529,39 @@ std::vector<std::string> run_input_files(const std::string& path) {
   }
 }
 
-static RunInput check_and_return(RunInput run, const std::string& source) {
-  check_figures(run, source);
-  return run;
-}
-
 RunInput run_from_path(const std::string& path) {
   const auto src = locate(path);
-  if (src.report.empty()) {  // a trace alone; in a directory, the first (rank 0's first) that reads
+  if (src.report.empty() && src.others.empty()) {  // one trace
+    TraceStep ts;
+    std::string why;
+    if (!read_trace_step(src.trace, ts, &why))
+      throw core::Error(fmt::format("{}: cannot read one rank's step from this trace: {}", src.trace, why),
+                        "profile a few steps with torch.profiler (CPU and CUDA activities, a schedule, prof.step() each "
+                        "step), or pass the job directory of scalescope profile --keep DIR");
+    auto run = from_trace_step(ts, src.trace);  // names what it lacks (no DDP all-reduce call, no sizes)
+    check_figures(run, src.trace);
+    return run;
+  }
+  if (src.report.empty()) {  // a directory of traces: the first (rank 0's first) that gives a step with buckets
     std::vector<std::string> order{src.trace};
     order.insert(order.end(), src.others.begin(), src.others.end());
     TraceStep ts;
-    std::string used, skipped;
+    std::string skipped;
     for (const auto& t : order) {
       std::string why;
       if (read_trace_step(t, ts, &why) && !ts.bucket_bytes.empty()) {
-        used = t;
-        break;
+        auto run = from_trace_step(ts, t);
+        run.profile.assumptions.push_back(fmt::format("{} trace(s) in the directory: the prediction starts from one rank's, "
+                                                      "{}{}", order.size(), t,
+                                                      skipped.empty() ? "" : " (not readable before it: " + skipped + ")"));
+        check_figures(run, t);
+        return run;
       }
       skipped += fmt::format("{}{}: {}", skipped.empty() ? "" : "; ", t, why.empty() ? "no DDP all-reduce call" : why);
     }
-    if (used.empty()) {
-      if (order.size() == 1 && !ts.steps) throw core::Error(fmt::format("{}: cannot read one rank's step from this trace: {}",
-                                                                        src.trace, skipped.substr(skipped.find(": ") + 2)),
-                                                            "profile a few steps with torch.profiler (CPU and CUDA activities, a "
-                                                            "schedule, prof.step() each step), or pass the job directory of "
-                                                            "scalescope profile --keep DIR");
-      if (order.size() == 1) return check_and_return(from_trace_step(ts, src.trace), src.trace);  // names what it lacks
-      throw core::Error(fmt::format("'{}': none of its {} traces gives one rank's step ({})", path, order.size(), skipped),
-                        "profile a few steps with torch.profiler (CPU and CUDA activities, a schedule, prof.step() each "
-                        "step), or pass one trace");
-    }
-    auto run = from_trace_step(ts, used);
-    if (order.size() > 1)
-      run.profile.assumptions.push_back(fmt::format("{} trace(s) in the directory: the prediction starts from one rank's, "
-                                                    "{}{}", order.size(), used,
-                                                    skipped.empty() ? "" : " (not readable before it: " + skipped + ")"));
-    check_figures(run, src.trace);
-    return run;
+    throw core::Error(fmt::format("'{}': none of its {} traces gives one rank's step ({})", path, order.size(), skipped),
+                      "profile a few steps with torch.profiler (CPU and CUDA activities, a schedule, prof.step() each "
+                      "step), or pass one trace");
   }
   const auto report = core::read_json_file(src.report, "the one-rank run");
   auto run = run_from_report(report, src.report);
@@ -583,8 +573,7 @@ RunInput run_from_path(const std::string& path) {
     std::string why;
     if (read_trace_step(trace, ts, &why)) {
       apply_phase_shares(run.profile, ts, trace);
-      if (!apply_ready_times(run, ts, trace, &why)) why = why.empty() ? "unknown" : why;
-      else why.clear();
+      apply_ready_times(run, ts, trace, &why);  // on failure, `why` says why
     }
     if (!why.empty())
       for (auto& a : run.profile.assumptions)

@@ -117,7 +117,7 @@ bool step_from_trace(const analyze::Trace& t, TraceStep& out, std::string* why) 
   for (std::size_t k = 0; k < steps.size(); ++k) {
     const auto& g = gpu[k];
     if (!g.any) continue;
-    const std::int64_t start = previous_end == INT64_MIN ? g.first_start : std::max(previous_end, INT64_MIN + 1);
+    const std::int64_t start = previous_end == INT64_MIN ? g.first_start : previous_end;
     previous_end = g.end;
     const double host = static_cast<double>(steps[k].end - steps[k].begin) * 1e-9;
     const double device = static_cast<double>(g.end - start) * 1e-9;
