@@ -82,10 +82,11 @@ void add_doctor(HtmlPage& page, const nlohmann::json& j) {
       for (const auto& [n, s] : predicted.points)
         if (n > max_n) ideal.points.emplace_back(n, n);
       std::sort(ideal.points.begin(), ideal.points.end());
-      HtmlChart c{"Speedup against one rank", "world size (ranks)", "speedup", false, {ideal, measured}};
+      const bool wide = ideal.points.back().first / ideal.points.front().first >= 8;  // 1…8 ranks and more: a log axis
+      HtmlChart c{"Speedup against one rank", "world size (ranks)", "speedup", wide, {ideal, measured}};
       if (!predicted.points.empty()) c.series.push_back(predicted);
       page.scaling.push_back(std::move(c));
-      page.scaling.push_back(HtmlChart{"Scaling efficiency", "world size (ranks)", "efficiency %", false, {eff}});
+      page.scaling.push_back(HtmlChart{"Scaling efficiency", "world size (ranks)", "efficiency %", wide, {eff}});
     }
     page.provenance.emplace_back("backend", fmt::format("{}, {} device(s)", j.value("backend", "?"), j.value("devices", 0)));
     for (const auto& pt : j.value("points", nlohmann::json::array()))
@@ -191,7 +192,7 @@ void add_lanes(HtmlPage& page, const analyze::TraceAnalysis& analysis) {
 void add_predictions(HtmlPage& page, const nlohmann::json& p) {
   try {
     HtmlSeries pred{"predicted", {}, "predicted"}, ideal{"ideal (N×)", {}, "ideal"}, meas{"measured", {}, "measured"};
-    HtmlSeries eff{"predicted", {}, "predicted"};
+    HtmlSeries eff{"predicted", {}, "predicted"}, meas_eff{"measured", {}, "measured"};
     for (const auto& x : p.value("predictions", nlohmann::json::array())) {
       const int n = x.value("ranks", 0);
       if (n < 1) continue;
@@ -199,13 +200,19 @@ void add_predictions(HtmlPage& page, const nlohmann::json& p) {
       eff.points.emplace_back(n, 100 * num(x, "efficiency", 0));
       ideal.points.emplace_back(n, n);
       if (x.contains("measured_step_ms") && x.contains("step_ms") && x["measured_step_ms"].get<double>() > 0)
+      {
         meas.points.emplace_back(n, num(x, "speedup", 0) * num(x, "step_ms", 0) / x["measured_step_ms"].get<double>());
+        meas_eff.points.emplace_back(n, 100 * num(x, "efficiency", 0) * num(x, "step_ms", 0) / x["measured_step_ms"].get<double>());
+      }
     }
     if (pred.points.empty()) return;
-    HtmlChart c{"Speedup against one rank", "ranks", "speedup", pred.points.back().first / pred.points.front().first >= 16, {ideal, pred}};
+    const bool wide = pred.points.back().first / pred.points.front().first >= 8;  // 2…16 ranks and more: a log axis
+    HtmlChart c{"Speedup against one rank", "ranks", "speedup", wide, {ideal, pred}};
     if (!meas.points.empty()) c.series.push_back(meas);
     page.scaling.push_back(std::move(c));
-    page.scaling.push_back(HtmlChart{"Scaling efficiency", "ranks", "efficiency %", pred.points.back().first / pred.points.front().first >= 16, {eff}});
+    HtmlChart e{"Scaling efficiency", "ranks", "efficiency %", wide, {eff}};
+    if (!meas_eff.points.empty()) e.series.push_back(meas_eff);
+    page.scaling.push_back(std::move(e));
     // Each prediction with its band (predict_band: the link's spread, the contention's range, the measured step's
     // spread and the model's error).
     const auto line = [](const nlohmann::json& x) {
@@ -214,7 +221,7 @@ void add_predictions(HtmlPage& page, const nlohmann::json& p) {
         band = fmt::format(" ({:.2f}–{:.2f})", x["step_ms_band"][0].get<double>(), x["step_ms_band"][1].get<double>());
       if (x.contains("efficiency_band") && x["efficiency_band"].is_array() && x["efficiency_band"].size() == 2)
         eff_band = fmt::format(" ({:.0f}–{:.0f} %)", 100 * x["efficiency_band"][0].get<double>(), 100 * x["efficiency_band"][1].get<double>());
-      return fmt::format("{:<22} step {:9.2f} ms{:<18}  speedup {:7.2f}  efficiency {:5.1f} %{:<12}  exposed {:7.2f} ms  {}\n",
+      return fmt::format("{:<16} step {:8.2f} ms{:<20} speedup {:6.2f}  efficiency {:5.1f} %{:<11} exposed {:6.2f} ms  {}\n",
                          x.value("label", ""), num(x, "step_ms", 0), band, num(x, "speedup", 0), 100 * num(x, "efficiency", 0),
                          eff_band, num(x, "exposed_comm_ms", 0), x.value("verdict", ""));
     };

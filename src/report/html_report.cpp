@@ -81,6 +81,18 @@ std::string number_text(double v) {
   return fmt::format("{:.2g}", v);
 }
 
+/// A y axis from 0 past `top` in round steps (1, 2, 2.5 or 5 × a power of ten), four or five of them: {step, count}.
+std::pair<double, int> round_axis(double top) {
+  const double raw = top * 1.05 / 4, mag = std::pow(10, std::floor(std::log10(raw)));
+  double step = 10 * mag;
+  for (const double m : {1.0, 2.0, 2.5, 5.0})
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
+    }
+  return {step, static_cast<int>(std::ceil(top * 1.05 / step))};
+}
+
 std::string chart_svg(const HtmlChart& c) {
   double x0 = 1e300, x1 = -1e300, y1 = 0;
   for (const auto& s : c.series)
@@ -92,7 +104,8 @@ std::string chart_svg(const HtmlChart& c) {
   if (x0 > x1) return "<p class=\"none\">no points to plot</p>";
   if (x0 == x1) x0 -= 1, x1 += 1;
   if (y1 <= 0) y1 = 1;
-  y1 *= 1.1;
+  const auto [step, y_ticks] = round_axis(y1);
+  y1 = step * y_ticks;
   const auto fx = [&](double x) {
     const double a = c.log_x ? std::log(x) : x, lo = c.log_x ? std::log(x0) : x0, hi = c.log_x ? std::log(x1) : x1;
     return kL + (kW - kL - kR) * (a - lo) / (hi - lo);
@@ -105,13 +118,21 @@ std::string chart_svg(const HtmlChart& c) {
   // axes and ticks
   o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" class=\"ax\"/><line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\" class=\"ax\"/>",
                    kL, kH - kB, kW - kR, kT);
-  for (int i = 0; i <= 4; ++i) {
-    const double y = y1 * i / 4;
+  for (int i = 0; i <= y_ticks; ++i) {
+    const double y = step * i;
     o += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" class=\"grid\"/><text x=\"{3}\" y=\"{4:.1f}\" class=\"tk\" text-anchor=\"end\">{5}</text>",
                      kL, fy(y), kW - kR, kL - 4, fy(y) + 4, number_text(y));
   }
   std::vector<double> ticks;
-  if (c.log_x) {
+  std::vector<double> xs;  // the points' own x values: the ticks when there are few (rank counts)
+  for (const auto& s : c.series)
+    for (auto [x, y] : s.points)
+      if (!(c.log_x && x <= 0) && std::isfinite(x)) xs.push_back(x);
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  if (c.log_x && xs.size() <= 12) {
+    ticks = xs;
+  } else if (c.log_x) {
     for (double t = std::pow(10, std::floor(std::log10(x0))); t <= x1 * 1.0001; t *= 10)
       if (t >= x0 * 0.9999) ticks.push_back(t);
     if (ticks.size() < 2) ticks = {x0, x1};
@@ -126,16 +147,26 @@ std::string chart_svg(const HtmlChart& c) {
       ticks = t2;
     }
   }
-  for (double t : ticks)
+  double last_x = -1e300;  // a label closer than 28 px to the one before it is left out (its point keeps its title)
+  for (double t : ticks) {
+    if (fx(t) - last_x < 28) continue;
+    last_x = fx(t);
+    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" class=\"ax\"/>", fx(t), kH - kB, kH - kB + 4);
     o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"tk\" text-anchor=\"middle\">{}</text>", fx(t), kH - kB + 16, number_text(t));
+  }
   o += fmt::format("<text x=\"{}\" y=\"{}\" class=\"al\" text-anchor=\"middle\">{}</text>", (kL + kW - kR) / 2, kH - 8,
                    html_escape(c.x_label));
   o += fmt::format("<text x=\"14\" y=\"{}\" class=\"al\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>",
                    (kT + kH - kB) / 2, (kT + kH - kB) / 2, html_escape(c.y_label));
-  // series
-  std::size_t i = 0;
-  for (const auto& s : c.series) {
-    const std::string col = color_of(s.style, i);
+  // Series: the ideal, ceilings and predictions under, the measured on top (a measured line equal to the prediction
+  // stays visible); the legend keeps the series' own order and colours.
+  const auto layer = [](const std::string& style) { return style == "measured" ? 2 : style == "predicted" ? 1 : 0; };
+  std::vector<std::size_t> order(c.series.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return layer(c.series[a].style) < layer(c.series[b].style); });
+  for (const std::size_t k : order) {
+    const auto& s = c.series[k];
+    const std::string col = color_of(s.style, k);
     std::string path;
     for (auto [x, y] : s.points) {
       if ((c.log_x && x <= 0) || !std::isfinite(x) || !std::isfinite(y)) continue;
@@ -148,10 +179,13 @@ std::string chart_svg(const HtmlChart& c) {
         if (!(c.log_x && x <= 0) && std::isfinite(x) && std::isfinite(y))
           o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {} → {}</title></circle>", fx(x), fy(y), col,
                            html_escape(s.name), number_text(x), number_text(y));
+  }
+  for (std::size_t i = 0; i < c.series.size(); ++i) {
+    const auto& s = c.series[i];
+    const std::string col = color_of(s.style, i);
     const double ly = kT + 6 + 18.0 * static_cast<double>(i);
     o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"2\"{4}/><text x=\"{5}\" y=\"{6}\" class=\"lg\">{7}</text>",
                      kW - kR + 10, ly, kW - kR + 34, col, dash_of(s.style), kW - kR + 38, ly + 4, html_escape(s.name));
-    ++i;
   }
   return o + "</svg>";
 }
@@ -168,7 +202,8 @@ std::string waterfall_svg(const HtmlWaterfall& w) {
   double top = 0;
   for (const auto& b : bars) top = std::max({top, std::get<1>(b), std::get<2>(b)});
   if (top <= 0) top = 1;
-  top *= 1.1;
+  const auto [step, ticks] = round_axis(top);
+  top = step * ticks;
   const double n = static_cast<double>(bars.size());
   const double width = kW - kL - 20, bw = width / n * 0.7;
   const auto fy = [&](double y) { return kT + (kH - kT - kB) * (1 - y / top); };
@@ -176,8 +211,8 @@ std::string waterfall_svg(const HtmlWaterfall& w) {
                               kW, kH, kW, kH, html_escape(w.title));
   o += fmt::format("<text x=\"{}\" y=\"16\" class=\"ct\">{}</text>", kL, html_escape(w.title));
   o += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" class=\"ax\"/>", kL, kH - kB, kW - 20);
-  for (int i = 0; i <= 4; ++i)
-    o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tk\" text-anchor=\"end\">{}</text>", kL - 4, fy(top * i / 4) + 4, number_text(top * i / 4));
+  for (int i = 0; i <= ticks; ++i)
+    o += fmt::format("<text x=\"{}\" y=\"{:.1f}\" class=\"tk\" text-anchor=\"end\">{}</text>", kL - 4, fy(step * i) + 4, number_text(step * i));
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const auto& [label, a, b, cls] = bars[i];
     const double x = kL + width / n * (static_cast<double>(i) + 0.15);
@@ -298,6 +333,20 @@ std::string diagnosis_html(const nlohmann::json& d) {
   return o;
 }
 
+/// The answer (report/answer.h) as the page's first section: its headline, cost and fix, and the figures beside it.
+std::string answer_html(const Answer& a) {
+  std::string o = "<section id=\"answer\" class=\"answer k-" + html_escape(a.kind) + "\"><h2>Answer</h2><p class=\"headline\">" +
+                  html_escape(a.headline) + "</p>";
+  if (!a.cost.empty()) o += "<p><b>cost:</b> " + html_escape(a.cost) + "</p>";
+  if (!a.fix.empty()) o += "<p><b>fix:</b> " + html_escape(a.fix) + "</p>";
+  if (!a.figures.empty()) {
+    o += "<table class=\"figures\">";
+    for (const auto& f : a.figures) o += "<tr><th>" + html_escape(f.label) + "</th><td>" + html_escape(f.value) + "</td></tr>";
+    o += "</table>";
+  }
+  return o + "</section>";
+}
+
 const char* kStyle = R"(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:980px;padding:16px 24px;color:#111827}
 h1{font-size:22px;margin:8px 0 4px}h2{font-size:17px;border-bottom:1px solid #e5e7eb;padding-bottom:4px;margin-top:28px}
@@ -313,6 +362,8 @@ svg.chart{display:block;margin:8px 0;max-width:100%;height:auto;background:#fff}
 .idle{fill:#f3f4f6;stroke:#d1d5db}.k-compute{fill:#1f5fa8}.k-communication{fill:#ea580c}.k-copy{fill:#16a34a}.k-cpu{fill:#7c3aed}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #e5e7eb;padding:3px 8px;text-align:left;font-size:13px}
+.answer{border:1px solid #d1d5db;border-radius:6px;padding:4px 16px 10px;background:#f9fafb}.answer h2{border:0;margin-top:8px}
+.answer.k-failure{border-color:#dc2626;background:#fef2f2}.headline{font-size:17px;font-weight:600;margin:4px 0 8px}
 td.l-nv{background:#dcfce7}td.l-pix{background:#fef9c3}td.l-phb{background:#ffedd5}td.l-sys{background:#fee2e2}td.l-x{color:#9ca3af}
 )";
 
@@ -326,39 +377,36 @@ std::string render_html(const HtmlPage& page) {
   o += "<title>" + html_escape(page.title) + "</title><style>" + kStyle + "</style></head><body>";
   o += "<h1>" + html_escape(page.title) + "</h1>";
 
-  o += "<section id=\"diagnosis\"><h2>Diagnosis</h2>" + diagnosis_html(page.diagnosis) + "</section>";
+  if (page.answer) o += answer_html(*page.answer);
+  if (page.diagnosis.is_object()) o += "<section id=\"diagnosis\"><h2>Diagnosis</h2>" + diagnosis_html(page.diagnosis) + "</section>";
 
-  o += "<section id=\"scaling\"><h2>Scaling</h2>";
-  if (page.scaling.empty()) o += "<p class=\"none\">no scaling figures in these inputs (a doctor report or a predict run gives them)</p>";
-  for (const auto& c : page.scaling) o += chart_svg(c);
-  o += "</section>";
-
-  o += "<section id=\"waterfall\"><h2>Where the time went</h2>";
-  if (page.waterfalls.empty()) o += "<p class=\"none\">no breakdown against one rank in these inputs (a doctor report gives it)</p>";
-  for (const auto& w : page.waterfalls) o += waterfall_svg(w);
-  o += "</section>";
-
-  o += "<section id=\"busbw\"><h2>Bus bandwidth against message size</h2>";
-  if (page.busbw.empty()) o += "<p class=\"none\">no collective sweep in these inputs (scalescope comm, an nccl-tests output or the NCCL plugin's record give one)</p>";
-  for (const auto& c : page.busbw) o += chart_svg(c);
-  o += "</section>";
-
-  o += "<section id=\"swimlanes\"><h2>One step of each rank</h2>";
-  if (page.lanes.empty()) {
-    o += "<p class=\"none\">no profiler trace in these inputs (scalescope profile, or one PyTorch profiler trace per rank, gives them)</p>";
-  } else {
+  // Measured before predicted, each chart with what it has; a section with nothing to show is left out.
+  if (!page.scaling.empty()) {
+    o += "<section id=\"scaling\"><h2>Scaling</h2>";
+    for (const auto& c : page.scaling) o += chart_svg(c);
+    o += "</section>";
+  }
+  if (!page.waterfalls.empty()) {
+    o += "<section id=\"waterfall\"><h2>Where the time went</h2>";
+    for (const auto& w : page.waterfalls) o += waterfall_svg(w);
+    o += "</section>";
+  }
+  if (!page.busbw.empty()) {
+    o += "<section id=\"busbw\"><h2>Bus bandwidth against message size</h2>";
+    for (const auto& c : page.busbw) o += chart_svg(c);
+    o += "</section>";
+  }
+  if (!page.lanes.empty()) {
+    o += "<section id=\"swimlanes\"><h2>One step of each rank</h2>";
     o += "<p class=\"legend\"><span><i class=\"k-compute\" style=\"background:#1f5fa8\"></i>compute</span><span><i style=\"background:#ea580c\"></i>communication</span>"
          "<span><i style=\"background:#16a34a\"></i>copies (data)</span><span><i style=\"background:#7c3aed\"></i>CPU work (CPU ranks)</span>"
          "<span><i style=\"background:#f3f4f6;border:1px solid #d1d5db\"></i>idle</span></p>";
     o += lanes_svg(page.lanes);
     if (!page.lanes_note.empty()) o += "<p class=\"src\">" + html_escape(page.lanes_note) + "</p>";
+    o += "</section>";
   }
-  o += "</section>";
-
-  o += "<section id=\"topology\"><h2>Topology</h2>";
-  if (!page.topology || page.topology->labels.empty()) {
-    o += "<p class=\"none\">no topology in these inputs (live discovery, or <code>nvidia-smi topo -m</code> saved to a file)</p>";
-  } else {
+  if (page.topology && !page.topology->labels.empty()) {
+    o += "<section id=\"topology\"><h2>Topology</h2>";
     const auto& m = *page.topology;
     o += "<table><tr><th></th>";
     for (const auto& l : m.labels) o += "<th>" + html_escape(l) + "</th>";
@@ -371,9 +419,8 @@ std::string render_html(const HtmlPage& page) {
       }
       o += "</tr>";
     }
-    o += "</table>";
+    o += "</table></section>";
   }
-  o += "</section>";
 
   for (const auto& [title, text] : page.tables) o += "<section><h2>" + html_escape(title) + "</h2><pre>" + html_escape(text) + "</pre></section>";
 

@@ -4,8 +4,8 @@
 // with an id: diagnosis (with its evidence), scaling (measured, ideal, predicted), waterfall (where the time beyond
 // the ideal step went), busbw (against message size, beside the link's expected ceiling), swimlanes (one step of
 // each rank: compute, communication, copies, idle), topology (the link matrix) and provenance (machine, commit,
-// command, protocol). A section with nothing to show says which input would fill it. Every string from inputs is
-// HTML-escaped.
+// command, protocol), after the answer (report/answer.h): the headline the terminal and the JSON lead with too. A
+// section with nothing to show is left out. Every string from inputs is HTML-escaped.
 
 #include <optional>
 #include <string>
@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "report/answer.h"
 
 namespace scalescope::report {
 
@@ -55,7 +57,8 @@ struct HtmlMatrix {
 };
 
 struct HtmlPage {
-  std::string title;
+  std::string title;  ///< names the command: "scalescope profile — …"
+  std::optional<Answer> answer;                                 ///< the first section when given
   std::vector<std::pair<std::string, std::string>> provenance;  ///< ("machine", "…"), ("commit", "…") …
   nlohmann::json diagnosis;                                     ///< diagnose::to_json's object, or null
   std::vector<HtmlChart> scaling;

@@ -23,6 +23,7 @@
 #include "evidence/run.h"
 #include "readers/input_list.h"
 #include "report/analysis_report.h"
+#include "report/answer.h"
 #include "report/chrome_trace_writer.h"
 #include "report/html_builders.h"
 
@@ -75,6 +76,11 @@ int run_analyze(const AnalyzeFlags& f) {
   options.keep_timeline = !f.timeline.empty();
   const auto a = evidence::run(std::move(listed), options);
 
+  // The answer first (report/answer.h), from the same document --out writes; the HTML page leads with it too.
+  nlohmann::json brief = {{"diagnosis", a.diagnosis}};  // what the answer reads of the document --out writes
+  if (a.traces) brief["combined"]["trace"] = *a.traces;
+  const auto answer = report::answer_of_analysis(brief, f.command);
+  if (a.anything_read()) std::fputs(report::render_answer(answer).c_str(), stdout);
   std::size_t skipped = 0;
   for (const auto& r : a.files) {
     if (!r.skipped.empty()) {
@@ -113,9 +119,12 @@ int run_analyze(const AnalyzeFlags& f) {
   say_problems(timeline_errors);
   if (!f.html.empty()) {
     report::HtmlPage page;
-    page.title = fmt::format("scalescope analyze — {} file(s)", a.inputs.files.size());
+    page.title = fmt::format("scalescope {} — {}", f.command,
+                             f.subject.empty() ? fmt::format("{} file(s)", a.inputs.files.size()) : f.subject);
+    if (a.anything_read()) page.answer = answer;
     report::add_analysis(page, a);
-    for (auto& p : report::default_provenance(command_line())) page.provenance.insert(page.provenance.begin(), std::move(p));
+    const auto first = report::default_provenance(command_line());
+    page.provenance.insert(page.provenance.begin(), first.begin(), first.end());
     for (const auto& path : a.inputs.files) page.provenance.emplace_back("input", path);
     try {
       core::write_file_atomically(f.html, report::render_html(page));
@@ -126,7 +135,9 @@ int run_analyze(const AnalyzeFlags& f) {
     }
   }
   if (!f.out.empty()) {
-    out_file.write(report::analysis_json(a, timeline_errors).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    nlohmann::json document = report::analysis_json(a, timeline_errors);
+    document["answer"] = report::answer_json(answer);
+    out_file.write(document.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     say_written(f.out);
   }
   return status;

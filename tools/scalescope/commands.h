@@ -42,6 +42,8 @@ struct AnalyzeFlags {
   bool causes = false;               ///< print the cause catalogue and stop
   analyze::InputLimits limits;       ///< --max-files, --max-input-bytes
   analyze::TraceReadOptions trace_read;  ///< --max-trace-bytes, --max-trace-events
+  std::string command = "analyze";   ///< the command whose answer this is ("profile" for a job's analysis)
+  std::string subject;               ///< what the HTML page's title names after the command ("" : the file count)
 };
 
 /// Runs `scalescope analyze` (terminal report, --out JSON, --timeline); returns its exit status (1 when a file

@@ -23,6 +23,7 @@
 #include "runtime/nccl_probe.h"
 #include "core/json_file.h"
 #include "report/probe_report.h"
+#include "report/answer.h"
 #include "report/html_builders.h"
 #include "train/backend.h"
 #include "train/job.h"
@@ -124,15 +125,25 @@ int run(const DoctorFlags& f) {
   if (gpu_probes) measured.facts.append(probe::gpu_probe_facts(*gpu_probes));
   if (nccl_probe) measured.facts.append(runtime::nccl_probe_facts(*nccl_probe));
   const auto diagnosis = evidence::run({}, {}, {std::move(measured)}).diagnosis;
-  if (!report.points.empty()) std::fputs(("\n" + diagnose::render(diagnosis)).c_str(), stdout);
+  // The answer (report/answer.h): the verdict and the primary cause in one sentence, then the diagnosis behind it.
+  nlohmann::json judged = j;
+  judged["diagnosis"] = diagnosis;
+  const auto answer = report::answer_of_doctor(judged);
+  if (!report.points.empty()) std::fputs(("\n" + report::render_answer(answer) + diagnose::render(diagnosis)).c_str(), stdout);
   if (!f.html.empty() && !report.points.empty()) {
     report::HtmlPage page;
     page.title = fmt::format("scalescope doctor — {} ({})", report.backend, report.complete() ? "complete" : "incomplete: " + report.failure);
+    page.answer = answer;
     page.provenance = report::default_provenance(command_line());
     nlohmann::json with = j;
     with["topology"] = topology;
     with["diagnosis"] = diagnosis;
     report::add_doctor(page, with);
+    // What doctor's probes measured before training (each GPU's copies, GEMM and clocks; what NCCL saw), after the
+    // figures of the sweep, before the provenance.
+    if (gpu_probes) page.tables.emplace_back("Each GPU alone (doctor's probes)", probe::render_gpu_probes(*gpu_probes));
+    if (nccl_probe) page.tables.emplace_back("What NCCL saw (doctor's probe)", report::render_nccl_probe(*nccl_probe));
+    page.tables.emplace_back("The platform", report::render_platform(platform));
     try {
       core::write_file_atomically(f.html, report::render_html(page));
       say_written(f.html);
@@ -148,6 +159,7 @@ int run(const DoctorFlags& f) {
     if (gpu_probes) j["gpu_probes"] = *gpu_probes;
     if (nccl_probe) j["nccl_probe"] = *nccl_probe;
     j["diagnosis"] = diagnosis;
+    j["answer"] = report::answer_json(answer);
     out_file.write(j.dump(1) + "\n");
     say_written(f.out, report.complete() ? "" : " (incomplete)");
   }

@@ -14,6 +14,7 @@
 #include "predict/expected_scaling.h"
 #include "predict/inputs.h"
 #include "predict/step_model.h"
+#include "report/answer.h"
 #include "report/html_builders.h"
 #include "workload_options.h"
 
@@ -156,7 +157,6 @@ int run_predict(const PredictFlags& f) {
       what_ifs.push_back(p);
     }
   }
-  std::fputs(text.c_str(), stdout);
   std::vector<std::string> assumptions = run.profile.assumptions;
   for (const auto& a : link.assumptions()) assumptions.push_back(a);
   {
@@ -171,6 +171,10 @@ int run_predict(const PredictFlags& f) {
                                   {"step_spread", run.profile.step_spread}}},
                         {"predictions", preds},
                         {"what_if", what_ifs}};
+    // The answer first (report/answer.h): the largest rank count's efficiency with its band, then the table.
+    const auto answer = report::answer_of_prediction(j);
+    j["answer"] = report::answer_json(answer);
+    std::fputs((report::render_answer(answer) + text).c_str(), stdout);
     if (!f.out.empty()) {
       core::write_file_atomically(f.out, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
       say_written(f.out);
@@ -178,6 +182,7 @@ int run_predict(const PredictFlags& f) {
     if (!f.html.empty()) {
       report::HtmlPage page;
       page.title = "scalescope predict — " + f.run;
+      page.answer = answer;
       page.provenance = report::default_provenance(command_line());
       report::add_predictions(page, j);
       core::write_file_atomically(f.html, report::render_html(page));

@@ -154,6 +154,12 @@ int run_profile(const ProfileFlags& f, std::vector<std::string> command) {
   a.timeline = f.timeline;
   a.html = f.html;
   a.step_windows = "gpu";
+  a.command = "profile";
+  {
+    std::string cmd;  // the job's command, as the page's title names it
+    for (const auto& w : command) cmd += (cmd.empty() ? "" : " ") + w;
+    a.subject = cmd.size() > 80 ? cmd.substr(0, 77) + "…" : cmd;
+  }
   a.limits.text_excerpt_bytes = kJobLogExcerptBytes;  // the job's own output: its head and its end
   int analysis = 0;
   try {
