@@ -58,6 +58,8 @@ packages=(
   libhwloc-dev                        # scalescope topo: NUMA nodes, CPU sets, PCI tree
   libsimdjson-dev zlib1g-dev          # scalescope analyze: Kineto traces (.json, .json.gz)
   fortunes                            # the default training text: /usr/share/games/fortunes
+  python3-wheel python3-venv          # scripts/wheel.sh packs the pip wheel; its test installs it in a venv (the
+                                      # venv's own pip comes from ensurepip: python3-venv, no python3-pip needed)
 )
 
 # Wanted, not required: without it the tests that run genuine PyTorch jobs skip and say why.
