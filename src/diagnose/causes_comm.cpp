@@ -319,7 +319,7 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   // no_sync() over the accumulation micro-batches made it scale: an all-reduce on every micro-batch is communication
   // far more often than compute can hide, which is this cause's own fix.
   const auto no_sync = fixed_by(ctx, "no-sync");
-  if (p.strength == 0 && !no_sync) return std::nullopt;
+  if (p.strength == 0 && !no_sync && !batch_dependent_scaling(ctx)) return std::nullopt;
   Assessment a = start("comm-bound-small-model");
   a.evidence = p.lines;
   a.cost = p.cost;
@@ -377,6 +377,17 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
     score *= 0.8;
     a.needs.push_back({"the model's size and one step's compute time", "the training script's model and batch, or scalescope analyze on a profiler trace",
                        "a small model whose compute is too short (comm-bound-small-model) or a large gradient (bandwidth-bound-gradients)"});
+  }
+  // The same GPU count scales clearly better at a larger per-GPU batch: what is lost is a fixed cost per step, which
+  // more compute per step hides — this cause's own signature and fix.
+  if (const auto bd = batch_dependent_scaling(ctx); bd && !p.long_allreduce) {
+    a.evidence.push_back(line(fmt::format("at {} GPUs: {:.0f} % efficiency at per-GPU batch {} against {:.0f} % at {}: the loss is a "
+                                          "cost fixed per step that more compute per step hides",
+                                          bd->large->gpus, 100 * bd->large->efficiency, bd->large->conditions.at("batch"),
+                                          100 * bd->small->efficiency, bd->small->conditions.at("batch")),
+                              *bd->large->row.where));
+    score = std::max(score, 0.45);
+    raise(score, 0.1);
   }
   // All of its gradients in one DDP bucket: one all-reduce after backward, nothing for backward to hide it behind.
   if (const auto m = model_with_params(ctx); m && fits_one_bucket(m->params) && !p.network) {

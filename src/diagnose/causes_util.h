@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -48,6 +49,40 @@ inline double seconds_of(const Measurement& m) {
   if (m.unit == "min") return m.value * 60;
   if (m.unit == "h") return m.value * 3600;
   return m.value;
+}
+
+/// A step's length in seconds from a per-step time, or from a step rate (steps/s, "it/s": one over it).
+inline double step_seconds_of(const Measurement& m) {
+  if (m.unit == "it/s" && m.value > 0) return 1 / m.value;
+  return seconds_of(m);
+}
+
+/// The same GPU count measured at two per-GPU batches, the larger scaling clearly better: the signature of a fixed
+/// cost per step (the gradient all-reduce does not shrink with the batch, while compute does), not of compute that
+/// slows in proportion (contention slows a larger batch as much as a small one). Efficiency ratio ≥ 1.3.
+struct BatchDependentScaling {
+  const ScalingRow* small = nullptr;
+  const ScalingRow* large = nullptr;
+};
+inline std::optional<BatchDependentScaling> batch_dependent_scaling(const Context& ctx) {
+  const auto batch_of = [](const ScalingRow& s) -> std::optional<double> {
+    const auto it = s.conditions.find("batch");
+    if (it == s.conditions.end()) return std::nullopt;
+    char* end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    return end != it->second.c_str() && v > 0 ? std::optional<double>(v) : std::nullopt;
+  };
+  std::optional<BatchDependentScaling> best;
+  for (const auto& a : ctx.variants.scaling)
+    for (const auto& b : ctx.variants.scaling) {
+      const auto ba = batch_of(a), bb = batch_of(b);
+      if (!ba || !bb || *ba >= *bb || a.gpus != b.gpus || a.gpus < 2 || a.row.m->table != b.row.m->table) continue;
+      auto ca = a.conditions, cb = b.conditions;
+      ca.erase("batch"), cb.erase("batch");
+      if (ca != cb || !(b.efficiency >= 1.3 * a.efficiency)) continue;
+      if (!best || b.efficiency / a.efficiency > best->large->efficiency / best->small->efficiency) best = {{&a, &b}};
+    }
+  return best;
 }
 
 /// What a time of this quantity is per: "step", "epoch", else "run".

@@ -813,15 +813,16 @@ std::optional<Assessment> assess_compute_contention(const Context& ctx) {
       if (comm_large) continue;
       a.evidence.push_back(line(fmt::format("{} per step at {} ranks against {} at one, the same work per rank: each rank's step "
                                             "grows {:.2f}× as ranks are added",
-                                            figure(*s.row.m), s.gpus, figure(*s.base.m), seconds_of(*s.row.m) / seconds_of(*s.base.m)),
+                                            figure(*s.row.m), s.gpus, figure(*s.base.m),
+                                            step_seconds_of(*s.row.m) / step_seconds_of(*s.base.m)),
                                 *s.row.where));
       if (comm_small && ex.summary) a.evidence.push_back(*ex.summary);
       const double sc = comm_small ? 0.5 : 0.4;
       if (sc > score) {
         score = sc;
-        a.cost.seconds = seconds_of(*s.row.m) - seconds_of(*s.base.m);
-        a.cost.per = per_of(s.row.m->quantity);
-        a.cost.share = *a.cost.seconds / seconds_of(*s.row.m);
+        a.cost.seconds = step_seconds_of(*s.row.m) - step_seconds_of(*s.base.m);
+        a.cost.per = s.row.m->unit == "it/s" ? "step" : per_of(s.row.m->quantity);
+        a.cost.share = *a.cost.seconds / step_seconds_of(*s.row.m);
         a.cost.text = fmt::format("{} per {} beyond one rank's {} ({})", duration(*a.cost.seconds), a.cost.per,
                                   figure(*s.base.m), percent(*a.cost.share));
       }
@@ -829,6 +830,15 @@ std::optional<Assessment> assess_compute_contention(const Context& ctx) {
         a.needs.push_back({"whether communication or the ranks' shared resources grow the step",
                            "the per-rank compute time at 1 and N ranks (scalescope profile, or a profiler trace per rank)",
                            "compute-contention (compute grows) against comm-bound causes (all-reduce grows)"});
+    }
+  // The loss shrinks as the per-GPU batch grows: a fixed cost per step, not compute slowed in proportion.
+  if (score > 0 && score < 0.6)
+    if (const auto bd = batch_dependent_scaling(ctx)) {
+      score *= 0.5;
+      a.against.push_back(line(fmt::format("at {} GPUs the larger per-GPU batch scales at {:.0f} % and the smaller at {:.0f} %: a cost "
+                                           "fixed per step (communication), not compute slowed in proportion to its work",
+                                           bd->large->gpus, 100 * bd->large->efficiency, 100 * bd->small->efficiency),
+                               *bd->large->row.where));
     }
   // CPU ranks on fewer cores than they need: measured by the job itself (its traces and the CPUs it had).
   bool cpu_sharing = false;

@@ -276,9 +276,16 @@ VariantAnalysis analyse_variants(const FactSet& facts) {
       const auto& q = r.m->quantity;
       if (r.m->higher_is_better) {
         if (q != "throughput") continue;  // a bandwidth or share does not scale with GPUs
-        s.speedup = r.m->value / base->m->value;
-        s.how = best_single ? "throughput ratio against the best one-GPU row (no one-GPU row ran the same variant)"
-                            : "throughput ratio";
+        if (r.m->unit == "it/s" && !best_single) {
+          // Steps per second are 1 / step time: each step on N GPUs does N times the work of one when the per-GPU
+          // batch is held (as for step times below; a training loop's batch size is per GPU).
+          s.speedup = *n * r.m->value / base->m->value;
+          s.how = "N × r(N) / r(1) of step rates (steps/s), the per-GPU batch taken as fixed (weak scaling)";
+        } else {
+          s.speedup = r.m->value / base->m->value;
+          s.how = best_single ? "throughput ratio against the best one-GPU row (no one-GPU row ran the same variant)"
+                              : "throughput ratio";
+        }
       } else if (q == "step time") {
         s.speedup = *n * base->m->value / r.m->value;
         s.how = "N × t(1) / t(N) of per-step times, the per-GPU batch taken as fixed (weak scaling)";

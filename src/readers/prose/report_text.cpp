@@ -31,6 +31,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <cstring>
 #include <regex>
 #include <set>
 #include <string>
@@ -466,6 +467,8 @@ struct Reader {
         continue;
       std::size_t k = i + 1;
       if (k < t.size() && (t[k].low == "x" || t[k].low == "×")) ++k;
+      // The noun before the product's name ("one GPU 4090", "8 GPUs A800", "2 cards RTX 3090").
+      if (k + 1 < t.size() && gpu_noun(t[k].low) && (brand_word(t[k + 1].low) || model_token(t[k + 1].core))) ++k;
       std::vector<std::string> name;
       bool brand = false;
       std::string model;
@@ -657,10 +660,59 @@ std::string unquote_whole_post(std::string text) {
   return out;
 }
 
+/// Chinese posts (a large share of public GPU-training threads: CSDN, Zhihu, GitCode, issues in Chinese) say their GPU
+/// and node counts and the words the grammar keys on in a few fixed terms: "单卡" one card (GPU), "双卡" two, "8卡"
+/// eight, "12机" twelve machines (nodes), "显卡" graphics card, "耗时" time taken, "速度" speed. Those terms are
+/// replaced by the English the grammar reads, each set off by blanks; all other text is kept. Only text holding a CJK
+/// ideograph is touched, and only its first MiB. The terms are the common ones of such posts, not of any one of them.
+std::string cjk_terms(std::string text) {
+  if (text.size() > (1u << 20)) return text;
+  bool cjk = false;  // U+4E00–U+9FFF: lead bytes E4–E9
+  for (const char c : text)
+    if (static_cast<unsigned char>(c) >= 0xE4 && static_cast<unsigned char>(c) <= 0xE9) {
+      cjk = true;
+      break;
+    }
+  if (!cjk) return text;
+  static const std::pair<const char*, const char*> terms[] = {
+      {"机器", " machine "},   {"单卡", " one GPU "},     {"双卡", " two GPUs "},    {"两张卡", " two GPUs "},
+      {"两块卡", " two GPUs "}, {"两卡", " two GPUs "},    {"四卡", " four GPUs "},   {"八卡", " eight GPUs "},
+      {"多卡", " multiple GPUs "}, {"单机", " one node "}, {"多机", " multiple nodes "}, {"显卡", " GPU "},
+      {"训练速度", " training speed "}, {"速度", " speed "}, {"耗时", " time "},      {"为什么", " why "},
+      {"没有提升", " no improvement "}, {"数据加载", " data loading "}, {"通信", " communication "}};
+  for (const auto& [from, to] : terms)
+    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + std::strlen(to)))
+      text.replace(at, std::strlen(from), to);
+  // "8卡", "8 张卡", "8块卡": GPUs; "12机", "6台机": nodes (机器, a machine, was replaced above).
+  static const std::regex cards(R"((\d{1,4})\s*(?:张|块)?卡)"), machines(R"((\d{1,4})\s*台?机)");
+  text = std::regex_replace(text, cards, " $1 GPUs ");
+  text = std::regex_replace(text, machines, " $1 nodes ");
+  // A blank where CJK text meets a letter or digit ("4090得8500min"): CJK sets none between words, the grammar's
+  // figures and names need them.
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  const auto ideograph_at = [&](std::size_t i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    return c >= 0xE4 && c <= 0xE9 && i + 2 < text.size();
+  };
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t i = 0; i < text.size();) {
+    if (ideograph_at(i)) {
+      if (!out.empty() && alnum(out.back())) out += ' ';
+      out.append(text, i, 3);
+      i += 3;
+      if (i < text.size() && alnum(text[i])) out += ' ';
+      continue;
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
 /// "4x4090", "8xA100", "2xH100": a count fused to a GPU's name, split ("4x 4090") so that it reads as "4x RTX 4090"
 /// does. Only the first MiB (a prose post is far smaller); line breaks are kept, so line numbers do not move.
 std::string split_fused_counts(std::string_view text) {  // after ascii_punctuation
-  std::string ascii = unquote_whole_post(ascii_punctuation(text));
+  std::string ascii = cjk_terms(unquote_whole_post(ascii_punctuation(text)));
   if (ascii.size() > (1u << 20)) return ascii;
   static const std::regex fused(R"(\b(\d{1,2})([xX])([A-Za-z]{0,4}\d{3,4}[A-Za-z]{0,3})\b)");
   return std::regex_replace(ascii, fused, "$1$2 $3");
@@ -795,6 +847,11 @@ bool judge_prose(std::string_view text, const std::string& source, std::optional
           std::size_t fw = 0;
           for (const auto& x : tokens(c.text)) fw += in(kFunctionWords, x.low) ? 1 : 0;
           if (fw >= 1) ++sentence_lines;
+        } else {
+          // A sentence of CJK text: twelve or more ideographs (three bytes each; it sets no blanks between words).
+          std::size_t ideographs = 0;
+          for (const char ch : c.text) ideographs += static_cast<unsigned char>(ch) >= 0xE4 && static_cast<unsigned char>(ch) <= 0xE9;
+          if (ideographs >= 12) ++sentence_lines;
         }
       } else if (c.kind == LineKind::heading) {
         prose_tokens += tok;

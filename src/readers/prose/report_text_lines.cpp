@@ -20,9 +20,11 @@ bool is_upper(char c) { return std::isupper(static_cast<unsigned char>(c)) != 0;
 bool all_digits(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), is_digit); }
 bool any_digit(std::string_view s) { return std::any_of(s.begin(), s.end(), is_digit); }
 bool any_alpha(std::string_view s) { return std::any_of(s.begin(), s.end(), is_alpha); }
-// A plain word: letters, with inner hyphens or apostrophes ("don't", "spin-wait", "it's").
+// A plain word: letters, with inner hyphens or apostrophes ("don't", "spin-wait", "it's"); or a run of CJK text
+// (its lead byte E4–E9: U+4E00–U+9FFF), which sets no blanks between its words.
 bool word_like(std::string_view w) {
-  if (w.empty() || !is_alpha(w.front())) return false;
+  const auto lead = w.empty() ? 0u : static_cast<unsigned char>(w.front());
+  if (w.empty() || !(is_alpha(w.front()) || (lead >= 0xE4 && lead <= 0xE9))) return false;
   for (char c : w)
     if (!(is_alpha(c) || c == '-' || c == '\'' || static_cast<unsigned char>(c) >= 0x80)) return false;
   return true;

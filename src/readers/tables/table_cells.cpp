@@ -107,7 +107,8 @@ constexpr UnitName kUnits[] = {
     {"sentences/s", "sequences/s", 1, "throughput"},
     {"it/s", "it/s", 1, "throughput"}, {"its/s", "it/s", 1, "throughput"}, {"iter/s", "it/s", 1, "throughput"},
     {"iters/s", "it/s", 1, "throughput"}, {"iterations/s", "it/s", 1, "throughput"},
-    {"steps/s", "it/s", 1, "throughput"}, {"step/s", "it/s", 1, "throughput"},
+    {"steps/s", "it/s", 1, "throughput"}, {"step/s", "it/s", 1, "throughput"}, {"steps/sec", "it/s", 1, "throughput"},
+    {"step/sec", "it/s", 1, "throughput"}, {"steps/second", "it/s", 1, "throughput"},
     // Frames (environment steps) per second: reinforcement learning's throughput.
     {"FPS", "frames/s", 1, "throughput"}, {"fps", "frames/s", 1, "throughput"}, {"frames/s", "frames/s", 1, "throughput"},
     {"frames/sec", "frames/s", 1, "throughput"}, {"frames/second", "frames/s", 1, "throughput"},

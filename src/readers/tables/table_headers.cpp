@@ -107,6 +107,15 @@ Quantity quantity_of_header(std::string_view header) {
         break;
       }
   }
+  // A unit after the last '_' of the last word: "global_step/sec", "train_samples/s" (TensorBoard's and HF's names).
+  if (!q.unit) {
+    const auto sp = b.find_last_of(" \t"), us = b.find_last_of('_');
+    if (us != std::string::npos && (sp == std::string::npos || us > sp) && b.find('/', us) != std::string::npos)
+      if (auto u = unit_of(b.substr(us + 1)); u && !u->ratio) {
+        q.unit = u;
+        b = b.substr(0, us);
+      }
+  }
   // "train_samples_per_second", "tokens per sec": a rate.
   if (!q.unit) {
     static const std::regex per(R"(([a-z]+)[ _]per[ _]sec(ond)?s?\b)");
