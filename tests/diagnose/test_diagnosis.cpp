@@ -1165,6 +1165,10 @@ TEST(FileCauses, AChinesePostsCountsAndAProductAfterItsNoun) {
                                "240min，为什么双卡的训练速度比单卡没有快多少？\n");
   ASSERT_TRUE(d.primary) << describe(d);
   EXPECT_EQ(d.primary->cause, "comm-bound-small-model") << describe(d);
+  // A line of figures between its ideographs ("4机>2机>1机") is still prose: its product and count are read.
+  const auto figures = gather_evidence({dir.write("zh3.md", "在每台机器为8卡V100显卡下，同样batchsize单个batch平均耗时4机>2机>1机"
+                                                           "（机器越多耗时越大）。\n")}).facts;
+  EXPECT_EQ(figures.count<diagnose::GpuSeen>(), 1u);
   const auto none = diag("zh2.md", "# 训练问题\n\n你好，我有一个问题，训练的时候速度很慢，请问应该怎么办呢？谢谢大家的帮助和建议。\n");
   EXPECT_FALSE(none.primary) << describe(none);
   const auto en = diag("en.md", "I train BERT-large with DistributedDataParallel at batch size 1 on one GPU 3090 and on "

@@ -839,20 +839,17 @@ bool judge_prose(std::string_view text, const std::string& source, std::optional
         ++foreign;
         continue;
       }
-      if (tok >= 3 && words * 10 >= tok * 6) {
+      // A line of twelve or more CJK ideographs is prose whatever its figures (its words are runs, not tokens).
+      std::size_t ideographs = 0;
+      for (const char ch : c.text) ideographs += static_cast<unsigned char>(ch) >= 0xE4 && static_cast<unsigned char>(ch) <= 0xE9;
+      if ((tok >= 3 && words * 10 >= tok * 6) || ideographs >= 12) {
         prose_tokens += tok;
         ++prose_lines;
         // A sentence: six or more tokens with a function word of English.
-        if (tok >= 6) {
-          std::size_t fw = 0;
+        std::size_t fw = 0;
+        if (tok >= 6)
           for (const auto& x : tokens(c.text)) fw += in(kFunctionWords, x.low) ? 1 : 0;
-          if (fw >= 1) ++sentence_lines;
-        } else {
-          // A sentence of CJK text: twelve or more ideographs (three bytes each; it sets no blanks between words).
-          std::size_t ideographs = 0;
-          for (const char ch : c.text) ideographs += static_cast<unsigned char>(ch) >= 0xE4 && static_cast<unsigned char>(ch) <= 0xE9;
-          if (ideographs >= 12) ++sentence_lines;
-        }
+        if (fw >= 1 || ideographs >= 12) ++sentence_lines;  // or a sentence of CJK text
       } else if (c.kind == LineKind::heading) {
         prose_tokens += tok;
       }
