@@ -319,7 +319,8 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   // no_sync() over the accumulation micro-batches made it scale: an all-reduce on every micro-batch is communication
   // far more often than compute can hide, which is this cause's own fix.
   const auto no_sync = fixed_by(ctx, "no-sync");
-  if (p.strength == 0 && !no_sync && !batch_dependent_scaling(ctx)) return std::nullopt;
+  const auto batch_dependence = batch_dependent_scaling(ctx);
+  if (p.strength == 0 && !no_sync && !batch_dependence) return std::nullopt;
   Assessment a = start("comm-bound-small-model");
   a.evidence = p.lines;
   a.cost = p.cost;
@@ -380,11 +381,12 @@ std::optional<Assessment> assess_comm_bound_small_model(const Context& ctx) {
   }
   // The same GPU count scales clearly better at a larger per-GPU batch: what is lost is a fixed cost per step, which
   // more compute per step hides — this cause's own signature and fix.
-  if (const auto bd = batch_dependent_scaling(ctx); bd && !p.long_allreduce) {
-    a.evidence.push_back(line(fmt::format("at {} GPUs: {:.0f} % efficiency at per-GPU batch {} against {:.0f} % at {}: the loss is a "
-                                          "cost fixed per step that more compute per step hides",
-                                          bd->large->gpus, 100 * bd->large->efficiency, bd->large->conditions.at("batch"),
-                                          100 * bd->small->efficiency, bd->small->conditions.at("batch")),
+  if (const auto& bd = batch_dependence; bd && !p.long_allreduce) {
+    a.evidence.push_back(line(fmt::format("at {} GPUs: {:.0f} % efficiency at {} {} against {:.0f} % at {}: the loss is a cost "
+                                          "fixed per step that more compute per step hides",
+                                          bd->large->gpus, 100 * bd->large->efficiency,
+                                          bd->dim == "global_batch" ? "global batch" : "per-GPU batch", bd->large->conditions.at(bd->dim),
+                                          100 * bd->small->efficiency, bd->small->conditions.at(bd->dim)),
                               *bd->large->row.where));
     score = std::max(score, 0.45);
     raise(score, 0.1);

@@ -76,6 +76,16 @@ std::optional<Assessment> assess_nccl_env_override(const Context& ctx) {
         a.against.push_back(line(name + "=" + s.value + " is NCCL's default: no override", s.where));
       continue;
     }
+    // The same name given several values in one file: the runs a text compares, not the job's environment.
+    if (s.values_in_source.size() >= 2) {
+      std::string values;
+      for (const auto& v : s.values_in_source) values += (values.empty() ? "" : ", ") + v;
+      a.against.push_back(line(fmt::format("{} takes {} values in one file ({}): variants compared, not the one setting of a "
+                                           "job",
+                                           name, s.values_in_source.size(), values),
+                               s.where));
+      continue;
+    }
     double sc = 0.5;
     std::string says = name + "=" + s.value + " (default " + s.judgement.default_text + "): " + s.judgement.what_it_does;
     // Its effect visible elsewhere in the evidence.
@@ -185,7 +195,7 @@ std::optional<Assessment> assess_nccl_env_override(const Context& ctx) {
   if (score == 0) {
     if (a.against.empty()) return std::nullopt;
     a.ruled_out = true;
-    a.why_not = "the NCCL settings shown are NCCL's defaults";
+    a.why_not = a.against.front().says;
     return a;
   }
   a.score = score;

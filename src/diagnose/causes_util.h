@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <cstdlib>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -57,31 +60,49 @@ inline double step_seconds_of(const Measurement& m) {
   return seconds_of(m);
 }
 
-/// The same GPU count measured at two per-GPU batches, the larger scaling clearly better: the signature of a fixed
-/// cost per step (the gradient all-reduce does not shrink with the batch, while compute does), not of compute that
-/// slows in proportion (contention slows a larger batch as much as a small one). Efficiency ratio ≥ 1.3.
+/// The same GPU count measured at two batches (per GPU, or global at that count: either gives each GPU more work),
+/// the larger scaling clearly better — efficiency ratio ≥ 1.3, the smaller below 80 % (a loss to explain) and the
+/// larger at most 110 % (not a superlinear figure): the signature of a cost fixed per step (the gradient all-reduce
+/// does not shrink with the batch, while compute does), not of compute that slows in proportion (contention slows a
+/// larger batch as much as a small one). Rows are grouped by table, GPU count and their other conditions, so a
+/// table of many rows costs one pass.
 struct BatchDependentScaling {
   const ScalingRow* small = nullptr;
   const ScalingRow* large = nullptr;
+  std::string dim;  ///< "batch", "batch_per_gpu" or "global_batch"
 };
 inline std::optional<BatchDependentScaling> batch_dependent_scaling(const Context& ctx) {
-  const auto batch_of = [](const ScalingRow& s) -> std::optional<double> {
-    const auto it = s.conditions.find("batch");
-    if (it == s.conditions.end()) return std::nullopt;
-    char* end = nullptr;
-    const double v = std::strtod(it->second.c_str(), &end);
-    return end != it->second.c_str() && v > 0 ? std::optional<double>(v) : std::nullopt;
-  };
-  std::optional<BatchDependentScaling> best;
-  for (const auto& a : ctx.variants.scaling)
-    for (const auto& b : ctx.variants.scaling) {
-      const auto ba = batch_of(a), bb = batch_of(b);
-      if (!ba || !bb || *ba >= *bb || a.gpus != b.gpus || a.gpus < 2 || a.row.m->table != b.row.m->table) continue;
-      auto ca = a.conditions, cb = b.conditions;
-      ca.erase("batch"), cb.erase("batch");
-      if (ca != cb || !(b.efficiency >= 1.3 * a.efficiency)) continue;
-      if (!best || b.efficiency / a.efficiency > best->large->efficiency / best->small->efficiency) best = {{&a, &b}};
+  std::map<std::tuple<std::string, std::string, int, std::map<std::string, std::string>>, std::vector<std::pair<double, const ScalingRow*>>> groups;
+  for (const auto& s : ctx.variants.scaling) {
+    if (s.gpus < 2) continue;
+    for (const char* dim : {"batch", "batch_per_gpu", "global_batch"}) {
+      const auto it = s.conditions.find(dim);
+      if (it == s.conditions.end()) continue;
+      char* end = nullptr;
+      const double v = std::strtod(it->second.c_str(), &end);
+      if (end == it->second.c_str() || !(v > 0)) continue;
+      auto rest = s.conditions;
+      rest.erase(dim);
+      groups[{dim, s.row.m->table, s.gpus, std::move(rest)}].emplace_back(v, &s);
     }
+  }
+  std::optional<BatchDependentScaling> best;
+  for (auto& [key, rows] : groups) {
+    if (rows.size() < 2) continue;
+    // The least efficient row below the best-scaling row's batch, against that row.
+    const auto* large = std::max_element(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+                          return a.second->efficiency < b.second->efficiency;
+                        })->second;
+    double large_batch = 0;
+    for (const auto& [v, r] : rows)
+      if (r == large) large_batch = v;
+    const ScalingRow* small = nullptr;
+    for (const auto& [v, r] : rows)
+      if (v < large_batch && (!small || r->efficiency < small->efficiency)) small = r;
+    if (!small || large->efficiency > 1.1 || small->efficiency >= 0.8 || !(large->efficiency >= 1.3 * small->efficiency)) continue;
+    if (!best || large->efficiency / small->efficiency > best->large->efficiency / best->small->efficiency)
+      best = BatchDependentScaling{small, large, std::get<0>(key)};
+  }
   return best;
 }
 

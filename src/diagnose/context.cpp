@@ -146,7 +146,9 @@ Context::Context(const FactSet& f) : facts(f) {
 
   // ---- settings: the last value read of each name ----
   for (const auto& s : facts.of<Setting>()) {
-    SettingView v{s.fact.name, s.fact.value, s.fact.origin, s.where, judge_setting(s.fact.name, s.fact.value)};
+    SettingView v{s.fact.name, s.fact.value, s.fact.origin, s.where, judge_setting(s.fact.name, s.fact.value), {}};
+    for (const auto& o : facts.of<Setting>())
+      if (o.fact.name == s.fact.name && o.where.source == s.where.source) v.values_in_source.insert(o.fact.value);
     settings[s.fact.name] = std::move(v);
   }
 

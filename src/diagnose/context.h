@@ -6,6 +6,7 @@
 // the comparison of measured variants. The cause assessors (diagnose/causes.h) read only this.
 
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ struct Context {
     std::string name, value, origin;
     Provenance where;
     SettingJudgement judgement;
+    /// Every value the same file gives the name ("Runs: default, NCCL_ALGO=Tree, NCCL_ALGO=Ring"): two or more are
+    /// variants a text compares, not the one environment of a job.
+    std::set<std::string> values_in_source;
   };
   std::map<std::string, SettingView> settings;   ///< last seen value per name
   const SettingView* setting(const std::string& name) const;

@@ -1193,3 +1193,40 @@ TEST(FileCauses, ImageFolderAndAThirdOfTheTimeBusy) {
                             "I use datasets.ImageFolder as in the example; is this the expected time?\n"),
             "input-bound");
 }
+
+// One NCCL variable given several values in one file ("we ran the default, NCCL_ALGO=Tree and NCCL_ALGO=Ring") is the
+// runs a text compares, not the job's environment: no nccl-env-override from it (issue #36, batch 19). Control: one
+// value, set for the job.
+TEST(FileCauses, ASettingComparedAtSeveralValuesIsNoOverride) {
+  TempDir dir;
+  const auto cause = [&](const char* name, const std::string& text) {
+    const auto d = diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts);
+    return d.primary ? d.primary->cause : std::string("none");
+  };
+  EXPECT_NE(cause("ab.md", "We fine-tune a 7B model with FSDP on 4 nodes of 8 x H100 over NDR InfiniBand. We ran it three "
+                           "ways: the default (no NCCL_ALGO), NCCL_ALGO=Tree and NCCL_ALGO=Ring, at 1, 2 and 4 nodes.\n"),
+            "nccl-env-override");
+  EXPECT_EQ(cause("one.md", "We fine-tune a 7B model with FSDP on 4 nodes of 8 x H100 over NDR InfiniBand. Our launch "
+                            "script sets NCCL_ALGO=Ring for the job, and scaling from 1 to 4 nodes is poor.\n"),
+            "nccl-env-override");
+}
+
+// What the hostile review of batch 19's readings found (issue #36): "N台机" and "N机" are nodes (the measure word is
+// three bytes: a regex's "?" once bound only its last byte); a count of hours or days after a GPU noun names no
+// product ("8 GPUs 4090 hours"). (A prose text is now read up to 256 KB and a line up to 8 KB: its time is in
+// bench/RESULTS.md, not tested here.)
+TEST(FileCauses, HostileControlsOfBatch19sReadings) {
+  TempDir dir;
+  const auto nodes = [&](const char* name, const std::string& text) {
+    std::optional<int> n;
+    for (const auto& w : gather_evidence({dir.write(name, text)}).facts.of<diagnose::WorldShape>())
+      if (w.fact.nodes) n = std::max(n.value_or(0), *w.fact.nodes);
+    return n;
+  };
+  EXPECT_EQ(nodes("n1.md", "我们用 4台机 训练，每台机器 8 张 A100，用 DistributedDataParallel，训练速度没有提升，为什么？\n"), 4);
+  EXPECT_EQ(nodes("n2.md", "我们用 4机 训练，每台机器 8 张 A100，用 DistributedDataParallel，训练速度没有提升，为什么？\n"), 4);
+  EXPECT_EQ(gather_evidence({dir.write("h.md", "The job used 8 GPUs 4090 hours last month on our H100 cluster and it "
+                                                 "scales poorly from one node to two.\n")})
+                .facts.count<diagnose::GpuSeen>(),
+            1u);  // the H100 only
+}

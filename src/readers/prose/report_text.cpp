@@ -468,7 +468,13 @@ struct Reader {
       std::size_t k = i + 1;
       if (k < t.size() && (t[k].low == "x" || t[k].low == "×")) ++k;
       // The noun before the product's name ("one GPU 4090", "8 GPUs A800", "2 cards RTX 3090").
-      if (k + 1 < t.size() && gpu_noun(t[k].low) && (brand_word(t[k + 1].low) || model_token(t[k + 1].core))) ++k;
+      // Not a count of hours, days or memory after the noun ("8 GPUs 4090 hours", "2 cards 5090 days ago").
+      if (k + 1 < t.size() && gpu_noun(t[k].low) && (brand_word(t[k + 1].low) || model_token(t[k + 1].core)) &&
+          !(k + 2 < t.size() && (t[k + 2].low == "hours" || t[k + 2].low == "hour" || t[k + 2].low == "hrs" ||
+                                 t[k + 2].low == "days" || t[k + 2].low == "day" || t[k + 2].low == "minutes" ||
+                                 t[k + 2].low == "min" || t[k + 2].low == "seconds" || t[k + 2].low == "years" ||
+                                 t[k + 2].low == "weeks" || t[k + 2].low == "months" || t[k + 2].low == "ago")))
+        ++k;
       std::vector<std::string> name;
       bool brand = false;
       std::string model;
@@ -580,6 +586,8 @@ struct Layout {
 Layout layout(std::string_view text, std::size_t max_lines, Reading* notes_to) {
   Layout l;
   l.lines = split_lines(text);
+  for (auto& line : l.lines)
+    if (line.size() > kMaxLineBytes) line = line.substr(0, kMaxLineBytes);
   if (l.lines.size() > max_lines) {
     l.lines.resize(max_lines);
     if (notes_to) notes_to->notes.push_back(fmt::format("only the first {} lines were read", max_lines));
@@ -667,43 +675,68 @@ std::string unquote_whole_post(std::string text) {
 /// ideograph is touched, and only its first MiB. The terms are the common ones of such posts, not of any one of them.
 std::string cjk_terms(std::string text) {
   if (text.size() > (1u << 20)) return text;
-  bool cjk = false;  // U+4E00–U+9FFF: lead bytes E4–E9
-  for (const char c : text)
-    if (static_cast<unsigned char>(c) >= 0xE4 && static_cast<unsigned char>(c) <= 0xE9) {
-      cjk = true;
-      break;
-    }
+  const auto ideograph = [&](std::size_t i) {  // U+4E00–U+9FFF: lead bytes E4–E9, three bytes
+    const auto c = static_cast<unsigned char>(text[i]);
+    return c >= 0xE4 && c <= 0xE9 && i + 2 < text.size();
+  };
+  bool cjk = false;
+  for (std::size_t i = 0; i < text.size() && !cjk; ++i) cjk = ideograph(i);
   if (!cjk) return text;
-  static const std::pair<const char*, const char*> terms[] = {
+  static const std::pair<std::string_view, std::string_view> terms[] = {
       {"机器", " machine "},   {"单卡", " one GPU "},     {"双卡", " two GPUs "},    {"两张卡", " two GPUs "},
       {"两块卡", " two GPUs "}, {"两卡", " two GPUs "},    {"四卡", " four GPUs "},   {"八卡", " eight GPUs "},
       {"多卡", " multiple GPUs "}, {"单机", " one node "}, {"多机", " multiple nodes "}, {"显卡", " GPU "},
       {"训练速度", " training speed "}, {"速度", " speed "}, {"耗时", " time "},      {"为什么", " why "},
       {"没有提升", " no improvement "}, {"数据加载", " data loading "}, {"通信", " communication "}};
-  for (const auto& [from, to] : terms)
-    for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + std::strlen(to)))
-      text.replace(at, std::strlen(from), to);
-  // "8卡", "8 张卡", "8块卡": GPUs; "12机", "6台机": nodes (机器, a machine, was replaced above).
-  static const std::regex cards(R"((\d{1,4})\s*(?:张|块)?卡)"), machines(R"((\d{1,4})\s*台?机)");
-  text = std::regex_replace(text, cards, " $1 GPUs ");
-  text = std::regex_replace(text, machines, " $1 nodes ");
-  // A blank where CJK text meets a letter or digit ("4090得8500min"): CJK sets none between words, the grammar's
-  // figures and names need them.
-  std::string out;
-  out.reserve(text.size() + text.size() / 8);
-  const auto ideograph_at = [&](std::size_t i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    return c >= 0xE4 && c <= 0xE9 && i + 2 < text.size();
-  };
+  // After a count ("8卡", "8 张卡", "12机", "6台机"): GPUs or nodes.
+  static const std::pair<std::string_view, std::string_view> counted[] = {
+      {"张卡", " GPUs "}, {"块卡", " GPUs "}, {"卡", " GPUs "}, {"台机", " nodes "}, {"机", " nodes "}};
   const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  std::string out;
+  out.reserve(text.size() + text.size() / 4);
+  bool after_ideograph = false;
+  const std::string_view all(text);
   for (std::size_t i = 0; i < text.size();) {
-    if (ideograph_at(i)) {
+    if (ideograph(i)) {
+      bool done = false;
+      for (const auto& [from, to] : terms)
+        if (all.substr(i, from.size()) == from) {
+          out += to;
+          i += from.size();
+          done = true;
+          break;
+        }
+      if (!done) {
+        // A count before it, blanks allowed: "8卡" → " 8 GPUs ".
+        std::size_t e = out.size();
+        while (e > 0 && out[e - 1] == ' ') --e;
+        std::size_t b = e;
+        while (b > 0 && std::isdigit(static_cast<unsigned char>(out[b - 1])) && e - b < 4) --b;
+        if (b < e && (b == 0 || !alnum(out[b - 1])))
+          for (const auto& [from, to] : counted)
+            if (all.substr(i, from.size()) == from) {
+              out.resize(e);
+              if (b > 0 && out[b - 1] != ' ') out.insert(b, 1, ' ');
+              out += to;
+              i += from.size();
+              done = true;
+              break;
+            }
+      }
+      if (done) {
+        after_ideograph = false;
+        continue;
+      }
+      // A blank where CJK text meets a letter or digit ("4090得8500min"): CJK sets none between words, the grammar's
+      // figures and names need them.
       if (!out.empty() && alnum(out.back())) out += ' ';
       out.append(text, i, 3);
       i += 3;
-      if (i < text.size() && alnum(text[i])) out += ' ';
+      after_ideograph = true;
       continue;
     }
+    if (after_ideograph && alnum(text[i])) out += ' ';
+    after_ideograph = false;
     out += text[i++];
   }
   return out;
@@ -839,17 +872,18 @@ bool judge_prose(std::string_view text, const std::string& source, std::optional
         ++foreign;
         continue;
       }
-      // A line of twelve or more CJK ideographs is prose whatever its figures (its words are runs, not tokens).
+      // A line of eight or more CJK ideographs (after its common terms are read as English) is prose whatever its figures:
+      // its words are runs, not tokens.
       std::size_t ideographs = 0;
       for (const char ch : c.text) ideographs += static_cast<unsigned char>(ch) >= 0xE4 && static_cast<unsigned char>(ch) <= 0xE9;
-      if ((tok >= 3 && words * 10 >= tok * 6) || ideographs >= 12) {
+      if ((tok >= 3 && words * 10 >= tok * 6) || ideographs >= 8) {
         prose_tokens += tok;
         ++prose_lines;
         // A sentence: six or more tokens with a function word of English.
         std::size_t fw = 0;
         if (tok >= 6)
           for (const auto& x : tokens(c.text)) fw += in(kFunctionWords, x.low) ? 1 : 0;
-        if (fw >= 1 || ideographs >= 12) ++sentence_lines;  // or a sentence of CJK text
+        if (fw >= 1 || ideographs >= 8) ++sentence_lines;  // or a sentence of CJK text
       } else if (c.kind == LineKind::heading) {
         prose_tokens += tok;
       }
@@ -893,6 +927,11 @@ std::optional<Reading> read_report_text_if_prose(std::string_view text, const st
 
 Reading read_report_text(std::string_view text, const std::string& source) {
   Reading notes;
+  if (text.size() > kMaxProseBytes) {  // at a line's end: line numbers stay those of the file
+    const auto cut = text.rfind('\n', kMaxProseBytes);
+    text = text.substr(0, cut == std::string_view::npos ? kMaxProseBytes : cut + 1);
+    notes.notes.push_back(fmt::format("only the first {} KB were read as prose", text.size() / 1024));
+  }
   try {
     const std::string split = split_fused_counts(text);
     const Layout l = layout(split, kMaxLines, &notes);

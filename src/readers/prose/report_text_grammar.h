@@ -32,6 +32,8 @@ using diagnose::Reading;
 inline constexpr std::size_t kMaxLines = 200000;       // read at most this many lines
 inline constexpr std::size_t kDetectLines = 4000;      // detection looks at the head only
 inline constexpr std::size_t kDetectBytes = 256 * 1024;
+inline constexpr std::size_t kMaxProseBytes = 256 * 1024;  // a post is far smaller: the rest of a larger text is not read
+inline constexpr std::size_t kMaxLineBytes = 8 * 1024;     // a line longer than this is read up to here (no sentence is)
 
 // ───────────────────────────── small helpers ─────────────────────────────
 
