@@ -1230,3 +1230,20 @@ TEST(FileCauses, HostileControlsOfBatch19sReadings) {
                 .facts.count<diagnose::GpuSeen>(),
             1u);  // the H100 only
 }
+
+// The input pipeline in a user's own words ("the data is loaded", "the data upload") beside GPUs measured at 0 %
+// most of the time: input-bound (issue #36, batch 20). Control: the same words with the GPUs busy 95 %.
+TEST(FileCauses, DataLoadedWhileTheGpusIdle) {
+  TempDir dir;
+  const auto cause = [&](const char* name, const std::string& text) {
+    const auto d = diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts);
+    return d.primary ? d.primary->cause : std::string("none");
+  };
+  EXPECT_EQ(cause("idle.md", "We train a ResNet-101 on 8 GPUs with DistributedDataParallel. nvidia-smi shows the GPU "
+                             "utilization at 0% for several seconds while the data is loaded, then a short burst. How can "
+                             "the data upload be made faster?\n"),
+            "input-bound");
+  EXPECT_NE(cause("busy.md", "We train a ResNet-101 on 8 GPUs with DistributedDataParallel. nvidia-smi shows the GPU "
+                             "utilization at 95% while the data is loaded in the background. Is this the expected speed?\n"),
+            "input-bound");
+}

@@ -449,7 +449,8 @@ void read_sentence_measures(std::string_view sentence, const diagnose::Provenanc
         has(s, "tfrecord") || has(s, "imread") || has(s, "loading data") || has(s, "load data") || has(s, "load the data") ||
         has(s, "data batch") || has(s, "reading data") || has(s, "read the data") || has(s, "reading speed") ||
         has(s, "read speed") || has(s, "data reading") || has(s, "imagefolder") || has(s, "image decod") ||
-        has(s, "jpeg decod"))
+        has(s, "jpeg decod") || has(s, "data upload") || has(s, "upload the data") || has(s, "data is loaded") ||
+        has(s, "data is being loaded") || has(s, "data gets loaded"))
       out.add(Claim{"input-mentioned", ""}, where);
     // P2P turned off by something, said in words ("why do you disable p2p when detecting RTX 3090", "the launcher sets P2P
     // off"): NCCL_P2P_DISABLE=1 as the text states it — not when the text says turning it off was the fix.
