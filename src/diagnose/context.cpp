@@ -145,10 +145,11 @@ Context::Context(const FactSet& f) : facts(f) {
   }
 
   // ---- settings: the last value read of each name ----
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> values;  // (name, file) → the values it gives
+  for (const auto& s : facts.of<Setting>()) values[{s.fact.name, s.where.source}].insert(s.fact.value);
   for (const auto& s : facts.of<Setting>()) {
-    SettingView v{s.fact.name, s.fact.value, s.fact.origin, s.where, judge_setting(s.fact.name, s.fact.value), {}};
-    for (const auto& o : facts.of<Setting>())
-      if (o.fact.name == s.fact.name && o.where.source == s.where.source) v.values_in_source.insert(o.fact.value);
+    SettingView v{s.fact.name, s.fact.value, s.fact.origin, s.where, judge_setting(s.fact.name, s.fact.value),
+                  values[{s.fact.name, s.where.source}]};
     settings[s.fact.name] = std::move(v);
   }
 

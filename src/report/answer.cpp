@@ -4,20 +4,17 @@
 
 #include <fmt/format.h>
 
+#include "report/json_fields.h"
+
 namespace scalescope::report {
 
 namespace {
 
 using json = nlohmann::json;
 
-std::string str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
-
 /// j[key] as a finite number, or NaN.
 double num(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nan("");
-  const double v = j[key].get<double>();
+  const double v = json_number(j, key);
   return std::isfinite(v) ? v : std::nan("");
 }
 
@@ -34,7 +31,7 @@ std::string pct(double share) { return fmt::format("{:.1f} %", 100 * share); }
 std::string verdict_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (!v.is_object()) return "";
-  std::string out = str(v, "verdict");
+  std::string out = json_string(v, "verdict");
   if (out.empty()) return "";
   std::string reasons;
   if (v.contains("reasons") && v["reasons"].is_array())
@@ -46,11 +43,11 @@ std::string verdict_text(const json& v) {
 /// The headline of a diagnosis's primary cause: "host-sync: the host waits … — 754 µs … per step (6.3 %)".
 void from_primary(Answer& a, const json& primary) {
   a.kind = "cause";
-  const std::string cause = str(primary, "cause");
-  a.headline = sentence(fmt::format("the primary cause is {}: {}", cause, str(primary, "summary")));
-  if (primary.contains("cost") && primary["cost"].is_object()) a.cost = str(primary["cost"], "text");
-  a.fix = str(primary, "fix");
-  if (cause == "no-defect") a.headline = sentence("no defect: " + str(primary, "summary"));
+  const std::string cause = json_string(primary, "cause");
+  a.headline = sentence(fmt::format("the primary cause is {}: {}", cause, json_string(primary, "summary")));
+  if (primary.contains("cost") && primary["cost"].is_object()) a.cost = json_string(primary["cost"], "text");
+  a.fix = json_string(primary, "fix");
+  if (cause == "no-defect") a.headline = sentence("no defect: " + json_string(primary, "summary"));
 }
 
 /// The failure object of a diagnosis (diagnose::Diagnosis::failure as JSON).
@@ -58,11 +55,11 @@ void from_failure(Answer& a, const json& f) {
   a.kind = "failure";
   const bool launcher = f.contains("launcher_crash") && f["launcher_crash"].is_boolean() && f["launcher_crash"].get<bool>();
   const std::string who = f.contains("rank") && f["rank"].is_number_integer() ? fmt::format("rank {}: ", f["rank"].get<int>()) : "";
-  const std::string what = str(f, "exception").empty() ? "no exception in its output" : str(f, "exception");
-  a.headline = sentence(fmt::format("the job FAILED ({}): {}{}", str(f, "ended"),
+  const std::string what = json_string(f, "exception").empty() ? "no exception in its output" : json_string(f, "exception");
+  a.headline = sentence(fmt::format("the job FAILED ({}): {}{}", json_string(f, "ended"),
                                     launcher ? "the launcher itself failed before starting any worker: " : who, what));
   a.cost = "the run measured nothing: its scaling cannot be judged until it runs";
-  a.fix = str(f, "fix");
+  a.fix = json_string(f, "fix");
 }
 
 }  // namespace
@@ -88,7 +85,7 @@ Answer answer_of_analysis(const json& analysis, const std::string& command) {
     if (diagnosis.is_object() && diagnosis.contains("missing_evidence") && diagnosis["missing_evidence"].is_array() &&
         !diagnosis["missing_evidence"].empty()) {
       const auto& m = diagnosis["missing_evidence"][0];
-      a.fix = fmt::format("{}: {}", str(m, "what"), str(m, "command"));
+      a.fix = fmt::format("{}: {}", json_string(m, "what"), json_string(m, "command"));
     }
   }
   // Figures: each rank's mean step from the traces, and where its time went.
@@ -114,7 +111,7 @@ Answer answer_of_analysis(const json& analysis, const std::string& command) {
       if (!std::isnan(num(m, "comm_ratio"))) a.figures.push_back({"comm ratio", pct(num(m, "comm_ratio"))});
     }
   }
-  if (diagnosis.is_object() && !str(diagnosis, "ceiling").empty()) a.figures.push_back({"ceiling", str(diagnosis, "ceiling")});
+  if (diagnosis.is_object() && !json_string(diagnosis, "ceiling").empty()) a.figures.push_back({"ceiling", json_string(diagnosis, "ceiling")});
   return a;
 }
 
@@ -129,10 +126,10 @@ Answer answer_of_doctor(const json& doctor) {
   if (diagnosis.is_object() && diagnosis.contains("primary") && diagnosis["primary"].is_object()) {
     const auto& p = diagnosis["primary"];
     a.headline = sentence(a.headline.substr(0, a.headline.size() - 1) + "; " +
-                          (str(p, "cause") == "no-defect" ? std::string("no defect: ") + str(p, "summary")
-                                                          : "the primary cause is " + str(p, "cause") + ": " + str(p, "summary")));
-    if (p.contains("cost") && p["cost"].is_object()) a.cost = str(p["cost"], "text");
-    a.fix = str(p, "fix");
+                          (json_string(p, "cause") == "no-defect" ? std::string("no defect: ") + json_string(p, "summary")
+                                                          : "the primary cause is " + json_string(p, "cause") + ": " + json_string(p, "summary")));
+    if (p.contains("cost") && p["cost"].is_object()) a.cost = json_string(p["cost"], "text");
+    a.fix = json_string(p, "fix");
   }
   if (doctor.is_object() && doctor.contains("points") && doctor["points"].is_array())
     for (const auto& pt : doctor["points"]) {
@@ -168,8 +165,8 @@ Answer answer_of_prediction(const json& predict) {
       val += fmt::format(", efficiency {}", pct(num(p, "efficiency")));
       if (p.contains("efficiency_band") && p["efficiency_band"].is_array() && p["efficiency_band"].size() == 2)
         val += fmt::format(" ({:.0f}–{:.0f} %)", 100 * p["efficiency_band"][0].get<double>(), 100 * p["efficiency_band"][1].get<double>());
-      if (!str(p, "verdict").empty()) val += ", " + str(p, "verdict");
-      a.figures.push_back({str(p, "label").empty() ? fmt::format("{} ranks", num(p, "ranks")) : str(p, "label"), val});
+      if (!json_string(p, "verdict").empty()) val += ", " + json_string(p, "verdict");
+      a.figures.push_back({json_string(p, "label").empty() ? fmt::format("{} ranks", num(p, "ranks")) : json_string(p, "label"), val});
     }
   if (!last) {
     a.kind = "undecided";
@@ -180,13 +177,13 @@ Answer answer_of_prediction(const json& predict) {
   std::string band;
   if (p.contains("efficiency_band") && p["efficiency_band"].is_array() && p["efficiency_band"].size() == 2)
     band = fmt::format(" (band {:.0f}–{:.0f} %)", 100 * p["efficiency_band"][0].get<double>(), 100 * p["efficiency_band"][1].get<double>());
-  std::string link = str(predict, "link");  // "NV18 between H200 SXM: 18 links × …": its name, before the colon
+  std::string link = json_string(predict, "link");  // "NV18 between H200 SXM: 18 links × …": its name, before the colon
   if (const auto colon = link.find(':'); colon != std::string::npos) link.resize(colon);
   if (link.size() > 60) link.clear();
   a.headline = sentence(fmt::format("on {} ranks{} this job should run at {} scaling efficiency{}, a step of {:.2f} ms, "
                                     "comm ratio {}: {}",
                                     num(p, "ranks"), link.empty() ? "" : " over " + link, pct(num(p, "efficiency")), band,
-                                    num(p, "step_ms"), pct(num(p, "comm_ratio")), str(p, "verdict").empty() ? "no verdict" : str(p, "verdict")));
+                                    num(p, "step_ms"), pct(num(p, "comm_ratio")), json_string(p, "verdict").empty() ? "no verdict" : json_string(p, "verdict")));
   if (!std::isnan(num(p, "exposed_comm_ms")))
     a.cost = fmt::format("{:.2f} ms of communication per step not hidden behind backward", num(p, "exposed_comm_ms"));
   return a;

@@ -8,17 +8,9 @@
 #include "readers/trace/trace_reader.h"
 #include "predict/inputs.h"
 #include "predict/step_model.h"
+#include "report/json_fields.h"
 
 namespace scalescope::report {
-
-namespace {
-
-double num(const nlohmann::json& j, const char* key, double fallback = NAN) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
-}  // namespace
 
 void add_topology(HtmlPage& page, const nlohmann::json& t) {
   try {
@@ -45,7 +37,7 @@ void add_doctor(HtmlPage& page, const nlohmann::json& j) {
     for (const auto& pt : j.value("points", nlohmann::json::array())) {
       const int n = pt.value("world_size", 0);
       if (n < 1 || !pt.contains("metrics")) continue;
-      const double s = num(pt["metrics"], "speedup"), e = num(pt["metrics"], "efficiency");
+      const double s = json_number(pt["metrics"], "speedup"), e = json_number(pt["metrics"], "efficiency");
       if (!std::isnan(s)) measured.points.emplace_back(n, s);
       if (!std::isnan(e)) eff.points.emplace_back(n, 100 * e);
       max_n = std::max(max_n, n);
@@ -54,9 +46,9 @@ void add_doctor(HtmlPage& page, const nlohmann::json& j) {
         HtmlWaterfall w;
         w.title = fmt::format("N = {}: measured step against the ideal (ms per step)", n);
         w.start_label = "ideal";
-        w.start = num(l, "ideal_s", 0) * 1e3;
-        w.parts = {{"exposed comm", num(l, "exposed_comm_s", 0) * 1e3}, {"compute", num(l, "compute_s", 0) * 1e3},
-                   {"data wait", num(l, "data_wait_s", 0) * 1e3}, {"other", num(l, "other_s", 0) * 1e3}};
+        w.start = json_number(l, "ideal_s", 0) * 1e3;
+        w.parts = {{"exposed comm", json_number(l, "exposed_comm_s", 0) * 1e3}, {"compute", json_number(l, "compute_s", 0) * 1e3},
+                   {"data wait", json_number(l, "data_wait_s", 0) * 1e3}, {"other", json_number(l, "other_s", 0) * 1e3}};
         w.end_label = "measured";
         page.waterfalls.push_back(std::move(w));
       }
@@ -67,7 +59,7 @@ void add_doctor(HtmlPage& page, const nlohmann::json& j) {
         const auto run = predict::run_from_report(j, "doctor");
         double busbw = 0;
         for (const auto& pt : j["points"])
-          if (pt.value("world_size", 0) >= 2 && pt.contains("result")) busbw = num(pt["result"], "all_reduce_busbw_GBps", 0);
+          if (pt.value("world_size", 0) >= 2 && pt.contains("result")) busbw = json_number(pt["result"], "all_reduce_busbw_GBps", 0);
         if (busbw > 0) {
           const auto link = predict::LinkModel::alpha_beta(busbw, "the run's measured all-reduce");
           for (int n = 1; n <= std::max(8, 2 * max_n); n *= 2) {
@@ -196,13 +188,13 @@ void add_predictions(HtmlPage& page, const nlohmann::json& p) {
     for (const auto& x : p.value("predictions", nlohmann::json::array())) {
       const int n = x.value("ranks", 0);
       if (n < 1) continue;
-      pred.points.emplace_back(n, num(x, "speedup", 0));
-      eff.points.emplace_back(n, 100 * num(x, "efficiency", 0));
+      pred.points.emplace_back(n, json_number(x, "speedup", 0));
+      eff.points.emplace_back(n, 100 * json_number(x, "efficiency", 0));
       ideal.points.emplace_back(n, n);
       if (x.contains("measured_step_ms") && x.contains("step_ms") && x["measured_step_ms"].get<double>() > 0)
       {
-        meas.points.emplace_back(n, num(x, "speedup", 0) * num(x, "step_ms", 0) / x["measured_step_ms"].get<double>());
-        meas_eff.points.emplace_back(n, 100 * num(x, "efficiency", 0) * num(x, "step_ms", 0) / x["measured_step_ms"].get<double>());
+        meas.points.emplace_back(n, json_number(x, "speedup", 0) * json_number(x, "step_ms", 0) / x["measured_step_ms"].get<double>());
+        meas_eff.points.emplace_back(n, 100 * json_number(x, "efficiency", 0) * json_number(x, "step_ms", 0) / x["measured_step_ms"].get<double>());
       }
     }
     if (pred.points.empty()) return;
@@ -222,8 +214,8 @@ void add_predictions(HtmlPage& page, const nlohmann::json& p) {
       if (x.contains("efficiency_band") && x["efficiency_band"].is_array() && x["efficiency_band"].size() == 2)
         eff_band = fmt::format(" ({:.0f}–{:.0f} %)", 100 * x["efficiency_band"][0].get<double>(), 100 * x["efficiency_band"][1].get<double>());
       return fmt::format("{:<16} step {:8.2f} ms{:<20} speedup {:6.2f}  efficiency {:5.1f} %{:<11} exposed {:6.2f} ms  {}\n",
-                         x.value("label", ""), num(x, "step_ms", 0), band, num(x, "speedup", 0), 100 * num(x, "efficiency", 0),
-                         eff_band, num(x, "exposed_comm_ms", 0), x.value("verdict", ""));
+                         x.value("label", ""), json_number(x, "step_ms", 0), band, json_number(x, "speedup", 0), 100 * json_number(x, "efficiency", 0),
+                         eff_band, json_number(x, "exposed_comm_ms", 0), x.value("verdict", ""));
     };
     std::string predicted;
     for (const auto& x : p.value("predictions", nlohmann::json::array())) predicted += line(x);

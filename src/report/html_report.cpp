@@ -137,10 +137,7 @@ std::string chart_svg(const HtmlChart& c) {
       if (t >= x0 * 0.9999) ticks.push_back(t);
     if (ticks.size() < 2) ticks = {x0, x1};
   } else {
-    for (const auto& s : c.series)
-      for (auto [x, y] : s.points) ticks.push_back(x);
-    std::sort(ticks.begin(), ticks.end());
-    ticks.erase(std::unique(ticks.begin(), ticks.end()), ticks.end());
+    ticks = xs;
     while (ticks.size() > 12) {  // every other tick
       std::vector<double> t2;
       for (std::size_t i = 0; i < ticks.size(); i += 2) t2.push_back(ticks[i]);
@@ -381,21 +378,15 @@ std::string render_html(const HtmlPage& page) {
   if (page.diagnosis.is_object()) o += "<section id=\"diagnosis\"><h2>Diagnosis</h2>" + diagnosis_html(page.diagnosis) + "</section>";
 
   // Measured before predicted, each chart with what it has; a section with nothing to show is left out.
-  if (!page.scaling.empty()) {
-    o += "<section id=\"scaling\"><h2>Scaling</h2>";
-    for (const auto& c : page.scaling) o += chart_svg(c);
+  const auto drawings = [&](const char* id, const char* title, const auto& items, const auto& draw) {
+    if (items.empty()) return;
+    o += fmt::format("<section id=\"{}\"><h2>{}</h2>", id, title);
+    for (const auto& item : items) o += draw(item);
     o += "</section>";
-  }
-  if (!page.waterfalls.empty()) {
-    o += "<section id=\"waterfall\"><h2>Where the time went</h2>";
-    for (const auto& w : page.waterfalls) o += waterfall_svg(w);
-    o += "</section>";
-  }
-  if (!page.busbw.empty()) {
-    o += "<section id=\"busbw\"><h2>Bus bandwidth against message size</h2>";
-    for (const auto& c : page.busbw) o += chart_svg(c);
-    o += "</section>";
-  }
+  };
+  drawings("scaling", "Scaling", page.scaling, chart_svg);
+  drawings("waterfall", "Where the time went", page.waterfalls, waterfall_svg);
+  drawings("busbw", "Bus bandwidth against message size", page.busbw, chart_svg);
   if (!page.lanes.empty()) {
     o += "<section id=\"swimlanes\"><h2>One step of each rank</h2>";
     o += "<p class=\"legend\"><span><i class=\"k-compute\" style=\"background:#1f5fa8\"></i>compute</span><span><i style=\"background:#ea580c\"></i>communication</span>"

@@ -53,6 +53,15 @@ class TempDir {
     std::ofstream(p, std::ios::binary) << text;
     return p.string();
   }
+  /// The diagnosis of `text` written as the file `name` here, read as analyze reads it.
+  Diagnosis diagnosis(const std::string& name, const std::string& text) const {
+    return diagnose::diagnose(gather_evidence({write(name, text)}).facts);
+  }
+  /// Its primary cause, "none" when there is none.
+  std::string primary(const std::string& name, const std::string& text) const {
+    const auto d = diagnosis(name, text);
+    return d.primary ? d.primary->cause : std::string("none");
+  }
 
  private:
   fs::path path_;
@@ -1081,45 +1090,41 @@ TEST(FileCauses, AFailedJobIsTheFirstFinding) {
 // question answered by the poster's own different job, a hoped-for speedup — none is read as the poster's (issue #36).
 TEST(FileCauses, HostileControlsOfBatch18sReadings) {
   TempDir dir;
-  const auto cause = [&](const char* name, const std::string& text) {
-    const auto d = diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts);
-    return d.primary ? d.primary->cause : std::string("none");
-  };
-  EXPECT_NE(cause("h1.md", "I train on 2 x A100 PCIe with DistributedDataParallel. One step takes 100 ms on one GPU and 300 "
+  EXPECT_NE(dir.primary("h1.md", "I train on 2 x A100 PCIe with DistributedDataParallel. One step takes 100 ms on one GPU and 300 "
                            "ms on 2 GPUs.\nEach all-reduce is blocked waiting for rank 1, which is slower; with "
                            "NCCL_P2P_DISABLE=1 it works a bit faster.\n"),
             "p2p-blocked-acs-iommu");
-  EXPECT_NE(cause("h3.md", "I train on 2 x A100 PCIe with DistributedDataParallel. One step takes 100 ms on one GPU and 180 "
+  EXPECT_NE(dir.primary("h3.md", "I train on 2 x A100 PCIe with DistributedDataParallel. One step takes 100 ms on one GPU and 180 "
                            "ms on 2 GPUs.\nTCP port 29500 is blocked by the firewall, so I use port 29501. It also works "
                            "with NCCL_P2P_DISABLE=1, at the same speed.\n"),
             "p2p-blocked-acs-iommu");
-  EXPECT_NE(cause("p2.md", "I train with differential privacy (DP) on 4 GPUs. One step takes 200 ms on one GPU and 260 ms "
+  EXPECT_NE(dir.primary("p2.md", "I train with differential privacy (DP) on 4 GPUs. One step takes 200 ms on one GPU and 260 ms "
                            "on 4 GPUs, ResNet-18.\n"),
             "dataparallel-not-ddp");
-  EXPECT_NE(cause("p5.md", "We train a 7B model with HSDP on 64 x H100: 8 DP replicas across 8 nodes of 8 GPUs. Step time is "
+  EXPECT_NE(dir.primary("p5.md", "We train a 7B model with HSDP on 64 x H100: 8 DP replicas across 8 nodes of 8 GPUs. Step time is "
                            "4 s on 8 GPUs and 4.6 s on 64 GPUs.\n"),
             "dataparallel-not-ddp");
-  EXPECT_NE(cause("d2.md", "I train a ResNet-50 on 4 x A100 with DistributedDataParallel, 100 ms per step on one GPU and 190 "
+  EXPECT_NE(dir.primary("d2.md", "I train a ResNet-50 on 4 x A100 with DistributedDataParallel, 100 ms per step on one GPU and 190 "
                            "ms on 4 GPUs.\nAfter switching to DALI, data loading got 75% faster, so the input pipeline is "
                            "not the problem any more.\n"),
             "input-bound");
-  EXPECT_NE(cause("d4.md", "I train a ResNet-50 on 4 x A100 with DistributedDataParallel, 100 ms per step on one GPU and 190 "
+  EXPECT_NE(dir.primary("d4.md", "I train a ResNet-50 on 4 x A100 with DistributedDataParallel, 100 ms per step on one GPU and 190 "
                            "ms on 4 GPUs.\nThe dataloader prefetch queue holds 60% of the dataset in RAM.\n"),
             "input-bound");
-  EXPECT_NE(cause("s2.md", "I train a GPT-2 on 8 x A100 with DistributedDataParallel in Docker. One GPU: 300 ms per step; 8 "
+  EXPECT_NE(dir.primary("s2.md", "I train a GPT-2 on 8 x A100 with DistributedDataParallel in Docker. One GPU: 300 ms per step; 8 "
                            "GPUs: 900 ms per step.\nThere is no error in the NCCL log about /dev/shm, and /dev/shm is 64 GB, "
                            "not too small.\n"),
             "container-ipc-shm");
-  EXPECT_NE(cause("g4.md", "We train BERT-large with DistributedDataParallel on 16 x V100 over 4 nodes. Hoping for a 3.8x "
+  EXPECT_NE(dir.primary("g4.md", "We train BERT-large with DistributedDataParallel on 16 x V100 over 4 nodes. Hoping for a 3.8x "
                            "speedup on 4 GPUs, we got a 1.9x speedup.\n"),
             "no-defect");
-  EXPECT_NE(cause("q14.md", "> I train a BERT model on 2 x A100 PCIe with DistributedDataParallel.\n> The process blocks at "
+  EXPECT_NE(dir.primary("q14.md", "> I train a BERT model on 2 x A100 PCIe with DistributedDataParallel.\n> The process blocks at "
                             "the first all-reduce and never proceeds.\n> With NCCL_P2P_DISABLE=1 it works.\n> Does anyone "
                             "know why?\n\nI have a different problem on 4 x A100 SXM: 100 ms per step on one GPU, 250 ms on "
                             "4 GPUs.\n"),
             "p2p-blocked-acs-iommu");
   // A post quoted at two levels is read as what it quotes.
-  EXPECT_EQ(cause("q4.md", "> > My DDP job on 2 x A100 PCIe blocks at the first all-reduce.\n> > With NCCL_P2P_DISABLE=1 it "
+  EXPECT_EQ(dir.primary("q4.md", "> > My DDP job on 2 x A100 PCIe blocks at the first all-reduce.\n> > With NCCL_P2P_DISABLE=1 it "
                            "works.\n> Same here on 2 x A100 PCIe, the process blocks and never proceeds.\n> It works with "
                            "NCCL_P2P_DISABLE=1.\n"),
             "p2p-blocked-acs-iommu");
@@ -1131,8 +1136,7 @@ TEST(FileCauses, HostileControlsOfBatch18sReadings) {
 // efficiency the same at both batches; one batch only.
 TEST(FileCauses, StepRatesAndAScalingThatGrowsWithTheBatch) {
   TempDir dir;
-  const auto diag = [&](const char* name, const std::string& text) { return diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts); };
-  const auto d = diag("rates.md", "| batch_size | # of gpus | train_step/sec |\n|---|---|---|\n| 4096 | 1 | 4.0 |\n"
+  const auto d = dir.diagnosis("rates.md", "| batch_size | # of gpus | train_step/sec |\n|---|---|---|\n| 4096 | 1 | 4.0 |\n"
                                   "| 4096 | 4 | 3.2 |\n| 512 | 1 | 20.0 |\n| 512 | 4 | 6.0 |\n");
   ASSERT_TRUE(d.primary) << describe(d);
   EXPECT_EQ(d.primary->cause, "comm-bound-small-model") << describe(d);
@@ -1141,12 +1145,12 @@ TEST(FileCauses, StepRatesAndAScalingThatGrowsWithTheBatch) {
   EXPECT_TRUE(batch_line) << describe(d);  // 80 % at 4096 against 30 % at 512
   for (const auto& c : d.contributing) EXPECT_NE(c.cause, "compute-contention") << describe(d);
   // The same loss at both batches: not a fixed per-step cost (nothing here says communication's).
-  const auto same = diag("same.md", "| batch_size | # of gpus | train_step/sec |\n|---|---|---|\n| 4096 | 1 | 4.0 |\n"
+  const auto same = dir.diagnosis("same.md", "| batch_size | # of gpus | train_step/sec |\n|---|---|---|\n| 4096 | 1 | 4.0 |\n"
                                     "| 4096 | 4 | 1.2 |\n| 512 | 1 | 20.0 |\n| 512 | 4 | 6.0 |\n");
   for (const auto& e : same.primary ? same.primary->evidence : std::vector<diagnose::EvidenceLine>{})
     EXPECT_EQ(e.says.find("more compute per step hides"), std::string::npos) << describe(same);
   // A step rate is not a step time: one rank's 20 steps/s against four ranks' 6 steps/s is each step 3.3× longer.
-  const auto one = diag("one.md", "| # of gpus | global_step/sec |\n|---|---|\n| 1 | 20.0 |\n| 4 | 6.0 |\n");
+  const auto one = dir.diagnosis("one.md", "| # of gpus | global_step/sec |\n|---|---|\n| 1 | 20.0 |\n| 4 | 6.0 |\n");
   ASSERT_TRUE(one.primary) << describe(one);
   if (one.primary->cause == "compute-contention") {
     ASSERT_TRUE(one.primary->cost.seconds) << describe(one);
@@ -1160,8 +1164,7 @@ TEST(FileCauses, StepRatesAndAScalingThatGrowsWithTheBatch) {
 // without a model or hardware name nothing; an English post is read as before.
 TEST(FileCauses, AChinesePostsCountsAndAProductAfterItsNoun) {
   TempDir dir;
-  const auto diag = [&](const char* name, const std::string& text) { return diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts); };
-  const auto d = diag("zh.md", "# 双卡训练没有提升\n\n我用bert-large的模型训练，batch_size=1，单卡3090每个epoch要300min，双卡3090也要"
+  const auto d = dir.diagnosis("zh.md", "# 双卡训练没有提升\n\n我用bert-large的模型训练，batch_size=1，单卡3090每个epoch要300min，双卡3090也要"
                                "240min，为什么双卡的训练速度比单卡没有快多少？\n");
   ASSERT_TRUE(d.primary) << describe(d);
   EXPECT_EQ(d.primary->cause, "comm-bound-small-model") << describe(d);
@@ -1169,9 +1172,9 @@ TEST(FileCauses, AChinesePostsCountsAndAProductAfterItsNoun) {
   const auto figures = gather_evidence({dir.write("zh3.md", "在每台机器为8卡V100显卡下，同样batchsize单个batch平均耗时4机>2机>1机"
                                                            "（机器越多耗时越大）。\n")}).facts;
   EXPECT_EQ(figures.count<diagnose::GpuSeen>(), 1u);
-  const auto none = diag("zh2.md", "# 训练问题\n\n你好，我有一个问题，训练的时候速度很慢，请问应该怎么办呢？谢谢大家的帮助和建议。\n");
+  const auto none = dir.diagnosis("zh2.md", "# 训练问题\n\n你好，我有一个问题，训练的时候速度很慢，请问应该怎么办呢？谢谢大家的帮助和建议。\n");
   EXPECT_FALSE(none.primary) << describe(none);
-  const auto en = diag("en.md", "I train BERT-large with DistributedDataParallel at batch size 1 on one GPU 3090 and on "
+  const auto en = dir.diagnosis("en.md", "I train BERT-large with DistributedDataParallel at batch size 1 on one GPU 3090 and on "
                                 "two GPUs 3090: 300 min per epoch on one GPU and 240 min on two.\n");
   ASSERT_TRUE(en.primary) << describe(en);
   EXPECT_EQ(en.primary->cause, "comm-bound-small-model") << describe(en);
@@ -1182,14 +1185,10 @@ TEST(FileCauses, AChinesePostsCountsAndAProductAfterItsNoun) {
 // with the GPUs busy 97 % of the time.
 TEST(FileCauses, ImageFolderAndAThirdOfTheTimeBusy) {
   TempDir dir;
-  const auto cause = [&](const char* name, const std::string& text) {
-    const auto d = diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts);
-    return d.primary ? d.primary->cause : std::string("none");
-  };
-  EXPECT_EQ(cause("if.md", "Training a ResNet-50 on 4 RTX 3090 takes 90 min per epoch and the GPU utilization is only about 35%. "
+  EXPECT_EQ(dir.primary("if.md", "Training a ResNet-50 on 4 RTX 3090 takes 90 min per epoch and the GPU utilization is only about 35%. "
                            "I use datasets.ImageFolder as in the example; how can I improve the reading speed?\n"),
             "input-bound");
-  EXPECT_NE(cause("if2.md", "Training a ResNet-50 on 4 RTX 3090 takes 90 min per epoch and the GPU utilization is about 97%. "
+  EXPECT_NE(dir.primary("if2.md", "Training a ResNet-50 on 4 RTX 3090 takes 90 min per epoch and the GPU utilization is about 97%. "
                             "I use datasets.ImageFolder as in the example; is this the expected time?\n"),
             "input-bound");
 }
@@ -1199,14 +1198,10 @@ TEST(FileCauses, ImageFolderAndAThirdOfTheTimeBusy) {
 // value, set for the job.
 TEST(FileCauses, ASettingComparedAtSeveralValuesIsNoOverride) {
   TempDir dir;
-  const auto cause = [&](const char* name, const std::string& text) {
-    const auto d = diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts);
-    return d.primary ? d.primary->cause : std::string("none");
-  };
-  EXPECT_NE(cause("ab.md", "We fine-tune a 7B model with FSDP on 4 nodes of 8 x H100 over NDR InfiniBand. We ran it three "
+  EXPECT_NE(dir.primary("ab.md", "We fine-tune a 7B model with FSDP on 4 nodes of 8 x H100 over NDR InfiniBand. We ran it three "
                            "ways: the default (no NCCL_ALGO), NCCL_ALGO=Tree and NCCL_ALGO=Ring, at 1, 2 and 4 nodes.\n"),
             "nccl-env-override");
-  EXPECT_EQ(cause("one.md", "We fine-tune a 7B model with FSDP on 4 nodes of 8 x H100 over NDR InfiniBand. Our launch "
+  EXPECT_EQ(dir.primary("one.md", "We fine-tune a 7B model with FSDP on 4 nodes of 8 x H100 over NDR InfiniBand. Our launch "
                             "script sets NCCL_ALGO=Ring for the job, and scaling from 1 to 4 nodes is poor.\n"),
             "nccl-env-override");
 }
@@ -1235,15 +1230,11 @@ TEST(FileCauses, HostileControlsOfBatch19sReadings) {
 // most of the time: input-bound (issue #36, batch 20). Control: the same words with the GPUs busy 95 %.
 TEST(FileCauses, DataLoadedWhileTheGpusIdle) {
   TempDir dir;
-  const auto cause = [&](const char* name, const std::string& text) {
-    const auto d = diagnose::diagnose(gather_evidence({dir.write(name, text)}).facts);
-    return d.primary ? d.primary->cause : std::string("none");
-  };
-  EXPECT_EQ(cause("idle.md", "We train a ResNet-101 on 8 GPUs with DistributedDataParallel. nvidia-smi shows the GPU "
+  EXPECT_EQ(dir.primary("idle.md", "We train a ResNet-101 on 8 GPUs with DistributedDataParallel. nvidia-smi shows the GPU "
                              "utilization at 0% for several seconds while the data is loaded, then a short burst. How can "
                              "the data upload be made faster?\n"),
             "input-bound");
-  EXPECT_NE(cause("busy.md", "We train a ResNet-101 on 8 GPUs with DistributedDataParallel. nvidia-smi shows the GPU "
+  EXPECT_NE(dir.primary("busy.md", "We train a ResNet-101 on 8 GPUs with DistributedDataParallel. nvidia-smi shows the GPU "
                              "utilization at 95% while the data is loaded in the background. Is this the expected speed?\n"),
             "input-bound");
 }

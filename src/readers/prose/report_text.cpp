@@ -675,10 +675,7 @@ std::string unquote_whole_post(std::string text) {
 /// ideograph is touched, and only its first MiB. The terms are the common ones of such posts, not of any one of them.
 std::string cjk_terms(std::string text) {
   if (text.size() > (1u << 20)) return text;
-  const auto ideograph = [&](std::size_t i) {  // U+4E00–U+9FFF: lead bytes E4–E9, three bytes
-    const auto c = static_cast<unsigned char>(text[i]);
-    return c >= 0xE4 && c <= 0xE9 && i + 2 < text.size();
-  };
+  const auto ideograph = [&](std::size_t i) { return cjk_lead(text[i]) && i + 2 < text.size(); };
   bool cjk = false;
   for (std::size_t i = 0; i < text.size() && !cjk; ++i) cjk = ideograph(i);
   if (!cjk) return text;
@@ -874,8 +871,7 @@ bool judge_prose(std::string_view text, const std::string& source, std::optional
       }
       // A line of eight or more CJK ideographs (after its common terms are read as English) is prose whatever its figures:
       // its words are runs, not tokens.
-      std::size_t ideographs = 0;
-      for (const char ch : c.text) ideographs += static_cast<unsigned char>(ch) >= 0xE4 && static_cast<unsigned char>(ch) <= 0xE9;
+      const auto ideographs = static_cast<std::size_t>(std::count_if(c.text.begin(), c.text.end(), cjk_lead));
       if ((tok >= 3 && words * 10 >= tok * 6) || ideographs >= 8) {
         prose_tokens += tok;
         ++prose_lines;

@@ -37,6 +37,12 @@ inline constexpr std::size_t kMaxLineBytes = 8 * 1024;     // a line longer than
 
 // ───────────────────────────── small helpers ─────────────────────────────
 
+/// The lead byte of a CJK ideograph in UTF-8 (U+4E00–U+9FFF: E4–E9, three bytes in all).
+inline bool cjk_lead(char c) {
+  const auto b = static_cast<unsigned char>(c);
+  return b >= 0xE4 && b <= 0xE9;
+}
+
 std::string lower(std::string_view s);
 bool starts_with(std::string_view s, std::string_view p);
 bool ends_with(std::string_view s, std::string_view p);

@@ -23,8 +23,7 @@ bool any_alpha(std::string_view s) { return std::any_of(s.begin(), s.end(), is_a
 // A plain word: letters, with inner hyphens or apostrophes ("don't", "spin-wait", "it's"); or a run of CJK text
 // (its lead byte E4–E9: U+4E00–U+9FFF), which sets no blanks between its words.
 bool word_like(std::string_view w) {
-  const auto lead = w.empty() ? 0u : static_cast<unsigned char>(w.front());
-  if (w.empty() || !(is_alpha(w.front()) || (lead >= 0xE4 && lead <= 0xE9))) return false;
+  if (w.empty() || !(is_alpha(w.front()) || cjk_lead(w.front()))) return false;
   for (char c : w)
     if (!(is_alpha(c) || c == '-' || c == '\'' || static_cast<unsigned char>(c) >= 0x80)) return false;
   return true;
